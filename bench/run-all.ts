@@ -1,0 +1,12 @@
+/** `npm run bench`: every benchmark, each printing ratios against baselines from the same run. */
+
+import { callLatency } from './call-latency.ts';
+import { freshSandbox } from './fresh-sandbox.ts';
+import { hostCall } from './host-call.ts';
+import { timeoutOvershoot } from './timeout-overshoot.ts';
+
+console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
+await callLatency();
+await freshSandbox();
+await hostCall();
+await timeoutOvershoot();

@@ -1,0 +1,103 @@
+/**
+ * Engine configuration: what an operator passes (`EngineOptions`) → a complete, frozen
+ * `EngineConfig`. Every default lives here, once.
+ *
+ * Invariant: options that widen access default to off (`allow*`-style switches are false);
+ * numeric limits are validated as positive and finite.
+ *
+ * Does not protect against: an operator choosing generous limits.
+ */
+
+import { SandboxError } from '../errors.ts';
+import type { OperatorLimits } from '../policy/resolve.ts';
+
+export interface LogEntry {
+  readonly tenant: string;
+  readonly instance: string;
+  readonly level: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  readonly message: string;
+}
+
+export interface EngineOptions {
+  /** Warm workers kept for fresh runs. Default 2. */
+  poolSize?: number;
+  /** Live worker threads for fresh runs. Default 8. */
+  maxWorkers?: number;
+  /** Persistent instances (each owns a thread). Default 64. */
+  maxInstances?: number;
+  /** Unknown profile names become POLICY_INVALID instead of falling back to `compute`. */
+  strictProfiles?: boolean;
+  /** The only way to raise a profile's memory, timeout or fuel. */
+  operatorLimits?: OperatorLimits;
+  /** Per-stream capture limit for stdout and stderr. Default 1 MiB. */
+  outputLimitBytes?: number;
+  /** End the call with OUTPUT_LIMIT instead of truncating. Default false. */
+  failOnOutputLimit?: boolean;
+  /** A memory.grow past the cap traps with MEMORY_LIMIT (true) or returns -1 (false). Default true. */
+  trapOnGrowFailure?: boolean;
+  /** Maximum elements per table. Default MAX_TABLE_ELEMENTS. */
+  maxTableElements?: number;
+  /** JS heap of each worker in MiB (guest memory is separate). Default 64. */
+  workerHeapMb?: number;
+  /** Thread stack of each worker in MiB: the stack wall. Default 4. */
+  workerStackMb?: number;
+  /** What a persistent instance does after a timeout: `retire` (dead) or `restart` (fresh state). */
+  onTimeout?: 'retire' | 'restart';
+  /** Receives `membrane.log` lines (then they travel over the sync channel). Default: stderr. */
+  onLog?: (entry: LogEntry) => void;
+  /** How long either side spins on the channel before sleeping, in microseconds. Default 100. */
+  spinMicros?: number;
+}
+
+/** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
+export const MAX_TABLE_ELEMENTS = 100_000;
+export const DEFAULT_OUTPUT_LIMIT_BYTES = 1024 * 1024;
+/** Grace past a call's budget before a worker waiting on the host gives up on its own. */
+export const HOST_WAIT_GRACE_MS = 1_000;
+
+export interface EngineConfig {
+  readonly poolSize: number;
+  readonly maxWorkers: number;
+  readonly maxInstances: number;
+  readonly strictProfiles: boolean;
+  readonly operatorLimits: OperatorLimits;
+  readonly outputLimitBytes: number;
+  readonly failOnOutputLimit: boolean;
+  readonly trapOnGrowFailure: boolean;
+  readonly maxTableElements: number;
+  readonly workerHeapMb: number;
+  readonly workerStackMb: number;
+  readonly onTimeout: 'retire' | 'restart';
+  readonly onLog: ((entry: LogEntry) => void) | null;
+  readonly spinMs: number;
+}
+
+function count(name: string, v: number | undefined, dflt: number, min = 1): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min) {
+    throw new SandboxError('POLICY_INVALID', `engine option ${name} must be a number ≥ ${min}`, { option: name });
+  }
+  return v;
+}
+
+export function resolveEngine(o: EngineOptions = {}): EngineConfig {
+  if (o.onTimeout !== undefined && o.onTimeout !== 'retire' && o.onTimeout !== 'restart') {
+    throw new SandboxError('POLICY_INVALID', 'onTimeout must be "retire" or "restart"');
+  }
+  return Object.freeze({
+    poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),
+    maxWorkers: Math.floor(count('maxWorkers', o.maxWorkers, 8)),
+    maxInstances: Math.floor(count('maxInstances', o.maxInstances, 64)),
+    strictProfiles: o.strictProfiles === true,
+    operatorLimits: o.operatorLimits ?? {},
+    outputLimitBytes: Math.floor(count('outputLimitBytes', o.outputLimitBytes, DEFAULT_OUTPUT_LIMIT_BYTES, 0)),
+    failOnOutputLimit: o.failOnOutputLimit === true,
+    trapOnGrowFailure: o.trapOnGrowFailure !== false,
+    maxTableElements: Math.floor(count('maxTableElements', o.maxTableElements, MAX_TABLE_ELEMENTS)),
+    workerHeapMb: count('workerHeapMb', o.workerHeapMb, 64, 16),
+    workerStackMb: count('workerStackMb', o.workerStackMb, 4, 0.5),
+    onTimeout: o.onTimeout ?? 'retire',
+    onLog: o.onLog ?? null,
+    spinMs: count('spinMicros', o.spinMicros, 100, 0) / 1000,
+  });
+}

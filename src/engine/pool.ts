@@ -1,0 +1,164 @@
+/**
+ * The worker pool: warm worker threads for fresh runs, and dedicated workers for persistent
+ * instances, under one bound on live threads.
+ *
+ * Owns: spawning (from the bundled worker file), keeping `size` workers warm, handing one out per
+ * job, and replacing a worker that was terminated (timeout) or died. Invariant: live workers
+ * never exceed `maxWorkers`; a waiter for a worker waits at most `acquireTimeoutMs` and then
+ * fails with INTERNAL rather than queueing forever.
+ *
+ * Does not protect against: the host running out of memory because the operator allowed many
+ * workers with large guest memories; size the pool for the machine.
+ */
+
+import { SandboxError } from '../errors.ts';
+import { WorkerHandle, type WorkerLimits } from './worker-handle.ts';
+
+export interface PoolConfig {
+  readonly file: () => Promise<string>;
+  readonly size: number;
+  readonly maxWorkers: number;
+  readonly limits: WorkerLimits;
+  readonly acquireTimeoutMs: number;
+}
+
+interface Waiter {
+  resolve: (h: WorkerHandle) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class WorkerPool {
+  private idle: WorkerHandle[] = [];
+  private live = 0;
+  private spawning = 0;
+  private waiters: Waiter[] = [];
+  private closed = false;
+  private readonly all = new Set<WorkerHandle>();
+
+  constructor(private readonly config: PoolConfig) {}
+
+  /** Start the warm workers (idempotent; failures surface on acquire). */
+  warm(): void {
+    while (!this.closed && this.idle.length + this.spawning < this.config.size && this.live + this.spawning < this.config.maxWorkers) {
+      this.spawnOne();
+    }
+  }
+
+  get liveWorkers(): number {
+    return this.live;
+  }
+
+  async acquire(): Promise<WorkerHandle> {
+    if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
+    const h = this.takeIdle();
+    if (h) {
+      this.warm();
+      return h;
+    }
+    if (this.live + this.spawning < this.config.maxWorkers) this.spawnOne();
+    return new Promise<WorkerHandle>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.timer !== timer);
+        reject(new SandboxError('INTERNAL', 'no guest worker became free in time', { maxWorkers: this.config.maxWorkers }));
+      }, this.config.acquireTimeoutMs);
+      this.waiters.push({ resolve, reject, timer });
+    });
+  }
+
+  /**
+   * A worker for a persistent instance: it leaves the pool's accounting (the instance owns and
+   * terminates it; the engine bounds instances separately) and the pool refills.
+   */
+  async acquireDedicated(): Promise<WorkerHandle> {
+    if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
+    const h = this.takeIdle() ?? (await WorkerHandle.spawn(await this.config.file(), this.config.limits));
+    if (this.all.delete(h)) this.live--;
+    this.warm();
+    return h;
+  }
+
+  /** Return a healthy worker after a fresh run. */
+  release(h: WorkerHandle): void {
+    if (!h.alive || this.closed) {
+      void this.discard(h);
+      return;
+    }
+    this.give(h);
+  }
+
+  /** Terminate a worker (runaway, stopped instance) and keep the pool at size. */
+  async discard(h: WorkerHandle): Promise<void> {
+    this.idle = this.idle.filter((x) => x !== h);
+    await h.terminate().catch(() => {});
+    if (this.all.delete(h)) this.live--;
+    if (!this.closed) {
+      this.warm();
+      if (this.waiters.length && this.live + this.spawning < this.config.maxWorkers) this.spawnOne();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(new SandboxError('INSTANCE_DEAD', 'the engine is closed'));
+    }
+    this.waiters = [];
+    const all = [...this.all];
+    this.idle = [];
+    await Promise.all(all.map((h) => h.terminate().catch(() => {})));
+    this.all.clear();
+    this.live = 0;
+  }
+
+  private takeIdle(): WorkerHandle | undefined {
+    while (this.idle.length) {
+      const h = this.idle.pop()!;
+      if (h.alive) return h;
+      if (this.all.delete(h)) this.live--;
+    }
+    return undefined;
+  }
+
+  private give(h: WorkerHandle): void {
+    const w = this.waiters.shift();
+    if (w) {
+      clearTimeout(w.timer);
+      w.resolve(h);
+    } else {
+      this.idle.push(h);
+    }
+  }
+
+  private spawnOne(): void {
+    this.spawning++;
+    this.config
+      .file()
+      .then((file) => WorkerHandle.spawn(file, this.config.limits))
+      .then(
+        (h) => {
+          this.spawning--;
+          if (this.closed) {
+            void h.terminate();
+            return;
+          }
+          this.live++;
+          this.all.add(h);
+          void h.whenExited().then(() => {
+            if (this.all.delete(h)) this.live--;
+            this.idle = this.idle.filter((x) => x !== h);
+          });
+          this.give(h);
+        },
+        (err: unknown) => {
+          this.spawning--;
+          const w = this.waiters.shift();
+          if (w) {
+            clearTimeout(w.timer);
+            w.reject(err instanceof Error ? err : new SandboxError('INTERNAL', 'a guest worker failed to start'));
+          }
+        },
+      );
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Call results: the one shape every run and call returns (DESIGN §9), built from what the
+ * worker reported.
+ *
+ * Owns: turning a worker outcome (or a timeout, or a death) into `RunResult`: decoded output with
+ * truncation marked, rendered values, error codes, and the metering fields every result carries.
+ * Invariant: a result has `error` exactly when `ok` is false, and never holds a stack trace.
+ *
+ * Does not protect against: nothing; this module only shapes data.
+ */
+
+import { SandboxError, type SerializedError } from '../errors.ts';
+import type { Awaited } from './worker-handle.ts';
+import { renderResults, type ResultValue } from './values.ts';
+
+export interface RunResult {
+  readonly ok: boolean;
+  /** The export's return value(s); absent for a WASI command. */
+  readonly result?: ResultValue | ResultValue[];
+  /** A WASI command's exit status. */
+  readonly exitCode?: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Fuel consumed. Metering arrives with the rewriter (issue #3); until then always 0. */
+  readonly fuelUsed: number;
+  readonly durationMs: number;
+  readonly memoryBytes: number;
+  readonly profile: string;
+  readonly warnings: readonly string[];
+  readonly error?: SerializedError;
+}
+
+export interface ResultContext {
+  readonly profile: string;
+  readonly warnings: readonly string[];
+  readonly resultTypes: readonly string[];
+  readonly isCommand: boolean;
+  readonly timeoutMs: number;
+  readonly startedAt: number;
+  readonly outputLimitBytes: number;
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: false });
+
+export function failure(err: SandboxError, ctx: Pick<ResultContext, 'profile' | 'warnings'>, durationMs = 0): RunResult {
+  return {
+    ok: false,
+    stdout: '',
+    stderr: '',
+    fuelUsed: 0,
+    durationMs,
+    memoryBytes: 0,
+    profile: ctx.profile,
+    warnings: ctx.warnings,
+    error: err.toPublic(),
+  };
+}
+
+export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
+  const durationMs = round(performance.now() - ctx.startedAt);
+  if (a.kind === 'timeout') {
+    const err = new SandboxError('TIMEOUT', `the call ran past its ${ctx.timeoutMs} ms budget`, {
+      timeoutMs: ctx.timeoutMs,
+      elapsedMs: durationMs,
+    });
+    return failure(err, ctx, durationMs);
+  }
+  if (a.kind === 'dead') return failure(a.error, ctx, durationMs);
+  const { frame } = a;
+  const warnings = [...ctx.warnings];
+  const stdout = decode(a.stdout, frame.stdoutTruncated, 'stdout', ctx.outputLimitBytes, warnings);
+  const stderr = decode(a.stderr, frame.stderrTruncated, 'stderr', ctx.outputLimitBytes, warnings);
+  const o = frame.outcome;
+  const base = {
+    stdout,
+    stderr,
+    fuelUsed: 0,
+    durationMs,
+    memoryBytes: frame.memoryBytes,
+    profile: ctx.profile,
+    warnings,
+  };
+  const exit = o.exitCode !== null ? { exitCode: o.exitCode } : ctx.isCommand && o.ok ? { exitCode: 0 } : {};
+  if (o.ok) {
+    return ctx.isCommand ? { ok: true, ...exit, ...base } : { ok: true, result: renderResults(ctx.resultTypes, o.values), ...base };
+  }
+  return { ok: false, ...exit, ...base, error: o.error };
+}
+
+function decode(bytes: Uint8Array, truncated: boolean, name: string, limit: number, warnings: string[]): string {
+  const text = bytes.length === 0 ? '' : decoder.decode(bytes);
+  if (!truncated) return text;
+  warnings.push(`${name} truncated at ${limit} bytes`);
+  return `${text}\n[membrane: ${name} truncated at ${limit} bytes]\n`;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

@@ -1,0 +1,39 @@
+/**
+ * Where the worker thread's code lives: `dist/worker.cjs`, bundled from src/ by
+ * scripts/bundle.mjs whenever a source is newer (plain JS boots a worker in ~40 ms; a TypeScript
+ * loader in each worker costs ~300 ms).
+ */
+
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+let cached: Promise<string> | null = null;
+
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'membrane') return dir;
+      } catch {
+        // keep walking
+      }
+    }
+    const up = dirname(dir);
+    if (up === dir) throw new Error('cannot find the membrane package root');
+    dir = up;
+  }
+}
+
+export function locateWorker(): Promise<string> {
+  cached ??= (async () => {
+    const root = packageRoot();
+    const mod = (await import(pathToFileURL(join(root, 'scripts/bundle.mjs')).href)) as {
+      ensureBuilt: () => Promise<{ worker: string }>;
+    };
+    return (await mod.ensureBuilt()).worker;
+  })();
+  return cached;
+}

@@ -1,0 +1,193 @@
+/**
+ * The main thread's end of one guest worker: spawning it, posting jobs, waiting for results
+ * while serving the guest's host calls, and noticing its death.
+ *
+ * Owns: the worker's options (empty env, captured stdio, bounded resourceLimits), the wait
+ * strategy (spin briefly on the state word, then `Atomics.waitAsync` bounded by the deadline),
+ * and the mapping of a worker's death to an error code.
+ * Invariant: `awaitDone` always settles — with the result, at the deadline, or when the worker
+ * dies (the exit handler marks the channel DEAD and wakes every waiter).
+ *
+ * Does not protect against: a host-call handler that never settles; handlers own their own
+ * deadlines (the worker's bounded wait then ends the guest's call with TIMEOUT).
+ */
+
+import { Worker } from 'node:worker_threads';
+import { SandboxError, toSandboxError } from '../errors.ts';
+import { Channel, State } from './channel.ts';
+import { readDone, writeCall } from './frames.ts';
+import {
+  PROTOCOL_VERSION,
+  parseHostRequest,
+  type CallFrame,
+  type ControlMessage,
+  type DoneFrame,
+  type HostReply,
+  type HostRequest,
+} from './protocol.ts';
+
+export interface WorkerLimits {
+  /** JS heap of the worker (guest linear memory is separate and capped by the rewriter). */
+  readonly heapMb: number;
+  /** Thread stack: bounds guest recursion (STACK_OVERFLOW). */
+  readonly stackMb: number;
+  /** Main-thread spin before sleeping, and the worker's, in milliseconds. */
+  readonly spinMs: number;
+  /** How long an idle persistent worker sleeps between checks of its channel. */
+  readonly idleWaitMs: number;
+}
+
+export type HostHandler = (req: HostRequest) => HostReply | Promise<HostReply>;
+
+export type Awaited =
+  | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'dead'; readonly error: SandboxError };
+
+const BOOT_TIMEOUT_MS = 10_000;
+let nextWorkerId = 1;
+
+export class WorkerHandle {
+  readonly id = nextWorkerId++;
+  readonly channel = new Channel();
+  private worker!: Worker;
+  private deathError: SandboxError | null = null;
+  private exited!: Promise<void>;
+  alive = false;
+
+  private constructor(private readonly limits: WorkerLimits) {}
+
+  static async spawn(file: string, limits: WorkerLimits): Promise<WorkerHandle> {
+    const h = new WorkerHandle(limits);
+    await h.boot(file);
+    return h;
+  }
+
+  private async boot(file: string): Promise<void> {
+    const w = new Worker(file, {
+      env: {},
+      argv: [],
+      execArgv: [],
+      stdin: false,
+      stdout: true,
+      stderr: true,
+      workerData: { channel: this.channel.sab, spinMs: this.limits.spinMs, idleWaitMs: this.limits.idleWaitMs },
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.limits.heapMb,
+        maxYoungGenerationSizeMb: Math.max(8, Math.floor(this.limits.heapMb / 4)),
+        stackSizeMb: this.limits.stackMb,
+      },
+    });
+    this.worker = w;
+    // The worker's own stdio is never the guest's (guest output is captured in-protocol); drain
+    // it so a chatty runtime cannot grow a buffer on the host.
+    w.stdout.resume();
+    w.stderr.resume();
+    w.unref();
+    this.exited = new Promise((resolve) => {
+      w.once('exit', () => {
+        this.alive = false;
+        this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the guest worker exited');
+        this.channel.set(State.DEAD);
+        resolve();
+      });
+    });
+    w.on('error', (err: Error & { code?: string }) => {
+      this.deathError =
+        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? new SandboxError('MEMORY_LIMIT', 'the guest worker ran out of host heap', {})
+          : new SandboxError('INSTANCE_DEAD', 'the guest worker failed', {}, err);
+    });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new SandboxError('INTERNAL', 'a guest worker did not start in time')), BOOT_TIMEOUT_MS);
+      w.once('message', () => {
+        clearTimeout(timer);
+        this.alive = true;
+        resolve();
+      });
+      w.once('exit', () => {
+        clearTimeout(timer);
+        reject(this.deathError ?? new SandboxError('INTERNAL', 'a guest worker exited while starting'));
+      });
+    });
+  }
+
+  post(msg: ControlMessage): void {
+    if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.set(State.RUNNING);
+    this.worker.postMessage(msg);
+  }
+
+  /** Post a call to a loaded instance (the worker is in its serve loop). */
+  postCall(frame: CallFrame): void {
+    if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    writeCall(this.channel, frame);
+    this.channel.set(State.JOB);
+  }
+
+  /**
+   * Wait for the job's result until `deadline` (a `performance.now()` value), serving host calls
+   * meanwhile. Leaves the channel IDLE after a result.
+   */
+  async awaitDone(deadline: number, onHost: HostHandler): Promise<Awaited> {
+    // A pending Atomics.waitAsync does not keep Node alive by itself; a ref'd worker does.
+    this.worker.ref();
+    try {
+      return await this.waitLoop(deadline, onHost);
+    } finally {
+      this.worker.unref();
+    }
+  }
+
+  private async waitLoop(deadline: number, onHost: HostHandler): Promise<Awaited> {
+    const ch = this.channel;
+    let spinUntil = performance.now() + this.limits.spinMs;
+    for (;;) {
+      const s = ch.state;
+      if (s === State.DONE) {
+        const done = readDone(ch);
+        ch.set(State.IDLE);
+        return { kind: 'done', ...done };
+      }
+      if (s === State.HOST_REQ) {
+        let reply: HostReply;
+        try {
+          const req = parseHostRequest(ch.read().header);
+          const r = onHost(req);
+          reply = r instanceof Promise ? await r : r;
+        } catch (e) {
+          void toSandboxError(e);
+          reply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -8 };
+        }
+        if (ch.state !== State.HOST_REQ) continue; // died or timed out meanwhile
+        ch.write(reply);
+        ch.set(State.HOST_REP);
+        spinUntil = performance.now() + this.limits.spinMs;
+        continue;
+      }
+      if (s === State.DEAD) {
+        return { kind: 'dead', error: this.deathError ?? new SandboxError('INSTANCE_DEAD') };
+      }
+      const now = performance.now();
+      if (now >= deadline) return { kind: 'timeout' };
+      if (now < spinUntil) continue;
+      const res = Atomics.waitAsync(ch.words, 0, s, Math.max(1, deadline - now));
+      if (res.async) await res.value;
+    }
+  }
+
+  /** Tell a serving worker to leave its loop, then end the thread. */
+  async terminate(): Promise<void> {
+    if (this.alive) {
+      this.channel.set(State.DEAD);
+      this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the instance was stopped');
+    }
+    await this.worker.terminate();
+    await this.exited;
+  }
+
+  /** Resolves when the thread has really exited (the runaway no longer holds a core). */
+  whenExited(): Promise<void> {
+    return this.exited;
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * One guest instance inside a worker: builds its import object from the link plan, instantiates,
+ * calls exports, and turns every ending into an `Outcome`.
+ *
+ * Owns: the presence rule on the worker side — the import object holds exactly the keys the
+ * main thread's linker planned (each backed by an implementation here) and nothing else; the
+ * ambient `membrane` imports (`session_info`, `log`, `clock_ms`); per-call state and output.
+ * Invariant: a plan naming an import this worker cannot implement is INTERNAL before
+ * instantiation, so the guest's start function never runs against a partial world.
+ *
+ * Does not protect against: time — the main thread's watchdog owns the deadline and terminates
+ * this thread when it is passed.
+ */
+
+import { SandboxError } from '../../errors.ts';
+import { MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
+import { fromWire, wireFromResult, type GuestSpec, type Outcome, type WireValue } from '../protocol.ts';
+import { GuestMemory, FaultError } from './memory.ts';
+import { CappedStream } from './output.ts';
+import { CallState, ExitSignal, classify, type GrowProbe } from './signals.ts';
+import { ambientWasi, posixWasi, vfsStubWasi, type WasiContext } from './wasi.ts';
+
+export type HostCall = (op: 'log', level: number, message: string) => number;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: false });
+const MAX_LOG_BYTES = 64 * 1024;
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+
+export class Guest {
+  readonly memory = new GuestMemory();
+  readonly stdout: CappedStream;
+  readonly stderr: CappedStream;
+  readonly state = new CallState();
+  private instance: WebAssembly.Instance | null = null;
+  private deadline = 0;
+  private growGlobal: WebAssembly.Global | null = null;
+  private readonly wasi: WasiContext;
+
+  constructor(
+    private readonly module: WebAssembly.Module,
+    private readonly spec: GuestSpec,
+    private readonly hostCall: HostCall,
+  ) {
+    this.stdout = new CappedStream('stdout', spec.output.limitBytes, spec.output.failOnLimit);
+    this.stderr = new CappedStream('stderr', spec.output.limitBytes, spec.output.failOnLimit);
+    this.wasi = {
+      memory: this.memory,
+      stdout: this.stdout,
+      stderr: this.stderr,
+      argv: spec.wasi.argv,
+      env: spec.wasi.env,
+      state: this.state,
+      stdin: spec.wasi.stdin,
+      stdinOffset: 0,
+      remainingMs: () => this.deadline - performance.now(),
+    };
+  }
+
+  /** Build the world and instantiate (runs the start function) within `budgetMs`. */
+  instantiate(budgetMs: number): Outcome {
+    return this.guard(budgetMs, () => {
+      const imports = this.buildImports();
+      this.instance = new WebAssembly.Instance(this.module, imports);
+      const exported = this.instance.exports['memory'];
+      if (exported instanceof WebAssembly.Memory) this.memory.attach(exported);
+      const g = this.spec.growFailedExport ? this.instance.exports[this.spec.growFailedExport] : undefined;
+      this.growGlobal = g instanceof WebAssembly.Global ? g : null;
+      return [];
+    });
+  }
+
+  /** Call an export (or `_start` for a WASI command). */
+  call(name: string, args: readonly WireValue[], budgetMs: number): Outcome {
+    return this.guard(budgetMs, () => {
+      const fn = this.instance?.exports[name];
+      if (typeof fn !== 'function') {
+        throw new SandboxError('POLICY_INVALID', `the module has no exported function "${name}"`, { export: name });
+      }
+      const result: unknown = (fn as (...a: unknown[]) => unknown)(...args.map(fromWire));
+      if (result === undefined) return [];
+      if (Array.isArray(result)) return result.map(wireFromResult);
+      return [wireFromResult(result)];
+    });
+  }
+
+  hasExport(name: string): boolean {
+    return typeof this.instance?.exports[name] === 'function';
+  }
+
+  private guard(budgetMs: number, body: () => WireValue[]): Outcome {
+    this.state.reset();
+    this.deadline = performance.now() + budgetMs;
+    let values: WireValue[] = [];
+    let thrown: unknown = null;
+    try {
+      values = body();
+    } catch (e) {
+      thrown = e;
+    }
+    // A signal the guest swallowed (wasm catch_all) still decides the outcome.
+    if (this.state.fault) thrown = this.state.fault;
+    else if (this.state.exit) thrown = this.state.exit;
+    if (thrown === null) return { ok: true, values, exitCode: null };
+    if (thrown instanceof ExitSignal) {
+      if (thrown.code === 0) return { ok: true, values: [], exitCode: 0 };
+      const err = new SandboxError('GUEST_EXIT', `the guest exited with status ${thrown.code}`, { exitCode: thrown.code });
+      return { ok: false, error: err.toPublic(), exitCode: thrown.code };
+    }
+    return { ok: false, error: classify(thrown, this.probe()).toPublic(), exitCode: null };
+  }
+
+  private probe(): GrowProbe | null {
+    const g = this.growGlobal;
+    if (!g) return null;
+    return {
+      failedDelta: () => Number(g.value) | 0,
+      currentPages: () => this.memory.byteLength / 65536,
+      maxPages: this.spec.maxMemoryPages,
+    };
+  }
+
+  private buildImports(): WebAssembly.Imports {
+    const wasiAll: Record<string, unknown> = {
+      ...ambientWasi(this.wasi),
+      ...posixWasi(this.wasi),
+    };
+    const membraneAll: Record<string, unknown> = this.membraneAmbient();
+    const imports: Record<string, Record<string, unknown>> = {};
+    const fsNames: string[] = [];
+    for (const key of this.spec.link) {
+      const dot = key.indexOf('.');
+      const mod = key.slice(0, dot);
+      const name = key.slice(dot + 1);
+      let value: unknown;
+      if (mod === WASI_MODULE) {
+        value = wasiAll[name];
+        if (value === undefined) {
+          fsNames.push(name);
+          continue;
+        }
+      } else if (mod === MEMBRANE_MODULE) {
+        value = membraneAll[name];
+      } else if (key === importKey(MEMORY_IMPORT.module, MEMORY_IMPORT.name)) {
+        value = this.createImportedMemory();
+      }
+      if (value === undefined) {
+        throw new SandboxError('INTERNAL', `the worker has no implementation for ${key}`, { import: key });
+      }
+      (imports[mod] ??= {})[name] = value;
+    }
+    if (fsNames.length) {
+      const stubs = vfsStubWasi(this.wasi, fsNames);
+      for (const n of fsNames) (imports[WASI_MODULE] ??= {})[n] = stubs[n];
+    }
+    return imports as WebAssembly.Imports;
+  }
+
+  private createImportedMemory(): WebAssembly.Memory {
+    const m = this.spec.importedMemory;
+    if (!m) throw new SandboxError('INTERNAL', 'memory import planned without a memory spec');
+    const maximum = Math.min(m.maximum ?? this.spec.maxMemoryPages, this.spec.maxMemoryPages);
+    const memory = new WebAssembly.Memory({ initial: m.initial, maximum, ...(m.shared ? { shared: true } : {}) });
+    this.memory.attach(memory);
+    return memory;
+  }
+
+  private membraneAmbient(): Record<string, unknown> {
+    const session = encoder.encode(JSON.stringify(this.spec.session));
+    return {
+      session_info: (outPtr: number, outCap: number): number => {
+        this.state.rethrow();
+        if (session.length > outCap >>> 0) return session.length;
+        try {
+          this.memory.write(outPtr, session);
+        } catch (e) {
+          if (e instanceof FaultError) return -6;
+          throw e;
+        }
+        return session.length;
+      },
+      log: (level: number, ptr: number, len: number): void => {
+        this.state.rethrow();
+        let bytes: Uint8Array;
+        try {
+          bytes = this.memory.copy(ptr, Math.min(len >>> 0, MAX_LOG_BYTES));
+        } catch (e) {
+          if (e instanceof FaultError) return;
+          throw e;
+        }
+        const message = decoder.decode(bytes);
+        const lv = Math.max(0, Math.min(LOG_LEVELS.length - 1, level | 0));
+        if (this.spec.logSink === 'host') this.hostCall('log', lv, message);
+        else this.stderr.writeText(`[${LOG_LEVELS[lv]}] ${message}\n`);
+      },
+      clock_ms: (): bigint => {
+        this.state.rethrow();
+        return BigInt(Date.now());
+      },
+    };
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * The worker thread's entry: the only code that runs on a guest's thread besides the guest.
+ *
+ * Owns: receiving `run`/`load` control messages, running them, posting results on the channel,
+ * serving calls for a loaded (persistent) instance, and forwarding the guest's host calls.
+ * Invariant: the worker talks to the host only through the protocol (protocol.ts) — control
+ * messages in, channel frames both ways — and every wait for the host has a bound.
+ *
+ * Does not protect against: its own termination — the main thread may terminate this thread at
+ * any instant (deadline, stop); nothing here needs to clean up for that to be safe.
+ */
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { SandboxError } from '../../errors.ts';
+import { Channel, State } from '../channel.ts';
+import {
+  PROTOCOL_VERSION,
+  isControlMessage,
+  parseHostReply,
+  type DoneFrame,
+  type Outcome,
+} from '../protocol.ts';
+import { readCall, writeDone } from '../frames.ts';
+import { Guest } from './guest.ts';
+import { GuestFault } from './signals.ts';
+
+interface WorkerBoot {
+  readonly channel: SharedArrayBuffer;
+  readonly spinMs: number;
+  readonly idleWaitMs: number;
+}
+
+function isBoot(x: unknown): x is WorkerBoot {
+  return typeof x === 'object' && x !== null && (x as { channel?: unknown }).channel instanceof SharedArrayBuffer;
+}
+
+if (!parentPort || !isBoot(workerData)) throw new Error('membrane worker started without its boot data');
+const port = parentPort;
+const boot: WorkerBoot = workerData;
+const ch = new Channel(boot.channel);
+let currentJob = 0;
+let hostWaitMs = 1000;
+
+function hostCall(op: 'log', level: number, message: string): number {
+  ch.write({ v: PROTOCOL_VERSION, kind: 'host', job: currentJob, op, level, message });
+  ch.set(State.HOST_REQ);
+  const s = ch.waitWhile(State.HOST_REQ, hostWaitMs, boot.spinMs);
+  if (s !== State.HOST_REP) {
+    throw new GuestFault(new SandboxError('TIMEOUT', 'the host did not answer a host call in time', { op }));
+  }
+  const reply = parseHostReply(ch.read().header);
+  ch.set(State.RUNNING);
+  return reply.ok ? reply.value : reply.errno;
+}
+
+function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number): void {
+  const frame: DoneFrame = {
+    v: PROTOCOL_VERSION,
+    kind: 'done',
+    job,
+    outcome,
+    memoryBytes: guest.memory.byteLength,
+    stdoutTruncated: guest.stdout.resetTruncation(),
+    stderrTruncated: guest.stderr.resetTruncation(),
+    durationMs: performance.now() - startedAt,
+  };
+  writeDone(ch, frame, guest.stdout.take(), guest.stderr.take());
+  ch.set(State.DONE);
+}
+
+function postFailure(job: number, error: SandboxError): void {
+  const frame: DoneFrame = {
+    v: PROTOCOL_VERSION,
+    kind: 'done',
+    job,
+    outcome: { ok: false, error: error.toPublic(), exitCode: null },
+    memoryBytes: 0,
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    durationMs: 0,
+  };
+  ch.write(frame, [new Uint8Array(0), new Uint8Array(0)]);
+  ch.set(State.DONE);
+}
+
+/** Serve calls on a persistent instance until told to stop (or terminated). */
+function serve(guest: Guest): void {
+  for (;;) {
+    const s = ch.state;
+    if (s === State.DEAD) return;
+    if (s === State.JOB) {
+      const t0 = performance.now();
+      let frame;
+      try {
+        frame = readCall(ch);
+      } catch (e) {
+        postFailure(0, e instanceof SandboxError ? e : new SandboxError('INTERNAL'));
+        continue;
+      }
+      currentJob = frame.job;
+      ch.set(State.RUNNING);
+      const outcome = guest.call(frame.export, frame.args, frame.budgetMs);
+      postDone(frame.job, guest, outcome, t0);
+      continue;
+    }
+    // DONE (main has not read yet) or IDLE: wait for the next job, briefly spinning first.
+    ch.waitWhile(s as 0 | 5, boot.idleWaitMs, boot.spinMs);
+  }
+}
+
+port.on('message', (msg: unknown) => {
+  if (!isControlMessage(msg)) {
+    postFailure(0, new SandboxError('INTERNAL', 'malformed control message'));
+    return;
+  }
+  const t0 = performance.now();
+  currentJob = msg.job;
+  hostWaitMs = msg.spec.hostWaitMs;
+  ch.set(State.RUNNING);
+  const guest = new Guest(msg.module, msg.spec, hostCall);
+  const started = guest.instantiate(msg.budgetMs);
+  if (msg.kind === 'load') {
+    if (started.ok && guest.hasExport('_initialize')) {
+      const init = guest.call('_initialize', [], Math.max(0, msg.budgetMs - (performance.now() - t0)));
+      postDone(msg.job, guest, init, t0);
+      if (init.ok) serve(guest);
+      return;
+    }
+    postDone(msg.job, guest, started, t0);
+    if (started.ok) serve(guest);
+    return;
+  }
+  if (!started.ok) {
+    postDone(msg.job, guest, started, t0);
+    return;
+  }
+  const entry = msg.entry;
+  const left = Math.max(0, msg.budgetMs - (performance.now() - t0));
+  const outcome =
+    entry.kind === 'start' ? guest.call('_start', [], left) : guest.call(entry.export, entry.args, left);
+  postDone(msg.job, guest, outcome, t0);
+});
+
+port.postMessage({ v: PROTOCOL_VERSION, kind: 'ready' });

@@ -1,0 +1,83 @@
+/**
+ * CLI plumbing shared by the commands: option parsing with `node:util`, loading a module from a
+ * `.wasm` or `.wat` file, and printing errors.
+ *
+ * Invariant: the CLI is thin — it parses, calls the engine, maps error codes to exit codes
+ * (ERROR_TABLE); it never prints a host stack trace.
+ */
+
+import { readFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
+
+export const USAGE_EXIT = 2;
+
+export class UsageError extends Error {}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+export function parse(argv: string[], options: Options): { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[]; rest: string[] } {
+  const cut = argv.indexOf('--');
+  const mine = cut >= 0 ? argv.slice(0, cut) : argv;
+  const rest = cut >= 0 ? argv.slice(cut + 1) : [];
+  try {
+    const { values, positionals } = parseArgs({ args: mine, options, allowPositionals: true, strict: true });
+    return { values, positionals, rest };
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+export function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function strs(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];
+}
+
+export function num(name: string, v: unknown): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} expects a number, got "${String(v)}"`);
+  return n;
+}
+
+/** Read a module file; `.wat` text is compiled with wabt. */
+export async function loadModule(path: string): Promise<Uint8Array> {
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch {
+    throw new SandboxError('INVALID_MODULE', `cannot read module file "${path}"`, { path });
+  }
+  if (!path.endsWith('.wat') && !path.endsWith('.wast')) return new Uint8Array(data);
+  const wabt = await (await import('wabt')).default();
+  try {
+    const m = wabt.parseWat(path, data.toString('utf8'), { exceptions: true, threads: true, multi_value: true, simd: true, tail_call: true, bulk_memory: true, reference_types: true });
+    const { buffer } = m.toBinary({});
+    m.destroy();
+    return new Uint8Array(buffer);
+  } catch (e) {
+    throw new SandboxError('INVALID_MODULE', `cannot compile ${path}: ${e instanceof Error ? e.message.split('\n')[0] : 'parse error'}`, { path });
+  }
+}
+
+/** Print an error for a human; returns the exit code. */
+export function reportError(e: unknown): number {
+  if (e instanceof UsageError) {
+    process.stderr.write(`membrane: ${e.message}\nTry 'membrane --help'.\n`);
+    return USAGE_EXIT;
+  }
+  const err = toSandboxError(e);
+  process.stderr.write(`membrane: ${err.code}: ${err.message}\n`);
+  return exitCodeFor(err.code);
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function jsonError(e: unknown): { ok: false; error: ReturnType<SandboxError['toPublic']> } {
+  return { ok: false, error: toSandboxError(e).toPublic() };
+}

@@ -1,0 +1,56 @@
+/**
+ * The `membrane` command: dispatch to subcommands; errors become the fixed exit-code table.
+ */
+
+import { ERROR_CODES, ERROR_TABLE } from '../../errors.ts';
+import { reportError, USAGE_EXIT } from './args.ts';
+import { inspectCommand } from './inspect.ts';
+import { profilesCommand } from './profiles.ts';
+import { runCommand } from './run.ts';
+
+const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+  run: runCommand,
+  inspect: inspectCommand,
+  profiles: profilesCommand,
+};
+
+export function helpText(): string {
+  const codes = ERROR_CODES.map((c) => `  ${String(ERROR_TABLE[c].exitCode).padStart(3)}  ${c.padEnd(17)} ${ERROR_TABLE[c].message}`).join('\n');
+  return `membrane — a capability-secure WebAssembly sandbox
+
+Usage:
+  membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N] [--memory BYTES]
+               [--invoke EXPORT [--arg V]...] [--stdin FILE] [--env K=V]... [--tenant T]
+               [--caps W,W] [--strict-profiles] [--json] [-- ARGS...]
+      Run _start (a WASI command) or the named export in a fresh sandbox.
+  membrane inspect MODULE [--json]
+      Imports, exports, memory, the caps the module needs and the least-privileged profiles.
+  membrane profiles [--json]
+      The four profiles: memory, timeout, fuel and cap words.
+
+Exit codes:
+    0  success (run: a WASI guest's own exit status is passed through)
+    ${USAGE_EXIT}  usage error
+${codes}
+`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(helpText());
+    return cmd ? 0 : USAGE_EXIT;
+  }
+  const fn = COMMANDS[cmd];
+  if (!fn) {
+    process.stderr.write(`membrane: unknown command "${cmd}"\n${helpText()}`);
+    return USAGE_EXIT;
+  }
+  try {
+    return await fn(rest);
+  } catch (e) {
+    return reportError(e);
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

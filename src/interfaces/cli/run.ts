@@ -1,0 +1,95 @@
+/**
+ * `membrane run MODULE [flags] [-- ARGS...]`: run `_start` or an export once, in a fresh
+ * sandbox, and print the result (DESIGN §9).
+ */
+
+import { readFileSync } from 'node:fs';
+import { createEngine } from '../../engine/index.ts';
+import type { RunResult } from '../../engine/results.ts';
+import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
+import { failure } from '../../engine/results.ts';
+import { UsageError, loadModule, num, parse, printJson, str, strs } from './args.ts';
+
+export const RUN_OPTIONS = {
+  profile: { type: 'string' },
+  timeout: { type: 'string' },
+  fuel: { type: 'string' },
+  memory: { type: 'string' },
+  invoke: { type: 'string' },
+  arg: { type: 'string', multiple: true },
+  stdin: { type: 'string' },
+  mount: { type: 'string', multiple: true },
+  env: { type: 'string', multiple: true },
+  tenant: { type: 'string' },
+  caps: { type: 'string' },
+  json: { type: 'boolean' },
+  'strict-profiles': { type: 'boolean' },
+} as const;
+
+export async function runCommand(argv: string[]): Promise<number> {
+  const { values, positionals, rest } = parse(argv, RUN_OPTIONS);
+  const json = values['json'] === true;
+  const file = positionals[0];
+  if (!file || positionals.length > 1) throw new UsageError('run takes exactly one MODULE (.wasm or .wat); guest arguments go after --');
+  const env: Record<string, string> = {};
+  for (const kv of strs(values['env'])) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--env expects K=V, got "${kv}"`);
+    env[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  const extraWarnings: string[] = [];
+  const fuel = num('fuel', values['fuel']);
+  if (fuel !== undefined) extraWarnings.push('fuel metering arrives with the rewriter (issue #3): --fuel is validated but not yet enforced');
+  const stdinPath = str(values['stdin']);
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true });
+  let result: RunResult;
+  try {
+    if (strs(values['mount']).length) {
+      throw new SandboxError('POLICY_INVALID', '--mount needs the VFS, which arrives with issue #4; it is not available in this version');
+    }
+    const bytes = await loadModule(file);
+    const capsFlag = str(values['caps']);
+    result = await engine.run(bytes, {
+      ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
+      ...(num('timeout', values['timeout']) !== undefined ? { timeoutMs: num('timeout', values['timeout'])! } : {}),
+      ...(fuel !== undefined ? { fuel } : {}),
+      ...(num('memory', values['memory']) !== undefined ? { memoryBytes: num('memory', values['memory'])! } : {}),
+      ...(str(values['invoke']) !== undefined ? { invoke: str(values['invoke'])!, args: strs(values['arg']) } : {}),
+      ...(stdinPath !== undefined ? { stdin: readStdin(stdinPath) } : {}),
+      ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),
+      ...(capsFlag !== undefined ? { caps: capsFlag.split(',').map((c) => c.trim()).filter(Boolean) } : {}),
+      env,
+      argv: rest,
+    });
+  } catch (e) {
+    result = failure(toSandboxError(e), { profile: str(values['profile']) ?? 'compute', warnings: [] });
+  } finally {
+    await engine.close();
+  }
+  if (extraWarnings.length) result = { ...result, warnings: [...result.warnings, ...extraWarnings] };
+  if (json) printJson(result);
+  else printHuman(result);
+  return exitCodeOf(result);
+}
+
+function readStdin(path: string): Uint8Array {
+  try {
+    return new Uint8Array(readFileSync(path));
+  } catch {
+    throw new SandboxError('POLICY_INVALID', `cannot read --stdin file "${path}"`, { path });
+  }
+}
+
+export function exitCodeOf(r: RunResult): number {
+  if (r.exitCode !== undefined) return r.exitCode & 0xff;
+  if (r.ok) return 0;
+  return exitCodeFor(r.error!.code);
+}
+
+function printHuman(r: RunResult): void {
+  process.stdout.write(r.stdout);
+  process.stderr.write(r.stderr);
+  for (const w of r.warnings) process.stderr.write(`membrane: warning: ${w}\n`);
+  if (r.ok && r.result !== undefined && r.result !== null) process.stdout.write(`${JSON.stringify(r.result)}\n`);
+  if (!r.ok && r.error && r.error.code !== 'GUEST_EXIT') process.stderr.write(`membrane: ${r.error.code}: ${r.error.message}\n`);
+}

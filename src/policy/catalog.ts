@@ -1,0 +1,192 @@
+/**
+ * The import catalog: every import a guest may name, the cap word that links it, and whether
+ * this version of Membrane links it yet. This is the one place that says which cap words link
+ * nothing yet (DESIGN §4 "granted means linked").
+ *
+ * Owns: (module, name) → { grant, status, signature }. `grant` is a cap word, `ambient` (always
+ * linked) or `never` (nothing grants it: Membrane has no sockets). `status` is `linked` (a real
+ * implementation), `stub` (linked, answers with a WASI errno until its issue lands) or `planned`
+ * (the cap word is real but its broker is not built: the import is absent, so a module naming it
+ * fails to link even when the cap is granted).
+ *
+ * Invariant: an import that is not in this catalog with a granted cap and a non-`planned` status
+ * is never linked; the linker (engine/linker.ts) builds the import plan from this table alone.
+ *
+ * Does not protect against: a wrong implementation behind a linked name — that is each
+ * implementation's own tests' job.
+ */
+
+import type { CapWord } from './profiles.ts';
+
+export type ValType = 'i32' | 'i64' | 'f32' | 'f64' | 'v128' | 'funcref' | 'externref';
+
+export interface Signature {
+  readonly params: readonly ValType[];
+  readonly results: readonly ValType[];
+}
+
+export type Grant = CapWord | 'ambient' | 'never';
+export type LinkStatus = 'linked' | 'stub' | 'planned';
+
+export interface CatalogEntry {
+  readonly module: string;
+  readonly name: string;
+  readonly kind: 'function' | 'memory';
+  readonly grant: Grant;
+  readonly status: LinkStatus;
+  /** Required for linked and stub functions; planned entries may not have one yet. */
+  readonly signature: Signature | null;
+  /** Where the missing piece lands, for `planned` entries. */
+  readonly note?: string;
+}
+
+export const MEMBRANE_MODULE = 'membrane';
+export const WASI_MODULE = 'wasi_snapshot_preview1';
+/** Where clang's `--import-memory` looks for its memory. */
+export const MEMORY_IMPORT = { module: 'env', name: 'memory' } as const;
+
+const I = 'i32' as const;
+const J = 'i64' as const;
+const sig = (params: readonly ValType[], results: readonly ValType[] = []): Signature => ({ params, results });
+const errno = (...params: ValType[]): Signature => sig(params, [I]);
+
+const PLANNED_NOTES: Partial<Record<CapWord, string>> = {
+  vfs: 'the SQLite VFS (issue #4)',
+  commands: 'the command registry (issue #4)',
+  exec: 'the exec and process brokers (issue #4)',
+  kv: 'the kv broker (issue #5)',
+  secrets: 'the secrets broker (issue #5)',
+  queue: 'the queue broker (issue #5)',
+  tcp: 'the tcp broker (issue #5)',
+  udp: 'the udp broker (issue #5)',
+  tls: 'the tls broker (issue #5)',
+  net: 'the net broker (issue #5)',
+  browse: 'the browse broker (issue #5)',
+  llm: 'the llm broker (issue #5)',
+  parallel: 'the parallel broker (issue #5)',
+};
+
+function membrane(name: string, grant: Grant, status: LinkStatus, signature: Signature | null): CatalogEntry {
+  const note = status === 'planned' && grant !== 'ambient' && grant !== 'never' ? PLANNED_NOTES[grant] : undefined;
+  return { module: MEMBRANE_MODULE, name, kind: 'function', grant, status, signature, ...(note ? { note } : {}) };
+}
+
+function wasi(name: string, grant: Grant, status: LinkStatus, signature: Signature): CatalogEntry {
+  return { module: WASI_MODULE, name, kind: 'function', grant, status, signature };
+}
+
+/** Ambient WASI: everything a program needs that touches neither files nor sockets. */
+const WASI_AMBIENT: ReadonlyArray<[string, Signature]> = [
+  ['args_get', errno(I, I)],
+  ['args_sizes_get', errno(I, I)],
+  ['environ_get', errno(I, I)],
+  ['environ_sizes_get', errno(I, I)],
+  ['clock_res_get', errno(I, I)],
+  ['clock_time_get', errno(I, J, I)],
+  ['random_get', errno(I, I)],
+  ['fd_write', errno(I, I, I, I)],
+  ['fd_read', errno(I, I, I, I)],
+  ['fd_close', errno(I)],
+  ['fd_seek', errno(I, J, I, I)],
+  ['fd_tell', errno(I, I)],
+  ['fd_fdstat_get', errno(I, I)],
+  ['fd_fdstat_set_flags', errno(I, I)],
+  ['fd_sync', errno(I)],
+  ['fd_datasync', errno(I)],
+  ['proc_exit', sig([I])],
+  ['proc_raise', errno(I)],
+  ['sched_yield', errno()],
+];
+
+/** WASI's filesystem calls: linked with `vfs`; until the VFS lands they answer EBADF/ENOTCAPABLE. */
+const WASI_FS: ReadonlyArray<[string, Signature]> = [
+  ['fd_advise', errno(I, J, J, I)],
+  ['fd_allocate', errno(I, J, J)],
+  ['fd_fdstat_set_rights', errno(I, J, J)],
+  ['fd_filestat_get', errno(I, I)],
+  ['fd_filestat_set_size', errno(I, J)],
+  ['fd_filestat_set_times', errno(I, J, J, I)],
+  ['fd_pread', errno(I, I, I, J, I)],
+  ['fd_prestat_get', errno(I, I)],
+  ['fd_prestat_dir_name', errno(I, I, I)],
+  ['fd_pwrite', errno(I, I, I, J, I)],
+  ['fd_readdir', errno(I, I, I, J, I)],
+  ['fd_renumber', errno(I, I)],
+  ['path_create_directory', errno(I, I, I)],
+  ['path_filestat_get', errno(I, I, I, I, I)],
+  ['path_filestat_set_times', errno(I, I, I, I, J, J, I)],
+  ['path_link', errno(I, I, I, I, I, I, I)],
+  ['path_open', errno(I, I, I, I, I, J, J, I, I)],
+  ['path_readlink', errno(I, I, I, I, I, I)],
+  ['path_remove_directory', errno(I, I, I)],
+  ['path_rename', errno(I, I, I, I, I, I)],
+  ['path_symlink', errno(I, I, I, I, I)],
+  ['path_unlink_file', errno(I, I, I)],
+];
+
+/** Sockets: Membrane has none; network reach is brokered (`tcp`, `net`, ...). */
+const WASI_SOCKETS: ReadonlyArray<[string, Signature]> = [
+  ['sock_accept', errno(I, I, I)],
+  ['sock_recv', errno(I, I, I, I, I, I)],
+  ['sock_send', errno(I, I, I, I, I)],
+  ['sock_shutdown', errno(I, I)],
+];
+
+const OUT = [I, I] as const; // (out_ptr, out_cap)
+const STR = [I, I] as const; // (ptr, len)
+
+export const CATALOG: readonly CatalogEntry[] = Object.freeze([
+  // membrane: ambient
+  membrane('session_info', 'ambient', 'linked', errno(...OUT)),
+  membrane('log', 'ambient', 'linked', sig([I, ...STR])),
+  membrane('clock_ms', 'ambient', 'linked', sig([], [J])),
+  // membrane: brokered powers whose brokers land in later issues
+  membrane('vfs_read', 'vfs', 'planned', errno(...STR, ...OUT)),
+  membrane('vfs_write', 'vfs', 'planned', errno(...STR, ...STR)),
+  membrane('vfs_list', 'vfs', 'planned', errno(...STR, ...OUT)),
+  membrane('vfs_delete', 'vfs', 'planned', errno(...STR)),
+  membrane('vfs_query', 'vfs', 'planned', errno(...STR, ...OUT)),
+  membrane('run_command', 'commands', 'planned', errno(...STR, ...OUT)),
+  membrane('exec', 'exec', 'planned', null),
+  membrane('process_spawn', 'exec', 'planned', null),
+  membrane('process_wait', 'exec', 'planned', null),
+  membrane('process_kill', 'exec', 'planned', null),
+  membrane('kv_get', 'kv', 'planned', errno(...STR, ...OUT)),
+  membrane('kv_put', 'kv', 'planned', errno(...STR, ...STR)),
+  membrane('kv_delete', 'kv', 'planned', errno(...STR)),
+  membrane('kv_list', 'kv', 'planned', errno(...STR, ...OUT)),
+  membrane('secret_sign', 'secrets', 'planned', errno(...STR, ...STR, ...OUT)),
+  membrane('queue_push', 'queue', 'planned', errno(...STR, ...STR)),
+  membrane('queue_pop', 'queue', 'planned', errno(...STR, ...OUT)),
+  membrane('queue_len', 'queue', 'planned', errno(...STR)),
+  membrane('tcp_request', 'tcp', 'planned', null),
+  membrane('udp_request', 'udp', 'planned', null),
+  membrane('tls_request', 'tls', 'planned', null),
+  membrane('http_fetch', 'net', 'planned', errno(...STR, ...OUT)),
+  membrane('http_fetch_many', 'net', 'planned', errno(...STR, ...OUT)),
+  membrane('browse_fetch', 'browse', 'planned', null),
+  membrane('llm_complete', 'llm', 'planned', null),
+  membrane('run_command_many', 'parallel', 'planned', null),
+  // WASI preview 1
+  ...WASI_AMBIENT.map(([n, s]) => wasi(n, 'ambient', 'linked', s)),
+  ...WASI_FS.map(([n, s]) => wasi(n, 'vfs', 'stub', s)),
+  wasi('poll_oneoff', 'posix', 'linked', errno(I, I, I, I)),
+  ...WASI_SOCKETS.map(([n, s]) => wasi(n, 'never', 'planned', s)),
+  // memory
+  { module: MEMORY_IMPORT.module, name: MEMORY_IMPORT.name, kind: 'memory', grant: 'ambient', status: 'linked', signature: null },
+] satisfies CatalogEntry[]);
+
+const BY_KEY = new Map<string, CatalogEntry>(CATALOG.map((e) => [importKey(e.module, e.name), e]));
+
+export function importKey(module: string, name: string): string {
+  return `${module}.${name}`;
+}
+
+export function lookupImport(module: string, name: string): CatalogEntry | undefined {
+  return BY_KEY.get(importKey(module, name));
+}
+
+/** The catalog entries a cap word contributes (what granting it links today). */
+export function contributionOf(grant: Grant): CatalogEntry[] {
+  return CATALOG.filter((e) => e.grant === grant && e.status !== 'planned');
+}

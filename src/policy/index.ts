@@ -1,0 +1,3 @@
+export * from './profiles.ts';
+export * from './catalog.ts';
+export * from './resolve.ts';

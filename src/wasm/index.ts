@@ -1,0 +1,45 @@
+/**
+ * Public surface of `src/wasm/`: the binary reader/writer, instruction decoder, limits rewriter
+ * and inspection helpers. Nothing here runs guest code; everything works on bytes.
+ *
+ * Invariant: every function exported here either succeeds or throws a `SandboxError`
+ * (INVALID_MODULE for malformed bytes, MEMORY_LIMIT for a module over its caps, POLICY_INVALID
+ * for bad options); none throws a RangeError or TypeError on any input.
+ *
+ * Does not protect against: semantically invalid modules. Decoding is not validation; compile
+ * with V8 (`WebAssembly.Module`) before trusting a module to run.
+ */
+
+export { Reader, Writer, invalidModule, u32Size } from './bytes.ts';
+export type { AbstractRefType, FuncType, GlobalType, Limits, NumType, TableType, ValType } from './types.ts';
+export { InstructionCursor, decodeInstructions, readCodeBody, readConstExpr } from './code.ts';
+export type { CodeBody, Instruction, LocalGroup } from './code.ts';
+export { Imm, Op, allOpcodes, immediateOf, opKey, opName } from './opcodes.ts';
+export type { OpcodeInfo } from './opcodes.ts';
+export type {
+  DataSegment,
+  ElementSegment,
+  ExportEntry,
+  ExternKind,
+  GlobalEntry,
+  Import,
+  ImportDesc,
+  MemoryEntry,
+  Range,
+  SegmentMode,
+  TableEntry,
+} from './sections.ts';
+export { SectionId, encodeModule, findSection, functionType, importsOf, parseModule, sectionName } from './module.ts';
+export type { CustomSection, ParsedModule, Section } from './module.ts';
+export { GROW_FAILED_EXPORT, MAX_MEMORY32_PAGES, applyLimits } from './limits.ts';
+export type { LimitsOptions, LimitsResult, MemoryLimitInfo, TableLimitInfo } from './limits.ts';
+export { describeModule, formatSignature } from './inspect.ts';
+export type {
+  ExportDescription,
+  GlobalDescription,
+  ImportDescription,
+  MemoryDescription,
+  ModuleDescription,
+  Signature,
+  TableDescription,
+} from './inspect.ts';

@@ -1,0 +1,136 @@
+// The CLI end to end, as a user runs it: `membrane run|inspect|profiles`, JSON shape, exit codes.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ERROR_TABLE } from '../../src/errors.ts';
+import { FIXTURES } from '../helpers/wat.ts';
+
+const BIN = join(FIXTURES, '..', '..', 'bin', 'membrane.js');
+const W = (n: string) => join(FIXTURES, 'wat', `${n}.wat`);
+const C = (n: string) => join(FIXTURES, 'c', `${n}.wasm`);
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+function membrane(args: string[]): Promise<Ran> {
+  const t = performance.now();
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.on('error', reject);
+    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr, ms: performance.now() - t }));
+  });
+}
+
+const RESULT_KEYS = ['ok', 'result', 'exitCode', 'stdout', 'stderr', 'fuelUsed', 'durationMs', 'memoryBytes', 'profile', 'warnings', 'error'];
+
+test('a spinning export with --timeout 800 returns TIMEOUT in under 1.5 s', async () => {
+  // warm the bundle so the timing measures the run, as a user's second invocation would
+  await membrane(['profiles']);
+  const r = await membrane(['run', W('spin'), '--invoke', 'run', '--profile', 'minimal', '--timeout', '800', '--json']);
+  const out = JSON.parse(r.stdout) as Record<string, unknown>;
+  assert.equal((out['error'] as { code: string }).code, 'TIMEOUT');
+  assert.equal(out['ok'], false);
+  assert.equal(out['profile'], 'minimal');
+  assert.equal(r.code, ERROR_TABLE.TIMEOUT.exitCode);
+  assert.ok(r.ms < 1500, `the process took ${r.ms.toFixed(0)} ms`);
+  for (const k of Object.keys(out)) assert.ok(RESULT_KEYS.includes(k), `unexpected key ${k}`);
+});
+
+test('a WASI hello world prints its line and exits 0; arguments after -- reach the guest', async () => {
+  const r = await membrane(['run', C('hello'), '--env', 'WHO=cli', '--', 'a', 'b']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'hello from a wasm guest\narg 1: a\narg 2: b\nWHO=cli\n');
+});
+
+test('proc_exit(7) becomes the process exit code 7', async () => {
+  const r = await membrane(['run', C('exit7')]);
+  assert.equal(r.code, 7);
+  assert.equal(r.stderr, 'exiting with 7\n');
+  const j = await membrane(['run', C('exit7'), '--json']);
+  assert.equal(j.code, 7);
+  assert.equal(JSON.parse(j.stdout).exitCode, 7);
+});
+
+test('--invoke prints the result; --json has exactly the documented keys', async () => {
+  const r = await membrane(['run', W('noop'), '--invoke', 'add', '--arg', '40', '--arg', '2']);
+  assert.equal(r.code, 0);
+  assert.equal(r.stdout, '42\n');
+  const j = JSON.parse((await membrane(['run', W('noop'), '--invoke', 'add', '--arg', '1', '--arg', '2', '--json'])).stdout);
+  assert.deepEqual(Object.keys(j).sort(), ['durationMs', 'fuelUsed', 'memoryBytes', 'ok', 'profile', 'result', 'stderr', 'stdout', 'warnings']);
+  assert.equal(j.result, 3);
+});
+
+test('--profile bogus warns on stderr and runs under compute; --strict-profiles refuses', async () => {
+  const r = await membrane(['run', W('noop'), '--invoke', 'noop', '--profile', 'bogus']);
+  assert.equal(r.code, 0);
+  assert.match(r.stderr, /warning: unknown profile "bogus": running under "compute"/);
+  const s = await membrane(['run', W('noop'), '--invoke', 'noop', '--profile', 'bogus', '--strict-profiles', '--json']);
+  assert.equal(s.code, ERROR_TABLE.POLICY_INVALID.exitCode);
+  assert.equal(JSON.parse(s.stdout).error.code, 'POLICY_INVALID');
+});
+
+test('every error code has its own exit code', async () => {
+  const codes = Object.values(ERROR_TABLE).map((r) => r.exitCode);
+  assert.equal(new Set(codes).size, codes.length);
+  assert.ok(codes.every((c) => c > 2 && c < 126));
+  const link = await membrane(['run', W('kv-import'), '--invoke', 'run']);
+  assert.equal(link.code, ERROR_TABLE.LINK_UNSATISFIED.exitCode);
+  assert.match(link.stderr, /LINK_UNSATISFIED: .*membrane\.kv_get/);
+  const mem = await membrane(['run', W('grow-loop'), '--invoke', 'run']);
+  assert.equal(mem.code, ERROR_TABLE.MEMORY_LIMIT.exitCode);
+});
+
+test('inspect names imports, the caps they need and the least-privileged profiles', async () => {
+  const kv = JSON.parse((await membrane(['inspect', W('kv-import'), '--json'])).stdout);
+  assert.deepEqual(kv.caps, ['kv']);
+  assert.deepEqual(kv.profiles, []);
+  assert.match(kv.reasons.join('\n'), /membrane\.kv_get: cap "kv" is granted, but its import is not linked/);
+  const hello = JSON.parse((await membrane(['inspect', C('hello'), '--json'])).stdout);
+  assert.deepEqual(hello.caps, []);
+  assert.deepEqual(hello.profiles, ['compute', 'minimal', 'network', 'posix']);
+  assert.ok(hello.exports.some((e: { name: string }) => e.name === '_start'));
+  const sys = await membrane(['inspect', W('env-system')]);
+  assert.equal(sys.code, 0);
+  assert.match(sys.stdout, /runs under: no profile\n\s+- env\.system: no capability grants this/);
+});
+
+test('profiles prints the policy literal', async () => {
+  const j = JSON.parse((await membrane(['profiles', '--json'])).stdout);
+  assert.deepEqual(j.map((p: { name: string; allowHttp: boolean }) => [p.name, p.allowHttp]), [
+    ['compute', false],
+    ['minimal', false],
+    ['network', true],
+    ['posix', true],
+  ]);
+  const t = await membrane(['profiles']);
+  assert.match(t.stdout, /^compute\s+64 MiB\s+5000 ms/m);
+});
+
+test('usage errors exit 2 with a hint', async () => {
+  const r = await membrane(['run']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /Try 'membrane --help'/);
+  const h = await membrane(['--help']);
+  assert.equal(h.code, 0);
+  assert.match(h.stdout, /Exit codes:/);
+});
+
+test('--stdin feeds a file to the guest', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const file = join(mkdtempSync(join(tmpdir(), 'membrane-cli-')), 'in.txt');
+  writeFileSync(file, 'quiet words\n');
+  const r = await membrane(['run', C('upper'), '--stdin', file]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'QUIET WORDS\n');
+  assert.equal(r.stderr, '12 bytes\n');
+});
