@@ -3,7 +3,7 @@
  * its description.
  *
  * Owns: the space wall at load time (memory/table maxima rewritten by src/wasm/limits.ts,
- * initial sizes over the cap → MEMORY_LIMIT), compilation, and an LRU bound on what is kept.
+ * initial sizes over the cap → MEMORY_LIMIT, imported ones included), compilation, and an LRU bound on what is kept.
  * A `WebAssembly.Module` is shared with workers by `postMessage`, which shares V8's compiled
  * code rather than recompiling. Invariant: the module a worker instantiates is always the
  * rewritten one; the key includes every setting the rewrite depends on.
@@ -62,14 +62,7 @@ export class ModuleCache {
 
   private async build(hash: string, bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
     const desc = describeModule(bytes);
-    const imported = desc.imports.find((i) => i.kind === 'memory');
-    if (imported?.memory && imported.memory.initialPages > opts.maxMemoryPages) {
-      throw new SandboxError(
-        'MEMORY_LIMIT',
-        `the module's imported memory starts at ${imported.memory.initialPages} pages, over the ${opts.maxMemoryPages}-page limit`,
-        { initialPages: imported.memory.initialPages, maxPages: opts.maxMemoryPages, limitBytes: opts.maxMemoryPages * 65536 },
-      );
-    }
+    // applyLimits refuses a defined or imported memory/table whose initial size is over its cap.
     const limits = applyLimits(bytes, opts);
     let module: WebAssembly.Module;
     try {
