@@ -2,6 +2,8 @@
 
 import { callLatency } from './call-latency.ts';
 import { freshSandbox } from './fresh-sandbox.ts';
+import { fuelOverhead } from './fuel-overhead.ts';
+import { rewriterSpeed } from './rewriter-speed.ts';
 import { hostCall } from './host-call.ts';
 import { timeoutOvershoot } from './timeout-overshoot.ts';
 
@@ -10,3 +12,5 @@ await callLatency();
 await freshSandbox();
 await hostCall();
 await timeoutOvershoot();
+await fuelOverhead();
+await rewriterSpeed();

@@ -23,7 +23,7 @@ const wat = (name: string): Uint8Array => {
   }
   return bytes;
 };
-for (const n of ['noop', 'spin', 'spin-start', 'grow-loop', 'big-initial', 'recurse', 'kv-import', 'env-system', 'output-flood']) wat(n);
+for (const n of ['noop', 'spin', 'spin-start', 'grow-loop', 'big-initial', 'recurse', 'kv-import', 'env-system', 'output-flood', 'count']) wat(n);
 const c = (name: string) => new Uint8Array(readFileSync(join(root, 'test/fixtures/c', `${name}.wasm`)));
 
 interface Act {
@@ -37,6 +37,8 @@ const acts: Act[] = [
   { guest: 'hello.c', tried: 'print a line (WASI command)', run: () => engine.run(c('hello')) },
   { guest: 'spin.wat', tried: 'loop forever (budget 1000 ms)', run: () => engine.run(wat('spin'), { invoke: 'run', timeoutMs: 1000 }) },
   { guest: 'spin-start.wat', tried: 'spin inside its start function', run: () => engine.run(wat('spin-start'), { invoke: 'ok', timeoutMs: 500 }) },
+  { guest: 'count.wat', tried: 'count to 1e9 on 1e6 fuel', run: () => engine.run(wat('count'), { invoke: 'count', args: [1_000_000_000n], fuel: 1_000_000 }) },
+  { guest: 'count.wat', tried: 'memory.fill 60 MiB, 1e6 times', run: () => engine.run(wat('count'), { invoke: 'fill', args: [1_000_000] }) },
   { guest: 'grow-loop.wat', tried: 'memory.grow until it fails', run: () => engine.run(wat('grow-loop'), { invoke: 'run' }) },
   { guest: 'membomb.c', tried: 'malloc 1 MiB blocks forever', run: () => engine.run(c('membomb')) },
   { guest: 'big-initial.wat', tried: 'declare 2000 pages (125 MiB)', run: () => engine.run(wat('big-initial'), { invoke: 'run' }) },
@@ -73,14 +75,16 @@ running = false;
 await heartbeat;
 
 function outcome(r: RunResult): string {
-  if (r.ok && r.exitCode === 0) return `ran: exit 0, stdout ${JSON.stringify(r.stdout.trim().slice(0, 30))}`;
+  if (r.ok && r.exitCode === 0) return `ran: exit 0, stdout ${JSON.stringify(r.stdout.trim().slice(0, 30))}, ${r.fuelUsed} fuel`;
   if (r.ok && r.warnings.length) return `ran with a warning: ${r.warnings[0]!}`;
   if (r.ok) return `ran: result ${JSON.stringify(r.result)}`;
   const e = r.error!;
   const d = e.details as Record<string, unknown>;
   switch (e.code) {
     case 'TIMEOUT':
-      return `TIMEOUT at ${Number(d['elapsedMs']).toFixed(0)} ms; its thread was terminated and replaced`;
+      return `TIMEOUT at ${Number(d['elapsedMs']).toFixed(0)} ms, stopped at its next fuel refill`;
+    case 'FUEL_EXHAUSTED':
+      return `FUEL_EXHAUSTED after ${Number(d['fuelUsed']).toExponential(0)} units`;
     case 'MEMORY_LIMIT':
       return d['reachedBytes']
         ? `MEMORY_LIMIT: a grow to ${(Number(d['reachedBytes']) / 1048576).toFixed(0)} MiB trapped (cap ${Number(d['limitBytes']) / 1048576} MiB)`
@@ -112,4 +116,5 @@ console.log(
   `\nMeanwhile the healthy instance "healthy" answered ${latencies.length} calls in ${(performance.now() - t0).toFixed(0)} ms: ` +
     `p50 ${(pct(0.5) * 1000).toFixed(0)} µs, p99 ${(pct(0.99) * 1000).toFixed(0)} µs, max ${pct(1).toFixed(1)} ms; info() = ${JSON.stringify(healthy.info())}`,
 );
+console.log(`Worker threads terminated and replaced during the tour: ${engine.stats().workersReplaced} (runaways stopped themselves at a fuel refill).`);
 await engine.close();

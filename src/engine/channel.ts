@@ -40,6 +40,8 @@ const HEADER_BYTES = 64;
 export const FRAME_JSON = 0;
 const STATE_WORD = 0;
 const LENGTH_WORD = 1;
+/** Set by the main thread at a job's deadline (or to stop it); read by the worker's fuel meter. */
+const INTERRUPT_WORD = 2;
 export const INITIAL_CHANNEL_BYTES = 256 * 1024;
 /** The largest frame either side may send: bounds what a guest can make the host buffer. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -69,6 +71,19 @@ export class Channel {
 
   get state(): number {
     return Atomics.load(this.words, STATE_WORD);
+  }
+
+  /** Ask the running job to stop at its next fuel refill (epoch-style interruption). */
+  interrupt(): void {
+    Atomics.store(this.words, INTERRUPT_WORD, 1);
+  }
+
+  clearInterrupt(): void {
+    Atomics.store(this.words, INTERRUPT_WORD, 0);
+  }
+
+  get interrupted(): boolean {
+    return Atomics.load(this.words, INTERRUPT_WORD) !== 0;
   }
 
   set(state: StateValue): void {

@@ -17,6 +17,8 @@ import { memoryPages, resolvePolicy, type PolicyConfig, type PolicyOptions } fro
 import { planLinks, type LinkPlan } from './linker.ts';
 import { ModuleCache, type PreparedModule } from './module-cache.ts';
 import { resolveEngine, HOST_WAIT_GRACE_MS, type EngineConfig, type EngineOptions } from './options.ts';
+import { budgetOf, graceFor } from './budget.ts';
+import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
 import { WorkerPool } from './pool.ts';
 import { PROTOCOL_VERSION, type Entry, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
@@ -51,11 +53,13 @@ const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 export interface EngineStats {
   readonly liveWorkers: number;
   readonly instances: number;
+  /** Pool workers terminated and replaced (runaways that did not stop by themselves, deaths). */
+  readonly workersReplaced: number;
 }
 
 export class Engine {
   readonly config: EngineConfig;
-  private readonly modules = new ModuleCache();
+  private readonly modules: ModuleCache;
   private readonly pool: WorkerPool;
   private readonly instances = new Map<string, Instance>();
   private runs = 0;
@@ -63,6 +67,7 @@ export class Engine {
 
   constructor(options: EngineOptions = {}) {
     this.config = resolveEngine(options);
+    this.modules = new ModuleCache(this.config.cacheDir);
     this.pool = new WorkerPool({
       file: locateWorker,
       size: this.config.poolSize,
@@ -94,10 +99,10 @@ export class Engine {
       const handle = await this.pool.acquire();
       const startedAt = performance.now();
       const deadline = startedAt + policy.timeoutMs;
-      handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: 1, module: prepared.module, spec, entry, budgetMs: policy.timeoutMs });
+      handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: 1, module: prepared.module, spec, entry, budget: budgetOf(policy) });
       let awaited;
       try {
-        awaited = await handle.awaitDone(deadline, this.hostHandler(tenant, id));
+        awaited = await handle.awaitDone(deadline, this.hostHandler(tenant, id), graceFor(prepared));
       } catch (e) {
         void this.pool.discard(handle); // a broken frame: the worker is not trusted again
         throw e;
@@ -166,7 +171,7 @@ export class Engine {
   }
 
   stats(): EngineStats {
-    return { liveWorkers: this.pool.liveWorkers, instances: this.instances.size };
+    return { liveWorkers: this.pool.liveWorkers, instances: this.instances.size, workersReplaced: this.pool.replaced };
   }
 
   async close(): Promise<void> {
@@ -185,6 +190,7 @@ export class Engine {
       maxMemoryPages: memoryPages(policy),
       maxTableElements: this.config.maxTableElements,
       trapOnGrowFailure: this.config.trapOnGrowFailure,
+      metered: this.config.fuel,
     });
   }
 
@@ -204,7 +210,7 @@ export class Engine {
     const stdin = typeof opts.stdin === 'string' ? new TextEncoder().encode(opts.stdin) : (opts.stdin ?? new Uint8Array(0));
     return {
       session: { id: who.id, tenant: who.tenant, profile: policy.profile },
-      link: plan.link,
+      link: prepared.metered ? [...plan.link, importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name)] : plan.link,
       maxMemoryPages: prepared.maxMemoryPages,
       importedMemory: plan.importedMemory,
       growFailedExport: prepared.limits.growFailedExport,
@@ -212,6 +218,7 @@ export class Engine {
       wasi: { argv: [who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
       logSink: this.config.onLog ? 'host' : 'stderr',
       hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
+      fuel: { metered: prepared.metered, chunk: this.config.fuelChunk },
     };
   }
 

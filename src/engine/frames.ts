@@ -7,9 +7,10 @@
  * details are free-form). Invariant: every decode checks lengths against the frame and the
  * frame against the buffer; a malformed frame is INTERNAL, never an out-of-bounds read.
  *
- *   call:  u8 kind=1 · u32 job · f64 budgetMs · u16 nameLen · name (UTF-8) · u16 argc · argc × value
+ *   call:  u8 kind=1 · u32 job · f64 budget ms · f64 budget fuel · u16 nameLen · name (UTF-8) ·
+ *          u16 argc · argc × value
  *   done:  u8 kind=2 · u8 flags · u32 job · f64 memoryBytes · f64 durationMs · i32 exitCode ·
- *          u16 n · n × value · u32 len · stdout · u32 len · stderr
+ *          f64 fuelUsed · u16 n · n × value · u32 len · stdout · u32 len · stderr
  *   value: u8 type (0 i32, 1 i64, 2 f32, 3 f64) · 8 bytes (i32 / i64 / f64, little-endian)
  *
  * Does not protect against: nothing beyond framing; contents are the protocol's business.
@@ -95,15 +96,16 @@ function readValues(view: DataView, at: number, size: number): [WireValue[], num
 export function writeCall(ch: Channel, f: CallFrame): void {
   const name = nameBytes(f.export);
   if (name.length > MAX_NAME_BYTES || f.args.length > MAX_VALUES) throw bad('call too large');
-  const size = 15 + name.length + 2 + f.args.length * 9;
+  const size = 23 + name.length + 2 + f.args.length * 9;
   ch.ensure(size);
   const { data, view } = ch;
   data[0] = FRAME_CALL;
   view.setUint32(1, f.job, true);
-  view.setFloat64(5, f.budgetMs, true);
-  view.setUint16(13, name.length, true);
-  data.set(name, 15);
-  let at = 15 + name.length;
+  view.setFloat64(5, f.budget.ms, true);
+  view.setFloat64(13, f.budget.fuel, true);
+  view.setUint16(21, name.length, true);
+  data.set(name, 23);
+  let at = 23 + name.length;
   view.setUint16(at, f.args.length, true);
   at += 2;
   for (const a of f.args) at = writeValue(view, at, a);
@@ -113,14 +115,15 @@ export function writeCall(ch: Channel, f: CallFrame): void {
 export function readCall(ch: Channel): CallFrame {
   const size = ch.frameLength();
   const { data, view } = ch;
-  if (size < 17 || data[0] !== FRAME_CALL) throw bad('not a call frame');
+  if (size < 25 || data[0] !== FRAME_CALL) throw bad('not a call frame');
   const job = view.getUint32(1, true);
-  const budgetMs = view.getFloat64(5, true);
-  const nameLen = view.getUint16(13, true);
-  if (15 + nameLen + 2 > size || !(budgetMs >= 0)) throw bad('call header out of range');
-  const name = decodeName(data, 15, nameLen);
-  const [args] = readValues(view, 15 + nameLen, size);
-  return { v: PROTOCOL_VERSION, kind: 'call', job, export: name, args, budgetMs };
+  const ms = view.getFloat64(5, true);
+  const fuel = view.getFloat64(13, true);
+  const nameLen = view.getUint16(21, true);
+  if (23 + nameLen + 2 > size || !(ms >= 0) || !(fuel >= 0)) throw bad('call header out of range');
+  const name = decodeName(data, 23, nameLen);
+  const [args] = readValues(view, 23 + nameLen, size);
+  return { v: PROTOCOL_VERSION, kind: 'call', job, export: name, args, budget: { ms, fuel } };
 }
 
 function decodeName(data: Uint8Array, at: number, len: number): string {
@@ -136,7 +139,7 @@ export function writeDone(ch: Channel, f: DoneFrame, stdout: Uint8Array, stderr:
     ch.write(f, [stdout, stderr]);
     return;
   }
-  const size = 31 + o.values.length * 9 + 8 + stdout.length + stderr.length;
+  const size = 39 + o.values.length * 9 + 8 + stdout.length + stderr.length;
   ch.ensure(size);
   const { data, view } = ch;
   data[0] = FRAME_DONE;
@@ -145,8 +148,9 @@ export function writeDone(ch: Channel, f: DoneFrame, stdout: Uint8Array, stderr:
   view.setFloat64(6, f.memoryBytes, true);
   view.setFloat64(14, f.durationMs, true);
   view.setInt32(22, o.exitCode ?? 0, true);
-  view.setUint16(26, o.values.length, true);
-  let at = 28;
+  view.setFloat64(26, f.fuelUsed, true);
+  view.setUint16(34, o.values.length, true);
+  let at = 36;
   for (const v of o.values) at = writeValue(view, at, v);
   view.setUint32(at, stdout.length, true);
   data.set(stdout, at + 4);
@@ -171,9 +175,9 @@ export function readDone(ch: Channel): DoneRead {
   }
   const size = ch.frameLength();
   const { data, view } = ch;
-  if (size < 31 || data[0] !== FRAME_DONE) throw bad('not a result frame');
+  if (size < 39 || data[0] !== FRAME_DONE) throw bad('not a result frame');
   const flags = data[1]!;
-  const [values, after] = readValues(view, 26, size);
+  const [values, after] = readValues(view, 34, size);
   let at = after;
   const blob = (): Uint8Array => {
     if (at + 4 > size) throw bad('output length out of range');
@@ -192,6 +196,7 @@ export function readDone(ch: Channel): DoneRead {
     outcome: { ok: true, values, exitCode: flags & F_EXIT ? view.getInt32(22, true) : null },
     memoryBytes: view.getFloat64(6, true),
     durationMs: view.getFloat64(14, true),
+    fuelUsed: view.getFloat64(26, true),
     stdoutTruncated: (flags & F_OUT_TRUNC) !== 0,
     stderrTruncated: (flags & F_ERR_TRUNC) !== 0,
   };

@@ -16,6 +16,7 @@ import { narrowPolicy, type PolicyConfig } from '../policy/resolve.ts';
 import type { PreparedModule } from './module-cache.ts';
 import type { EngineConfig } from './options.ts';
 import { PROTOCOL_VERSION, type GuestSpec } from './protocol.ts';
+import { budgetOf, graceFor } from './budget.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import { parseArgs, type ArgValue } from './values.ts';
 import type { HostHandler, WorkerHandle } from './worker-handle.ts';
@@ -36,6 +37,8 @@ export interface InstanceInfo {
 export interface CallOptions {
   /** Lower this call's wall-clock budget below the instance's. */
   timeoutMs?: number;
+  /** Lower this call's fuel budget below the instance's. */
+  fuel?: number;
 }
 
 export interface InstanceDeps {
@@ -54,6 +57,7 @@ export class Instance {
   private worker: WorkerHandle | null = null;
   private state: InstanceState = 'starting';
   private calls = 0;
+  private fuelUsed = 0;
   private memoryBytes = 0;
   private job = 0;
   private queue: Promise<unknown> = Promise.resolve();
@@ -76,8 +80,8 @@ export class Instance {
   async boot(): Promise<void> {
     const w = await this.d.acquire();
     const startedAt = performance.now();
-    w.post({ v: PROTOCOL_VERSION, kind: 'load', job: ++this.job, module: this.d.prepared.module, spec: this.d.spec, budgetMs: this.d.policy.timeoutMs });
-    const a = await w.awaitDone(startedAt + this.d.policy.timeoutMs, this.d.hostHandler);
+    w.post({ v: PROTOCOL_VERSION, kind: 'load', job: ++this.job, module: this.d.prepared.module, spec: this.d.spec, budget: budgetOf(this.d.policy) });
+    const a = await w.awaitDone(startedAt + this.d.policy.timeoutMs, this.d.hostHandler, graceFor(this.d.prepared));
     const r = fromAwaited(a, this.resultContext(this.d.policy.timeoutMs, startedAt, []));
     if (!r.ok) {
       await w.terminate();
@@ -104,7 +108,12 @@ export class Instance {
     const t0 = performance.now();
     let policy = this.d.policy;
     try {
-      if (opts.timeoutMs !== undefined) policy = narrowPolicy(this.d.policy, { timeoutMs: opts.timeoutMs });
+      if (opts.timeoutMs !== undefined || opts.fuel !== undefined) {
+        policy = narrowPolicy(this.d.policy, {
+          ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+          ...(opts.fuel !== undefined ? { fuel: opts.fuel } : {}),
+        });
+      }
       if (this.state !== 'running' || !this.worker) {
         throw new SandboxError('INSTANCE_DEAD', `instance "${this.d.id}" is ${this.state}`, { id: this.d.id, state: this.state });
       }
@@ -116,17 +125,19 @@ export class Instance {
       const w = this.worker;
       const startedAt = performance.now();
       this.calls++;
-      w.postCall({ v: PROTOCOL_VERSION, kind: 'call', job: ++this.job, export: name, args: wire, budgetMs: policy.timeoutMs });
+      w.postCall({ v: PROTOCOL_VERSION, kind: 'call', job: ++this.job, export: name, args: wire, budget: budgetOf(policy) });
       let a;
       try {
-        a = await w.awaitDone(startedAt + policy.timeoutMs, this.d.hostHandler);
+        a = await w.awaitDone(startedAt + policy.timeoutMs, this.d.hostHandler, graceFor(this.d.prepared));
       } catch (e) {
         await this.afterFailure(); // a broken frame: the worker is not trusted again
         throw e;
       }
       const r = fromAwaited(a, this.resultContext(policy.timeoutMs, startedAt, sig.results, policy.warnings));
+      this.fuelUsed += r.fuelUsed;
       if (a.kind === 'done') this.memoryBytes = a.frame.memoryBytes;
-      else await this.afterFailure();
+      // A call stopped at its deadline leaves guest state half-updated: retire or restart.
+      if (a.kind !== 'done' || r.error?.code === 'TIMEOUT') await this.afterFailure();
       return r;
     } catch (e) {
       return failure(toSandboxError(e), { profile: policy.profile, warnings: policy.warnings }, performance.now() - t0);
@@ -156,7 +167,7 @@ export class Instance {
       profile: this.d.policy.profile,
       caps: [...this.d.policy.caps],
       calls: this.calls,
-      fuelUsed: 0,
+      fuelUsed: this.fuelUsed,
       memoryBytes: this.memoryBytes,
       state: this.state,
     };

@@ -1,19 +1,36 @@
 /**
- * Compiled-module cache: content hash + wall settings → limits-rewritten, compiled module and
- * its description.
+ * Compiled-module cache: content hash + wall settings → rewritten, compiled module and its
+ * description; rewritten bytes also cached on disk so a module is rewritten once per machine.
  *
- * Owns: the space wall at load time (memory/table maxima rewritten by src/wasm/limits.ts,
- * initial sizes over the cap → MEMORY_LIMIT, imported ones included), compilation, and an LRU bound on what is kept.
- * A `WebAssembly.Module` is shared with workers by `postMessage`, which shares V8's compiled
- * code rather than recompiling. Invariant: the module a worker instantiates is always the
- * rewritten one; the key includes every setting the rewrite depends on.
+ * Owns: the load-time walls — limits (src/wasm/limits.ts: memory/table maxima, initial sizes over
+ * the cap → MEMORY_LIMIT, the memory.grow guard) then fuel metering (src/wasm/fuel) — and
+ * compilation, with an LRU bound in memory and a content-addressed directory on disk
+ * (`$MEMBRANE_HOME/cache/rewritten/<sha256>.wasm`, keyed by the input bytes, both rewriters'
+ * versions and every option). A `WebAssembly.Module` is shared with workers by `postMessage`,
+ * which shares V8's compiled code. Invariant: the module a worker instantiates is always the
+ * rewritten one; a disk entry is written atomically (temp file + rename, mode 0600) and one that
+ * fails to compile is discarded and rebuilt.
  *
- * Does not protect against: hash collisions in SHA-256.
+ * Does not protect against: hash collisions in SHA-256; a local user who can write the cache
+ * directory (it must be private to the engine's user, like `$MEMBRANE_HOME` itself).
  */
 
 import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
-import { applyLimits, describeModule, type LimitsResult, type ModuleDescription } from '../wasm/index.ts';
+import {
+  FUEL_REWRITER_VERSION,
+  applyLimits,
+  describeModule,
+  instrumentFuel,
+  type FuelStats,
+  type LimitsResult,
+  type ModuleDescription,
+} from '../wasm/index.ts';
+
+/** Bump when limits.ts output for the same input could change. */
+export const LIMITS_REWRITER_VERSION = 1;
 
 export interface PreparedModule {
   readonly hash: string;
@@ -21,12 +38,17 @@ export interface PreparedModule {
   readonly desc: ModuleDescription;
   readonly limits: LimitsResult<Uint8Array>;
   readonly maxMemoryPages: number;
+  readonly metered: boolean;
+  /** Fuel instrumentation stats; null when not metered or when loaded from the disk cache. */
+  readonly fuel: FuelStats | null;
+  readonly fromDisk: boolean;
 }
 
 export interface PrepareOptions {
   readonly maxMemoryPages: number;
   readonly maxTableElements: number;
   readonly trapOnGrowFailure: boolean;
+  readonly metered: boolean;
 }
 
 export const MAX_CACHED_MODULES = 128;
@@ -34,7 +56,10 @@ export const MAX_CACHED_MODULES = 128;
 export class ModuleCache {
   private readonly entries = new Map<string, Promise<PreparedModule>>();
 
-  constructor(private readonly capacity = MAX_CACHED_MODULES) {}
+  constructor(
+    private readonly diskDir: string | null = null,
+    private readonly capacity = MAX_CACHED_MODULES,
+  ) {}
 
   static hash(bytes: Uint8Array): string {
     return createHash('sha256').update(bytes).digest('hex');
@@ -42,14 +67,14 @@ export class ModuleCache {
 
   prepare(bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
     const hash = ModuleCache.hash(bytes);
-    const key = `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}`;
+    const key = `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}`;
     const hit = this.entries.get(key);
     if (hit) {
       this.entries.delete(key);
       this.entries.set(key, hit);
       return hit;
     }
-    const p = this.build(hash, bytes, opts);
+    const p = this.build(hash, key, bytes, opts);
     this.entries.set(key, p);
     p.catch(() => this.entries.delete(key));
     while (this.entries.size > this.capacity) {
@@ -60,17 +85,55 @@ export class ModuleCache {
     return p;
   }
 
-  private async build(hash: string, bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
+  private async build(hash: string, key: string, bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
     const desc = describeModule(bytes);
-    // applyLimits refuses a defined or imported memory/table whose initial size is over its cap.
+    // applyLimits refuses a defined or imported memory/table whose initial size is over its cap;
+    // it is cheap, and its result says what the worker needs (grow export, imported memory).
     const limits = applyLimits(bytes, opts);
+    const diskFile = this.diskDir ? join(this.diskDir, 'rewritten', `${ModuleCache.hash(new TextEncoder().encode(key))}.wasm`) : null;
+    const cached = opts.metered && diskFile ? readCached(diskFile) : null;
+    const fromDisk = cached !== null;
+    let fuel: FuelStats | null = null;
+    let rewritten: Uint8Array = limits.bytes;
+    if (cached) {
+      rewritten = cached;
+    } else if (opts.metered) {
+      const r = instrumentFuel(limits.bytes);
+      rewritten = r.bytes;
+      fuel = r.stats;
+      if (diskFile) writeCached(diskFile, rewritten);
+    }
     let module: WebAssembly.Module;
     try {
-      module = await WebAssembly.compile(limits.bytes as Uint8Array<ArrayBuffer>);
+      module = await WebAssembly.compile(rewritten as Uint8Array<ArrayBuffer>);
     } catch (e) {
+      if (fromDisk && diskFile) {
+        rmSync(diskFile, { force: true });
+        return this.build(hash, key, bytes, opts);
+      }
       const msg = e instanceof Error ? e.message.replace(/^WebAssembly\.compile\(\): /, '') : 'compile failed';
       throw new SandboxError('INVALID_MODULE', `the module does not compile: ${msg.slice(0, 200)}`, {});
     }
-    return { hash, module, desc, limits, maxMemoryPages: opts.maxMemoryPages };
+    return { hash, module, desc, limits, maxMemoryPages: opts.maxMemoryPages, metered: opts.metered, fuel, fromDisk };
+  }
+}
+
+function readCached(file: string): Uint8Array | null {
+  try {
+    const b = readFileSync(file);
+    return b.length >= 8 && b[0] === 0 && b[1] === 0x61 && b[2] === 0x73 && b[3] === 0x6d ? new Uint8Array(b) : null;
+  } catch {
+    return null;
+  }
+}
+
+function writeCached(file: string, bytes: Uint8Array): void {
+  try {
+    mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    writeFileSync(tmp, bytes, { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    // A cache that cannot be written only costs a rewrite next time.
   }
 }

@@ -8,6 +8,8 @@
  * Does not protect against: an operator choosing generous limits.
  */
 
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 
@@ -47,6 +49,15 @@ export interface EngineOptions {
   onLog?: (entry: LogEntry) => void;
   /** How long either side spins on the channel before sleeping, in microseconds. Default 100. */
   spinMicros?: number;
+  /**
+   * Fuel metering (the work wall). On by default; `false` is the operator's switch for trusted
+   * code (`--no-fuel`): modules are not instrumented and `fuelUsed` is 0.
+   */
+  fuel?: boolean;
+  /** Fuel granted per refill: bounds how long a runaway runs past its deadline. Default 1e6. */
+  fuelChunk?: number;
+  /** Where instrumented modules are cached on disk; `false` disables it. Default `$MEMBRANE_HOME/cache`. */
+  cacheDir?: string | false;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -54,6 +65,13 @@ export const MAX_TABLE_ELEMENTS = 100_000;
 export const DEFAULT_OUTPUT_LIMIT_BYTES = 1024 * 1024;
 /** Grace past a call's budget before a worker waiting on the host gives up on its own. */
 export const HOST_WAIT_GRACE_MS = 1_000;
+/**
+ * After a deadline, how long a metered guest has to reach its next fuel refill and stop by itself
+ * before its worker is terminated (the backstop for code blocked in a host call).
+ */
+export const INTERRUPT_GRACE_MS = 100;
+/** 1e6 units is ~0.2-2 ms of guest code: the refill rate stays negligible, overshoot small. */
+export const DEFAULT_FUEL_CHUNK = 1_000_000;
 
 export interface EngineConfig {
   readonly poolSize: number;
@@ -70,6 +88,9 @@ export interface EngineConfig {
   readonly onTimeout: 'retire' | 'restart';
   readonly onLog: ((entry: LogEntry) => void) | null;
   readonly spinMs: number;
+  readonly fuel: boolean;
+  readonly fuelChunk: number;
+  readonly cacheDir: string | null;
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -99,5 +120,13 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     onTimeout: o.onTimeout ?? 'retire',
     onLog: o.onLog ?? null,
     spinMs: count('spinMicros', o.spinMicros, 100, 0) / 1000,
+    fuel: o.fuel !== false,
+    fuelChunk: Math.floor(count('fuelChunk', o.fuelChunk, DEFAULT_FUEL_CHUNK)),
+    cacheDir: o.cacheDir === false ? null : (o.cacheDir ?? join(membraneHome(), 'cache')),
   });
+}
+
+/** `$MEMBRANE_HOME`, default `~/.membrane`: where Membrane keeps its data. */
+export function membraneHome(): string {
+  return process.env['MEMBRANE_HOME'] || join(homedir(), '.membrane');
 }

@@ -35,6 +35,8 @@ export class WorkerPool {
   private waiters: Waiter[] = [];
   private closed = false;
   private readonly all = new Set<WorkerHandle>();
+  /** Workers terminated because their job overran or they died: each one was replaced. */
+  replaced = 0;
 
   constructor(private readonly config: PoolConfig) {}
 
@@ -89,6 +91,7 @@ export class WorkerPool {
 
   /** Terminate a worker (runaway, stopped instance) and keep the pool at size. */
   async discard(h: WorkerHandle): Promise<void> {
+    this.replaced++;
     this.idle = this.idle.filter((x) => x !== h);
     await h.terminate().catch(() => {});
     if (this.all.delete(h)) this.live--;

@@ -48,6 +48,14 @@ export interface GuestSpec {
   readonly logSink: 'stderr' | 'host';
   /** Upper bound on any single wait for the host, so a worker never blocks forever. */
   readonly hostWaitMs: number;
+  /** Whether the module was fuel-instrumented, and the chunk the meter grants per refill. */
+  readonly fuel: { readonly metered: boolean; readonly chunk: number };
+}
+
+/** What one job may spend: wall-clock milliseconds and fuel units. */
+export interface Budget {
+  readonly ms: number;
+  readonly fuel: number;
 }
 
 export type Entry =
@@ -56,8 +64,8 @@ export type Entry =
 
 /** main → worker over postMessage (these carry a WebAssembly.Module, which frames cannot). */
 export type ControlMessage =
-  | { readonly v: 1; readonly kind: 'run'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly entry: Entry; readonly budgetMs: number }
-  | { readonly v: 1; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budgetMs: number };
+  | { readonly v: 1; readonly kind: 'run'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly entry: Entry; readonly budget: Budget }
+  | { readonly v: 1; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget };
 
 /** main → worker over the channel: a call into a loaded instance. */
 export interface CallFrame {
@@ -66,7 +74,7 @@ export interface CallFrame {
   readonly job: number;
   readonly export: string;
   readonly args: readonly WireValue[];
-  readonly budgetMs: number;
+  readonly budget: Budget;
 }
 
 export type Outcome =
@@ -80,6 +88,8 @@ export interface DoneFrame {
   readonly job: number;
   readonly outcome: Outcome;
   readonly memoryBytes: number;
+  /** Fuel the job consumed (0 when the module is not metered). */
+  readonly fuelUsed: number;
   readonly stdoutTruncated: boolean;
   readonly stderrTruncated: boolean;
   readonly durationMs: number;
@@ -165,7 +175,9 @@ function isSerializedError(x: unknown): x is SerializedError {
 
 export function parseDoneFrame(x: unknown): DoneFrame {
   const o = checkVersion(x, 'done');
-  if (typeof o['job'] !== 'number' || typeof o['memoryBytes'] !== 'number' || typeof o['durationMs'] !== 'number') throw invalid('done fields');
+  if (typeof o['job'] !== 'number' || typeof o['memoryBytes'] !== 'number' || typeof o['durationMs'] !== 'number' || typeof o['fuelUsed'] !== 'number') {
+    throw invalid('done fields');
+  }
   if (typeof o['stdoutTruncated'] !== 'boolean' || typeof o['stderrTruncated'] !== 'boolean') throw invalid('done flags');
   const out = o['outcome'];
   if (!isObj(out) || typeof out['ok'] !== 'boolean') throw invalid('done outcome');
@@ -207,6 +219,8 @@ export function isControlMessage(x: unknown): x is ControlMessage {
     typeof x['job'] === 'number' &&
     x['module'] instanceof WebAssembly.Module &&
     isObj(x['spec']) &&
-    typeof x['budgetMs'] === 'number'
+    isObj(x['budget']) &&
+    typeof x['budget']['ms'] === 'number' &&
+    typeof x['budget']['fuel'] === 'number'
   );
 }

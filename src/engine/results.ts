@@ -21,7 +21,7 @@ export interface RunResult {
   readonly exitCode?: number;
   readonly stdout: string;
   readonly stderr: string;
-  /** Fuel consumed. Metering arrives with the rewriter (issue #3); until then always 0. */
+  /** Fuel consumed (0 when the engine runs with fuel metering off). */
   readonly fuelUsed: number;
   readonly durationMs: number;
   readonly memoryBytes: number;
@@ -58,23 +58,17 @@ export function failure(err: SandboxError, ctx: Pick<ResultContext, 'profile' | 
 
 export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
   const durationMs = round(performance.now() - ctx.startedAt);
-  if (a.kind === 'timeout') {
-    const err = new SandboxError('TIMEOUT', `the call ran past its ${ctx.timeoutMs} ms budget`, {
-      timeoutMs: ctx.timeoutMs,
-      elapsedMs: durationMs,
-    });
-    return failure(err, ctx, durationMs);
-  }
+  if (a.kind === 'timeout') return failure(timeoutError(ctx.timeoutMs, durationMs), ctx, durationMs);
   if (a.kind === 'dead') return failure(a.error, ctx, durationMs);
   const { frame } = a;
   const warnings = [...ctx.warnings];
+  const o = frame.outcome.ok || frame.outcome.error.code !== 'TIMEOUT' ? frame.outcome : { ...frame.outcome, error: timeoutError(ctx.timeoutMs, durationMs).toPublic() };
   const stdout = decode(a.stdout, frame.stdoutTruncated, 'stdout', ctx.outputLimitBytes, warnings);
   const stderr = decode(a.stderr, frame.stderrTruncated, 'stderr', ctx.outputLimitBytes, warnings);
-  const o = frame.outcome;
   const base = {
     stdout,
     stderr,
-    fuelUsed: 0,
+    fuelUsed: frame.fuelUsed,
     durationMs,
     memoryBytes: frame.memoryBytes,
     profile: ctx.profile,
@@ -85,6 +79,10 @@ export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
     return ctx.isCommand ? { ok: true, ...exit, ...base } : { ok: true, result: renderResults(ctx.resultTypes, o.values), ...base };
   }
   return { ok: false, ...exit, ...base, error: o.error };
+}
+
+function timeoutError(timeoutMs: number, elapsedMs: number): SandboxError {
+  return new SandboxError('TIMEOUT', `the call ran past its ${timeoutMs} ms budget`, { timeoutMs, elapsedMs });
 }
 
 function decode(bytes: Uint8Array, truncated: boolean, name: string, limit: number, warnings: string[]): string {

@@ -114,6 +114,7 @@ export class WorkerHandle {
 
   post(msg: ControlMessage): void {
     if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.clearInterrupt();
     this.channel.set(State.RUNNING);
     this.worker.postMessage(msg);
   }
@@ -121,26 +122,32 @@ export class WorkerHandle {
   /** Post a call to a loaded instance (the worker is in its serve loop). */
   postCall(frame: CallFrame): void {
     if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.clearInterrupt();
     writeCall(this.channel, frame);
     this.channel.set(State.JOB);
   }
 
   /**
    * Wait for the job's result until `deadline` (a `performance.now()` value), serving host calls
-   * meanwhile. Leaves the channel IDLE after a result.
+   * meanwhile. At the deadline the job is interrupted (a metered guest stops at its next fuel
+   * refill and reports TIMEOUT itself, keeping its worker); if no result arrives within
+   * `graceMs` after that, the wait ends with `timeout` and the caller terminates the worker.
+   * Leaves the channel IDLE after a result.
    */
-  async awaitDone(deadline: number, onHost: HostHandler): Promise<Awaited> {
+  async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0): Promise<Awaited> {
     // A pending Atomics.waitAsync does not keep Node alive by itself; a ref'd worker does.
     this.worker.ref();
     try {
-      return await this.waitLoop(deadline, onHost);
+      return await this.waitLoop(deadline, onHost, graceMs);
     } finally {
       this.worker.unref();
     }
   }
 
-  private async waitLoop(deadline: number, onHost: HostHandler): Promise<Awaited> {
+  private async waitLoop(deadline: number, onHost: HostHandler, graceMs: number): Promise<Awaited> {
     const ch = this.channel;
+    let limit = deadline;
+    let interrupted = false;
     let spinUntil = performance.now() + this.limits.spinMs;
     for (;;) {
       const s = ch.state;
@@ -169,9 +176,15 @@ export class WorkerHandle {
         return { kind: 'dead', error: this.deathError ?? new SandboxError('INSTANCE_DEAD') };
       }
       const now = performance.now();
-      if (now >= deadline) return { kind: 'timeout' };
+      if (now >= limit) {
+        if (interrupted || graceMs <= 0) return { kind: 'timeout' };
+        ch.interrupt();
+        interrupted = true;
+        limit = deadline + graceMs;
+        continue;
+      }
       if (now < spinUntil) continue;
-      const res = Atomics.waitAsync(ch.words, 0, s, Math.max(1, deadline - now));
+      const res = Atomics.waitAsync(ch.words, 0, s, Math.max(1, limit - now));
       if (res.async) await res.value;
     }
   }

@@ -45,6 +45,14 @@ export const WASI_MODULE = 'wasi_snapshot_preview1';
 /** Where clang's `--import-memory` looks for its memory. */
 export const MEMORY_IMPORT = { module: 'env', name: 'memory' } as const;
 
+/**
+ * Engine-internal names the rewriter adds to a module (never in the catalog, so a guest that
+ * names them itself fails to link): the fuel meter's refill import `(i64) -> i64` and the
+ * exported i64 global holding the fuel left in the current chunk.
+ */
+export const FUEL_REFILL_IMPORT = { module: 'membrane:fuel', name: 'refill' } as const;
+export const FUEL_GLOBAL_EXPORT = '__membrane_fuel';
+
 const I = 'i32' as const;
 const J = 'i64' as const;
 const sig = (params: readonly ValType[], results: readonly ValType[] = []): Signature => ({ params, results });

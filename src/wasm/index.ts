@@ -43,3 +43,14 @@ export type {
   Signature,
   TableDescription,
 } from './inspect.ts';
+export {
+  DEFAULT_COSTS,
+  FUEL_GLOBAL_EXPORT,
+  FUEL_IMPORT_MODULE,
+  FUEL_IMPORT_NAME,
+  FUEL_REWRITER_VERSION,
+  MAX_UNIT_COST,
+  instrumentFuel,
+  resolveCosts,
+} from './fuel/index.ts';
+export type { CostModel, FuelOptions, FuelResult, FuelStats } from './fuel/index.ts';

@@ -8,14 +8,20 @@ const engine = testEngine();
 
 test('a persistent instance keeps its state across calls and reports info()', async () => {
   const inst = await engine.start('counter', await wat('noop'), { profile: 'minimal', tenant: 'acme' });
-  for (let i = 1; i <= 5; i++) assert.equal((await inst.call('incr')).result, i);
+  let fuel = 0;
+  for (let i = 1; i <= 5; i++) {
+    const r = await inst.call('incr');
+    assert.equal(r.result, i);
+    fuel += r.fuelUsed;
+  }
+  assert.ok(fuel > 0);
   assert.deepEqual(inst.info(), {
     id: 'counter',
     tenant: 'acme',
     profile: 'minimal',
     caps: ['vfs', 'commands', 'exec', 'kv', 'secrets', 'queue', 'tcp', 'udp', 'tls'],
     calls: 5,
-    fuelUsed: 0,
+    fuelUsed: fuel,
     memoryBytes: 65536,
     state: 'running',
   });

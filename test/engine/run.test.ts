@@ -13,7 +13,7 @@ test('a WASI hello world prints its line, its arguments and only the env it was 
   assert.equal(r.stderr, '');
   assert.equal(r.profile, 'compute');
   assert.deepEqual(r.warnings, []);
-  assert.ok(r.memoryBytes > 0 && r.durationMs >= 0 && r.fuelUsed === 0);
+  assert.ok(r.memoryBytes > 0 && r.durationMs >= 0 && r.fuelUsed > 0);
 });
 
 test('a guest environment is empty unless the operator passes variables', async () => {

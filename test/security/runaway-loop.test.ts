@@ -1,5 +1,6 @@
-// The time wall: runaways get TIMEOUT, their thread is terminated and replaced, neighbours
-// never notice (DESIGN §3 "time").
+// The time wall: runaways get TIMEOUT at their budget — a metered guest stops itself at its next
+// fuel refill, anything else has its thread terminated and replaced — and neighbours never
+// notice (DESIGN §3 "time"). fuel-runaway.test.ts covers the fuel side.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { wat } from '../helpers/wat.ts';
@@ -34,7 +35,7 @@ test('a start function that spins forever is stopped with TIMEOUT', async () => 
   assert.equal(r.error?.code, 'TIMEOUT');
 });
 
-test('the replaced worker serves the next run normally', async () => {
+test('after runaways, the pool serves the next run normally', async () => {
   for (let i = 0; i < 3; i++) {
     const r = await engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 100 });
     assert.equal(r.error?.code, 'TIMEOUT');
@@ -52,7 +53,8 @@ test('a healthy instance keeps answering within its normal latency while another
     await healthy.call('incr');
     baseline.push(performance.now() - t);
   }
-  const spinning = engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 1500 });
+  // network: 1e10 fuel, so the wall that ends this runaway is time, not work.
+  const spinning = engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 1500, profile: 'network' });
   await new Promise((res) => setTimeout(res, 50));
   const during: number[] = [];
   const until = performance.now() + 1000;

@@ -13,8 +13,9 @@
  */
 
 import { SandboxError } from '../../errors.ts';
-import { MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
-import { fromWire, wireFromResult, type GuestSpec, type Outcome, type WireValue } from '../protocol.ts';
+import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
+import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../protocol.ts';
+import { FuelMeter } from './fuel.ts';
 import { GuestMemory, FaultError } from './memory.ts';
 import { CappedStream } from './output.ts';
 import { CallState, ExitSignal, classify, type GrowProbe } from './signals.ts';
@@ -36,12 +37,17 @@ export class Guest {
   private deadline = 0;
   private growGlobal: WebAssembly.Global | null = null;
   private readonly wasi: WasiContext;
+  private readonly meter: FuelMeter | null;
+  /** Fuel used by the last instantiate or call. */
+  fuelUsed = 0;
 
   constructor(
     private readonly module: WebAssembly.Module,
     private readonly spec: GuestSpec,
     private readonly hostCall: HostCall,
+    interrupted: () => boolean,
   ) {
+    this.meter = spec.fuel.metered ? new FuelMeter(spec.fuel.chunk, interrupted, this.state) : null;
     this.stdout = new CappedStream('stdout', spec.output.limitBytes, spec.output.failOnLimit);
     this.stderr = new CappedStream('stderr', spec.output.limitBytes, spec.output.failOnLimit);
     this.wasi = {
@@ -57,22 +63,28 @@ export class Guest {
     };
   }
 
-  /** Build the world and instantiate (runs the start function) within `budgetMs`. */
-  instantiate(budgetMs: number): Outcome {
-    return this.guard(budgetMs, () => {
+  /** Build the world and instantiate (runs the start function) within `budget`. */
+  instantiate(budget: Budget): Outcome {
+    return this.guard(budget, () => {
       const imports = this.buildImports();
       this.instance = new WebAssembly.Instance(this.module, imports);
-      const exported = this.instance.exports['memory'];
+      const exports = this.instance.exports;
+      const exported = exports['memory'];
       if (exported instanceof WebAssembly.Memory) this.memory.attach(exported);
-      const g = this.spec.growFailedExport ? this.instance.exports[this.spec.growFailedExport] : undefined;
+      const g = this.spec.growFailedExport ? exports[this.spec.growFailedExport] : undefined;
       this.growGlobal = g instanceof WebAssembly.Global ? g : null;
+      if (this.meter) {
+        const fuel = exports[FUEL_GLOBAL_EXPORT];
+        if (!(fuel instanceof WebAssembly.Global)) throw new SandboxError('INTERNAL', 'a metered module lacks its fuel global');
+        this.meter.attach(fuel);
+      }
       return [];
     });
   }
 
   /** Call an export (or `_start` for a WASI command). */
-  call(name: string, args: readonly WireValue[], budgetMs: number): Outcome {
-    return this.guard(budgetMs, () => {
+  call(name: string, args: readonly WireValue[], budget: Budget): Outcome {
+    return this.guard(budget, () => {
       const fn = this.instance?.exports[name];
       if (typeof fn !== 'function') {
         throw new SandboxError('POLICY_INVALID', `the module has no exported function "${name}"`, { export: name });
@@ -88,9 +100,10 @@ export class Guest {
     return typeof this.instance?.exports[name] === 'function';
   }
 
-  private guard(budgetMs: number, body: () => WireValue[]): Outcome {
+  private guard(budget: Budget, body: () => WireValue[]): Outcome {
     this.state.reset();
-    this.deadline = performance.now() + budgetMs;
+    this.deadline = performance.now() + budget.ms;
+    this.meter?.begin(budget.fuel, this.deadline);
     let values: WireValue[] = [];
     let thrown: unknown = null;
     try {
@@ -98,6 +111,9 @@ export class Guest {
     } catch (e) {
       thrown = e;
     }
+    // A trap unwinds frames whose latest charges were still in locals: bill what was granted.
+    const trapped = thrown instanceof WebAssembly.RuntimeError || thrown instanceof RangeError;
+    this.fuelUsed = this.meter ? (trapped ? this.meter.billed() : this.meter.used()) : 0;
     // A signal the guest swallowed (wasm catch_all) still decides the outcome.
     if (this.state.fault) thrown = this.state.fault;
     else if (this.state.exit) thrown = this.state.exit;
@@ -107,7 +123,9 @@ export class Guest {
       const err = new SandboxError('GUEST_EXIT', `the guest exited with status ${thrown.code}`, { exitCode: thrown.code });
       return { ok: false, error: err.toPublic(), exitCode: thrown.code };
     }
-    return { ok: false, error: classify(thrown, this.probe()).toPublic(), exitCode: null };
+    const error = classify(thrown, this.probe());
+    if (error.code === 'FUEL_EXHAUSTED') this.fuelUsed = budget.fuel;
+    return { ok: false, error: error.toPublic(), exitCode: null };
   }
 
   private probe(): GrowProbe | null {
@@ -143,6 +161,8 @@ export class Guest {
         value = membraneAll[name];
       } else if (key === importKey(MEMORY_IMPORT.module, MEMORY_IMPORT.name)) {
         value = this.createImportedMemory();
+      } else if (key === importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name) && this.meter) {
+        value = this.meter.refill;
       }
       if (value === undefined) {
         throw new SandboxError('INTERNAL', `the worker has no implementation for ${key}`, { import: key });

@@ -17,6 +17,7 @@ import {
   PROTOCOL_VERSION,
   isControlMessage,
   parseHostReply,
+  type Budget,
   type DoneFrame,
   type Outcome,
 } from '../protocol.ts';
@@ -60,6 +61,7 @@ function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number
     job,
     outcome,
     memoryBytes: guest.memory.byteLength,
+    fuelUsed: guest.fuelUsed,
     stdoutTruncated: guest.stdout.resetTruncation(),
     stderrTruncated: guest.stderr.resetTruncation(),
     durationMs: performance.now() - startedAt,
@@ -75,6 +77,7 @@ function postFailure(job: number, error: SandboxError): void {
     job,
     outcome: { ok: false, error: error.toPublic(), exitCode: null },
     memoryBytes: 0,
+    fuelUsed: 0,
     stdoutTruncated: false,
     stderrTruncated: false,
     durationMs: 0,
@@ -99,7 +102,7 @@ function serve(guest: Guest): void {
       }
       currentJob = frame.job;
       ch.set(State.RUNNING);
-      const outcome = guest.call(frame.export, frame.args, frame.budgetMs);
+      const outcome = guest.call(frame.export, frame.args, frame.budget);
       postDone(frame.job, guest, outcome, t0);
       continue;
     }
@@ -117,11 +120,14 @@ port.on('message', (msg: unknown) => {
   currentJob = msg.job;
   hostWaitMs = msg.spec.hostWaitMs;
   ch.set(State.RUNNING);
-  const guest = new Guest(msg.module, msg.spec, hostCall);
-  const started = guest.instantiate(msg.budgetMs);
+  const guest = new Guest(msg.module, msg.spec, hostCall, () => ch.interrupted);
+  const started = guest.instantiate(msg.budget);
+  const rest = (): Budget => ({ ms: Math.max(0, msg.budget.ms - (performance.now() - t0)), fuel: Math.max(0, msg.budget.fuel - guest.fuelUsed) });
+  const startFuel = guest.fuelUsed;
   if (msg.kind === 'load') {
     if (started.ok && guest.hasExport('_initialize')) {
-      const init = guest.call('_initialize', [], Math.max(0, msg.budgetMs - (performance.now() - t0)));
+      const init = guest.call('_initialize', [], rest());
+      guest.fuelUsed += startFuel;
       postDone(msg.job, guest, init, t0);
       if (init.ok) serve(guest);
       return;
@@ -135,9 +141,9 @@ port.on('message', (msg: unknown) => {
     return;
   }
   const entry = msg.entry;
-  const left = Math.max(0, msg.budgetMs - (performance.now() - t0));
-  const outcome =
-    entry.kind === 'start' ? guest.call('_start', [], left) : guest.call(entry.export, entry.args, left);
+  const left = rest();
+  const outcome = entry.kind === 'start' ? guest.call('_start', [], left) : guest.call(entry.export, entry.args, left);
+  guest.fuelUsed += startFuel;
   postDone(msg.job, guest, outcome, t0);
 });
 

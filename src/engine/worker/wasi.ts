@@ -17,7 +17,8 @@
 import { randomFillSync } from 'node:crypto';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CappedStream } from './output.ts';
-import { ExitSignal, type CallState } from './signals.ts';
+import { SandboxError } from '../../errors.ts';
+import { ExitSignal, GuestFault, type CallState } from './signals.ts';
 
 export const Errno = {
   SUCCESS: 0,
@@ -65,6 +66,7 @@ function guarded(ctx: WasiContext, fn: (...args: number[]) => number): WasiFn {
       return fn(...args);
     } catch (e) {
       if (e instanceof FaultError) return Errno.FAULT;
+      if (e instanceof GuestFault) ctx.state.fault ??= e;
       throw e;
     }
   }) as WasiFn;
@@ -212,8 +214,15 @@ export function posixWasi(ctx: WasiContext): Record<string, WasiFn> {
       }
       let events: number[] = ready;
       if (ready.length === 0 && sleepNs !== null) {
-        const ms = Math.min(Number(sleepNs / 1_000_000n), Math.max(0, ctx.remainingMs()));
-        if (ms > 0) Atomics.wait(sleeper, 0, 0, ms);
+        const want = Number(sleepNs) / 1e6;
+        const left = Math.max(0, ctx.remainingMs());
+        // A sleep that cannot finish within the call's budget sleeps out the budget and ends
+        // the call: the guest never runs past its deadline by sleeping.
+        if (want > left) {
+          if (left > 0) Atomics.wait(sleeper, 0, 0, left);
+          throw new GuestFault(new SandboxError('TIMEOUT', 'the guest slept past its budget', {}));
+        }
+        if (want > 0) Atomics.wait(sleeper, 0, 0, want);
         events = [];
         for (let i = 0; i < n; i++) {
           if (v.getUint8((inPtr! >>> 0) + i * SUBSCRIPTION_BYTES + 8) === EVENTTYPE_CLOCK) events.push(i);

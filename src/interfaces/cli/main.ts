@@ -5,6 +5,7 @@
 import { ERROR_CODES, ERROR_TABLE } from '../../errors.ts';
 import { reportError, USAGE_EXIT } from './args.ts';
 import { inspectCommand } from './inspect.ts';
+import { instrumentCommand } from './instrument.ts';
 import { profilesCommand } from './profiles.ts';
 import { runCommand } from './run.ts';
 
@@ -12,6 +13,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   run: runCommand,
   inspect: inspectCommand,
   profiles: profilesCommand,
+  instrument: instrumentCommand,
 };
 
 export function helpText(): string {
@@ -19,7 +21,7 @@ export function helpText(): string {
   return `membrane — a capability-secure WebAssembly sandbox
 
 Usage:
-  membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N] [--memory BYTES]
+  membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N | --no-fuel] [--memory BYTES]
                [--invoke EXPORT [--arg V]...] [--stdin FILE] [--env K=V]... [--tenant T]
                [--caps W,W] [--strict-profiles] [--json] [-- ARGS...]
       Run _start (a WASI command) or the named export in a fresh sandbox.
@@ -27,6 +29,8 @@ Usage:
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.
   membrane profiles [--json]
       The four profiles: memory, timeout, fuel and cap words.
+  membrane instrument IN.wasm -o OUT.wasm [--json]
+      Write the fuel-metered module the engine would run (sizes, functions, loops, time).
 
 Exit codes:
     0  success (run: a WASI guest's own exit status is passed through)

@@ -14,6 +14,7 @@ export const RUN_OPTIONS = {
   profile: { type: 'string' },
   timeout: { type: 'string' },
   fuel: { type: 'string' },
+  'no-fuel': { type: 'boolean' },
   memory: { type: 'string' },
   invoke: { type: 'string' },
   arg: { type: 'string', multiple: true },
@@ -37,11 +38,11 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (eq <= 0) throw new UsageError(`--env expects K=V, got "${kv}"`);
     env[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  const extraWarnings: string[] = [];
   const fuel = num('fuel', values['fuel']);
-  if (fuel !== undefined) extraWarnings.push('fuel metering arrives with the rewriter (issue #3): --fuel is validated but not yet enforced');
+  const noFuel = values['no-fuel'] === true;
+  if (noFuel && fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true });
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel });
   let result: RunResult;
   try {
     if (strs(values['mount']).length) {
@@ -66,7 +67,6 @@ export async function runCommand(argv: string[]): Promise<number> {
   } finally {
     await engine.close();
   }
-  if (extraWarnings.length) result = { ...result, warnings: [...result.warnings, ...extraWarnings] };
   if (json) printJson(result);
   else printHuman(result);
   return exitCodeOf(result);

@@ -1,0 +1,368 @@
+/**
+ * Writes one instrumented function body from the scanner's records: unchanged instruction spans
+ * copied verbatim, charge and check code inserted at block starts, calls and `ref.func`
+ * re-encoded with renumbered indices, bulk instructions replaced by calls to their helpers.
+ *
+ * Owns: the code sequences the host contract depends on ($fuel is the exported global, $refill
+ * the imported function, $f the appended i64 local, C the block's static cost):
+ * - fast path (no exception handling; the counter lives in $f):
+ *   entry   `global.get $fuel; i64.const C; i64.sub; local.tee $f; i64.const 0; i64.lt_s;
+ *            if; local.get $f; global.set $fuel; local.get $f; call $refill; local.set $f; end`
+ *   block   `local.get $f; i64.const C; i64.sub; local.set $f`
+ *   loop    the loop is wrapped and its refill moved out of its body, because a call inside a
+ *           hot loop, even on a path never taken, makes V8 spill registers around it (measured:
+ *           1.2–1.5× slower kernels). `loop bt … end` becomes
+ *             block bt  loop bt  block                          ;; $done, $retry, $cold
+ *               loop bt                                         ;; the original loop
+ *                 local.get $f; i64.const C; i64.sub; local.tee $f; i64.const 0; i64.lt_s;
+ *                 br_if 1                                       ;; to $cold
+ *                 …                                             ;; labels leaving it: +3
+ *               end
+ *               br 2                                            ;; results out of $done
+ *             end
+ *             local.get $f; global.set $fuel; local.get $f; call $refill;
+ *             i64.const C; i64.add; local.set $f; br 0          ;; re-enter: re-charges C
+ *             end end
+ *           which charges and refills exactly as the inline check would. A loop that takes
+ *           parameters keeps the inline form: `local.get $f; i64.const C; i64.sub; local.tee $f;
+ *           i64.const 0; i64.lt_s; if; local.get $f; global.set $fuel; local.get $f;
+ *           call $refill; local.set $f; end`.
+ *   spill   `local.get $f; global.set $fuel` before every call-like instruction, `return`,
+ *           the final `end` and any branch that can leave the function; also before every
+ *           refill, so if refill throws the deficit is in $fuel and a guest that catches the
+ *           host's exception (`catch_all`) is refused again at its next check point;
+ *   reload  `global.get $fuel; local.set $f` after a call returns;
+ * - slow path (the body uses exception handling, or is at V8's locals limit; every charge works
+ *   on $fuel, so unwinding never loses one; the code's structure is untouched): block
+ *   `global.get $fuel; i64.const C; i64.sub; global.set $fuel`, entry and loop add
+ *   `global.get $fuel; i64.const 0; i64.lt_s; if; global.get $fuel; call $refill;
+ *   global.set $fuel; end`.
+ *
+ * Invariant: every inserted sequence is stack-neutral, and the only branches added are the
+ * outlined loops' (whose wrappers shift the labels that cross them, nesting.ts), so every block
+ * type, operand stack and validation result of the original is preserved. A body is written
+ * straight into the output after a 5-byte gap for its size, then moved back over the unused part
+ * of the gap (one native memmove instead of a copy through a scratch buffer).
+ *
+ * Does not protect against: a body V8 would refuse after growing (V8's per-function size limit,
+ * 7 654 321 bytes, or 50 000 locals: a body at the locals limit is given the slow path instead).
+ */
+
+import { SandboxError } from '../../errors.ts';
+import type { CodeBody } from '../code.ts';
+import * as scan from './scan.ts';
+import type { BodyScanner } from './scan.ts';
+import type { Sink } from './sink.ts';
+
+// Module-local copies: under loaders such as tsx every access to an imported binding is a getter
+// call, which would dominate the per-record loops below.
+const R_ENTRY = scan.R_ENTRY;
+const R_CHARGE = scan.R_CHARGE;
+const R_LOOP = scan.R_LOOP;
+const R_CALL = scan.R_CALL;
+const R_RETURN_CALL = scan.R_RETURN_CALL;
+const R_REF_FUNC = scan.R_REF_FUNC;
+const R_BULK = scan.R_BULK;
+const R_WRAP = scan.R_WRAP;
+const R_SPILL = scan.R_SPILL;
+const R_LOOP_OUT = scan.R_LOOP_OUT;
+const R_LOOP_OPEN = scan.R_LOOP_OPEN;
+const R_LOOP_CLOSE = scan.R_LOOP_CLOSE;
+const R_BRANCH = scan.R_BRANCH;
+const STRIDE = scan.STRIDE;
+
+const LOCAL_GET = 0x20;
+const LOCAL_SET = 0x21;
+const LOCAL_TEE = 0x22;
+const GLOBAL_GET = 0x23;
+const GLOBAL_SET = 0x24;
+const I64_CONST = 0x42;
+const I64_ADD = 0x7c;
+const I64_SUB = 0x7d;
+const I64_LT_S = 0x53;
+const BLOCK = 0x02;
+const LOOP = 0x03;
+const IF = 0x04;
+const BR = 0x0c;
+const BR_IF = 0x0d;
+const EMPTY = 0x40;
+const END = 0x0b;
+const CALL = 0x10;
+const RETURN_CALL = 0x12;
+const REF_FUNC = 0xd2;
+const I64 = 0x7e;
+
+/** V8's limit on the locals (params included) of one function. */
+export const MAX_FUNCTION_LOCALS = 50000;
+
+/** An upper bound on the bytes one record inserts (BRANCH replacements are bounded by the side
+ *  buffer's length): the largest, a check with 5-byte indices and a 7-byte cost (costs stay below
+ *  2^48, see cost.ts), is 58. */
+const MAX_INSERT = 64;
+
+/**
+ * The inserted sequences for one counter location, split around the cost immediate:
+ * `pre` · sleb(C) · `post`.
+ */
+interface Templates {
+  readonly entryPre: Uint8Array;
+  readonly loopPre: Uint8Array;
+  readonly checkPost: Uint8Array;
+  readonly chargePre: Uint8Array;
+  readonly chargePost: Uint8Array;
+  readonly spill: Uint8Array;
+  readonly reload: Uint8Array;
+  /** Outlined loop header: `loopPre` · C · `outPost`. */
+  readonly outPost: Uint8Array;
+  /** After an outlined loop's `end`: `closePre` · C · `closePost`. */
+  readonly closePre: Uint8Array;
+  readonly closePost: Uint8Array;
+}
+
+function leb(n: number): number[] {
+  const out: number[] = [];
+  while (n >= 0x80) {
+    out.push((n % 128) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+
+const bytes = (...parts: (number | number[])[]): Uint8Array => Uint8Array.from(parts.flat());
+
+export class BodyEmitter {
+  private readonly g: number[];
+  private readonly r: number[];
+  private readonly slow: Templates;
+  private readonly fast = new Map<number, Templates>();
+
+  constructor(fuelGlobal: number, refillFunction: number) {
+    const g = (this.g = leb(fuelGlobal));
+    const r = (this.r = leb(refillFunction));
+    const get = [GLOBAL_GET, ...g];
+    const set = [GLOBAL_SET, ...g];
+    this.slow = {
+      entryPre: bytes(get, I64_CONST),
+      loopPre: bytes(get, I64_CONST),
+      chargePre: bytes(get, I64_CONST),
+      chargePost: bytes(I64_SUB, set),
+      checkPost: bytes(I64_SUB, set, get, I64_CONST, 0, I64_LT_S, IF, EMPTY, get, CALL, r, set, END),
+      spill: bytes(),
+      reload: bytes(),
+      outPost: bytes(),
+      closePre: bytes(),
+      closePost: bytes(),
+    };
+  }
+
+  private templates(local: number): Templates {
+    let t = this.fast.get(local);
+    if (t !== undefined) return t;
+    const f = leb(local);
+    const g = this.g;
+    const spill = [LOCAL_GET, ...f, GLOBAL_SET, ...g];
+    t = {
+      entryPre: bytes(GLOBAL_GET, g, I64_CONST),
+      loopPre: bytes(LOCAL_GET, f, I64_CONST),
+      checkPost: bytes(I64_SUB, LOCAL_TEE, f, I64_CONST, 0, I64_LT_S, IF, EMPTY, spill, LOCAL_GET, f, CALL, this.r, LOCAL_SET, f, END),
+      chargePre: bytes(LOCAL_GET, f, I64_CONST),
+      chargePost: bytes(I64_SUB, LOCAL_SET, f),
+      spill: bytes(spill),
+      reload: bytes(GLOBAL_GET, g, LOCAL_SET, f),
+      outPost: bytes(I64_SUB, LOCAL_TEE, f, I64_CONST, 0, I64_LT_S, BR_IF, 1),
+      closePre: bytes(BR, 2, END, spill, LOCAL_GET, f, CALL, this.r, I64_CONST),
+      closePost: bytes(I64_ADD, LOCAL_SET, f, BR, 0, END, END),
+    };
+    this.fast.set(local, t);
+    return t;
+  }
+
+  /**
+   * Writes the code entry (size prefix, locals, code) described by `scan` to `out`.
+   * `counterLocal` is the index of the appended i64 local, or -1 for the slow path.
+   */
+  write(out: Sink, src: Uint8Array, code: CodeBody, scan: BodyScanner, counterLocal: number): void {
+    const fast = counterLocal >= 0;
+    const t = fast ? this.templates(counterLocal) : this.slow;
+    const recs = scan.recs;
+    const side = scan.side.buf;
+    const n = scan.count * STRIDE;
+    const groupsStart = afterLeb(src, code.bodyStart);
+
+    // Room for the largest possible body: the original plus every insertion at its largest.
+    // The size prefix gets 5 bytes; once the size is known the body moves back over the spare.
+    out.room(5 + (code.end - code.bodyStart) + (scan.count + 2) * MAX_INSERT + scan.side.len);
+    const buf = out.buf;
+    const start = out.len + 5;
+    let p = start;
+
+    if (fast) {
+      p = putLeb(buf, p, code.locals.length + 1);
+      p = copy(buf, p, src, groupsStart, code.codeStart);
+      buf[p++] = 1;
+      buf[p++] = I64;
+    } else p = copy(buf, p, src, code.bodyStart, code.codeStart);
+
+    let from = code.codeStart;
+    for (let i = 0; i < n; i += STRIDE) {
+      let kind = recs[i]!;
+      const offset = recs[i + 1]!;
+      const value = recs[i + 3]!;
+      if (!fast) {
+        // The slow path keeps the original structure: no outlined loops, no renumbered labels.
+        if (kind === R_LOOP_OUT) kind = R_LOOP;
+        else if (kind === R_LOOP_OPEN || kind === R_LOOP_CLOSE || kind === R_BRANCH || kind === R_WRAP || kind === R_SPILL) continue;
+      }
+      switch (kind) {
+        case R_ENTRY:
+        case R_LOOP:
+          p = copy(buf, p, src, from, offset);
+          from = offset;
+          p = put(buf, p, kind === R_ENTRY ? t.entryPre : t.loopPre);
+          p = putSleb(buf, p, value);
+          p = put(buf, p, t.checkPost);
+          break;
+        case R_LOOP_OUT:
+          p = copy(buf, p, src, from, offset);
+          from = offset;
+          p = put(buf, p, t.loopPre);
+          p = putSleb(buf, p, value);
+          p = put(buf, p, t.outPost);
+          break;
+        case R_CHARGE:
+          if (value === 0) break;
+          p = copy(buf, p, src, from, offset);
+          from = offset;
+          p = put(buf, p, t.chargePre);
+          p = putSleb(buf, p, value);
+          p = put(buf, p, t.chargePost);
+          break;
+        case R_LOOP_OPEN: {
+          // block bt; loop bt; block — then the original `loop bt` follows
+          p = copy(buf, p, src, from, offset);
+          from = offset;
+          const typeEnd = recs[i + 2]!;
+          buf[p++] = BLOCK;
+          p = copy(buf, p, src, offset + 1, typeEnd);
+          buf[p++] = LOOP;
+          p = copy(buf, p, src, offset + 1, typeEnd);
+          buf[p++] = BLOCK;
+          buf[p++] = EMPTY;
+          break;
+        }
+        case R_LOOP_CLOSE:
+          p = copy(buf, p, src, from, offset);
+          from = offset;
+          p = put(buf, p, t.closePre);
+          p = putSleb(buf, p, recs[value + 3]!);
+          p = put(buf, p, t.closePost);
+          break;
+        case R_BRANCH:
+          p = copy(buf, p, src, from, offset);
+          p = copy(buf, p, side, value, recs[i + 4]!);
+          from = recs[i + 2]!;
+          break;
+        case R_CALL:
+        case R_RETURN_CALL:
+        case R_BULK:
+          p = copy(buf, p, src, from, offset);
+          p = put(buf, p, t.spill);
+          buf[p++] = kind === R_RETURN_CALL ? RETURN_CALL : CALL;
+          p = putLeb(buf, p, value);
+          if (kind !== R_RETURN_CALL) p = put(buf, p, t.reload);
+          from = recs[i + 2]!;
+          break;
+        case R_REF_FUNC:
+          p = copy(buf, p, src, from, offset);
+          buf[p++] = REF_FUNC;
+          p = putLeb(buf, p, value);
+          from = recs[i + 2]!;
+          break;
+        case R_WRAP:
+          p = copy(buf, p, src, from, offset);
+          p = put(buf, p, t.spill);
+          from = recs[i + 2]!;
+          p = copy(buf, p, src, offset, from);
+          p = put(buf, p, t.reload);
+          break;
+        case R_SPILL:
+          p = copy(buf, p, src, from, offset);
+          from = offset;
+          p = put(buf, p, t.spill);
+          break;
+      }
+    }
+    p = copy(buf, p, src, from, code.end);
+    // Stores past the end of a typed array are dropped silently: refuse rather than emit garbage.
+    if (p > buf.length) throw new SandboxError('INTERNAL', `fuel rewriter: body at offset ${code.offset} overran its reservation`);
+    const size = p - start;
+    const prefix = putLeb(buf, out.len, size);
+    if (prefix < start) buf.copyWithin(prefix, start, p);
+    out.len = p - (start - prefix);
+  }
+}
+
+function put(buf: Uint8Array, p: number, t: Uint8Array): number {
+  for (let i = 0; i < t.length; i++) buf[p++] = t[i]!;
+  return p;
+}
+
+function copy(buf: Uint8Array, p: number, src: Uint8Array, start: number, end: number): number {
+  const n = end - start;
+  if (n < 32) {
+    for (let i = start; i < end; i++) buf[p++] = src[i]!;
+    return p;
+  }
+  buf.set(src.subarray(start, end), p);
+  return p + n;
+}
+
+function putLeb(buf: Uint8Array, p: number, n: number): number {
+  while (n >= 0x80) {
+    buf[p++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[p++] = n;
+  return p;
+}
+
+function putSleb(buf: Uint8Array, p: number, n: number): number {
+  while (n >= 0x40) {
+    buf[p++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[p++] = n;
+  return p;
+}
+
+/** `global.get; i64.const 0; i64.lt_s; if; global.get; call $refill; global.set; end` (LEBs given). */
+export function writeGlobalCheck(out: Sink, fuel: Uint8Array, refill: Uint8Array): void {
+  out.byte(GLOBAL_GET);
+  out.bytes(fuel);
+  out.byte(I64_CONST);
+  out.byte(0);
+  out.byte(I64_LT_S);
+  out.byte(IF);
+  out.byte(EMPTY);
+  out.byte(GLOBAL_GET);
+  out.bytes(fuel);
+  out.byte(CALL);
+  out.bytes(refill);
+  out.byte(GLOBAL_SET);
+  out.bytes(fuel);
+  out.byte(END);
+}
+
+/** The position after the u32 LEB at `p` (already validated by the parser). */
+function afterLeb(b: Uint8Array, p: number): number {
+  while (b[p]! >= 0x80) p++;
+  return p + 1;
+}
+
+/** The number of locals a body declares plus its parameters (for the V8 locals limit). */
+export function localCount(params: number, code: CodeBody): number {
+  let n = params;
+  for (const g of code.locals) n += g.count;
+  return n;
+}

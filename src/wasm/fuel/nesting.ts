@@ -1,0 +1,60 @@
+/**
+ * The open blocks of a function body while it is scanned, and how branch labels move when loops
+ * are outlined.
+ *
+ * Owns: label renumbering. An outlined loop (body.ts) is wrapped in three new blocks
+ * (`block $done`, `loop $retry`, `block $cold`), so a branch from inside such a loop to a label
+ * outside it must count three more labels per outlined loop it leaves; a branch to the loop
+ * itself or to a block inside it is unchanged.
+ *
+ * Invariant: levels follow the decoder's depth — the function body is level 0, and a block
+ * opened when the cursor's depth became d is level d. `shift(depth, label)` is
+ * 3 × (outlined loops at levels in (depth − label, depth]).
+ *
+ * Does not protect against: labels past the function level (invalid code): they are left as they
+ * are, and V8 refuses the output as it would have refused the input.
+ */
+
+/** Blocks added around an outlined loop. */
+export const WRAPPERS = 3;
+
+export class Nesting {
+  /** Per level: number of outlined loops at levels 1..level. */
+  private outlinedUpTo = new Int32Array(64);
+  /** Per level: record position of an outlined loop's header charge, or -1. */
+  private header = new Int32Array(64);
+
+  reset(): void {
+    this.outlinedUpTo[0] = 0;
+  }
+
+  /** A block, if, try or loop opened at `level`; `header` ≥ 0 marks an outlined loop. */
+  open(level: number, header: number): void {
+    if (level >= this.header.length) this.grow(level);
+    this.header[level] = header;
+    this.outlinedUpTo[level] = this.outlinedUpTo[level - 1]! + (header >= 0 ? 1 : 0);
+  }
+
+  /** The block at `level` closes; returns its header record if it was an outlined loop, else -1. */
+  close(level: number): number {
+    return level > 0 && level < this.header.length ? this.header[level]! : -1;
+  }
+
+  /** How much a branch at `depth` with relative `label` must grow. */
+  shift(depth: number, label: number): number {
+    const target = depth - label;
+    if (target < 0 || depth >= this.header.length) return 0;
+    return WRAPPERS * (this.outlinedUpTo[depth]! - this.outlinedUpTo[target]!);
+  }
+
+  private grow(level: number): void {
+    let size = this.header.length * 2;
+    while (size <= level) size *= 2;
+    const upTo = new Int32Array(size);
+    upTo.set(this.outlinedUpTo);
+    const header = new Int32Array(size);
+    header.set(this.header);
+    this.outlinedUpTo = upTo;
+    this.header = header;
+  }
+}
