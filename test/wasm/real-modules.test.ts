@@ -1,0 +1,36 @@
+// The binary toolkit on the real-world modules Membrane runs: QuickJS (quickjs-emscripten's
+// release build) and CPython (Pyodide's pyodide.asm.wasm, 9.6 MB). Both are devDependencies.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { applyLimits, encodeModule, instrumentFuel, parseModule } from '../../src/wasm/index.ts';
+
+const MODULES = {
+  quickjs: new URL('../../node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.wasm', import.meta.url),
+  pyodide: new URL('../../node_modules/pyodide/pyodide.asm.wasm', import.meta.url),
+};
+
+function load(name: keyof typeof MODULES): Uint8Array {
+  assert.ok(existsSync(MODULES[name]), `${name} is a devDependency: run npm ci`);
+  return new Uint8Array(readFileSync(MODULES[name]));
+}
+
+for (const name of Object.keys(MODULES) as (keyof typeof MODULES)[]) {
+  test(`${name}: reading then writing reproduces the module byte for byte`, () => {
+    const bytes = load(name);
+    const out = encodeModule(parseModule(bytes));
+    assert.equal(out.length, bytes.length);
+    assert.ok(Buffer.from(out).equals(Buffer.from(bytes)), 'bytes differ');
+  });
+
+  test(`${name}: limits and fuel rewrites produce a module V8 accepts`, async () => {
+    const bytes = load(name);
+    const limited = applyLimits(bytes, { maxMemoryPages: 4096, maxTableElements: 100_000, trapOnGrowFailure: true });
+    const t = performance.now();
+    const metered = instrumentFuel(limited.bytes);
+    const ms = performance.now() - t;
+    assert.ok(ms < 2000, `instrumenting took ${ms.toFixed(0)} ms`);
+    assert.ok(metered.stats.functions > 1000 && metered.stats.loops > 500);
+    await WebAssembly.compile(metered.bytes);
+  });
+}
