@@ -62,6 +62,7 @@ export class Engine {
   private readonly modules: ModuleCache;
   private readonly pool: WorkerPool;
   private readonly instances = new Map<string, Instance>();
+  private readonly starting = new Set<string>();
   private runs = 0;
   private closed = false;
 
@@ -128,36 +129,46 @@ export class Engine {
   async start(id: string, bytes: Uint8Array, opts: StartOptions = {}): Promise<Instance> {
     this.assertOpen();
     checkName('id', id);
-    if (this.instances.has(id)) throw new SandboxError('POLICY_INVALID', `an instance named "${id}" already exists`, { id });
-    if (this.instances.size >= this.config.maxInstances) {
+    // Reserve the name and the slot before the first await, so concurrent starts cannot exceed
+    // maxInstances or share an id.
+    if (this.instances.has(id) || this.starting.has(id)) {
+      throw new SandboxError('POLICY_INVALID', `an instance named "${id}" already exists`, { id });
+    }
+    if (this.instances.size + this.starting.size >= this.config.maxInstances) {
       throw new SandboxError('MEMORY_LIMIT', `the engine already runs its maximum of ${this.config.maxInstances} instances`, {
         maxInstances: this.config.maxInstances,
       });
     }
-    const policy = resolvePolicy(opts, this.config);
-    const tenant = checkName('tenant', opts.tenant ?? 'default');
-    const prepared = await this.prepare(bytes, policy);
-    const plan = planLinks(prepared.desc, policy.caps);
-    const spec = this.spec(prepared, plan, policy, { id, tenant }, opts);
-    const instance = new Instance({
-      id,
-      tenant,
-      policy,
-      prepared,
-      spec,
-      engine: this.config,
-      acquire: () => this.pool.acquireDedicated(),
-      hostHandler: this.hostHandler(tenant, id),
-      onGone: () => this.instances.delete(id),
-    });
-    this.instances.set(id, instance);
+    this.starting.add(id);
     try {
+      const policy = resolvePolicy(opts, this.config);
+      const tenant = checkName('tenant', opts.tenant ?? 'default');
+      const prepared = await this.prepare(bytes, policy);
+      const plan = planLinks(prepared.desc, policy.caps);
+      const spec = this.spec(prepared, plan, policy, { id, tenant }, opts);
+      const instance = new Instance({
+        id,
+        tenant,
+        policy,
+        prepared,
+        spec,
+        engine: this.config,
+        acquire: () => this.pool.acquireDedicated(),
+        hostHandler: this.hostHandler(tenant, id),
+        onGone: () => this.instances.delete(id),
+      });
       await instance.boot();
+      if (this.closed) {
+        await instance.stop();
+        throw new SandboxError('INSTANCE_DEAD', 'the engine closed while the instance was starting');
+      }
+      this.instances.set(id, instance);
+      return instance;
     } catch (e) {
-      this.instances.delete(id);
       throw toSandboxError(e);
+    } finally {
+      this.starting.delete(id);
     }
-    return instance;
   }
 
   info(id: string): InstanceInfo {
