@@ -1,0 +1,158 @@
+/**
+ * Opening SQLite databases the one way Membrane opens them.
+ *
+ * Owns: the `better-sqlite3` binding (through a small typed surface, so nothing else imports the
+ * untyped package), the pragmas every database gets, file and directory permissions, and where
+ * data lives (`$MEMBRANE_HOME`, default `~/.membrane`).
+ *
+ * Invariant: a database returned by `openDatabase` is in WAL mode with `synchronous=FULL` (a
+ * committed transaction is fsynced before `run()` returns, so it survives `kill -9` and power
+ * loss of the host), has foreign keys on and `trusted_schema=OFF`, cannot load extensions, and
+ * its file (and the -wal/-shm files SQLite derives from it) is mode 0600 in a 0700 directory
+ * when we created that directory.
+ *
+ * Does not protect against: another process of the same OS user opening the file; a disk that
+ * lies about fsync; modes on directories that already existed outside `$MEMBRANE_HOME`.
+ */
+
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { SandboxError } from '../errors.ts';
+
+/** A prepared statement: the part of better-sqlite3's `Statement` Membrane uses. */
+export interface Statement<Row = unknown> {
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  get(...params: unknown[]): Row | undefined;
+  all(...params: unknown[]): Row[];
+  iterate(...params: unknown[]): IterableIterator<Row>;
+  safeIntegers(toggle?: boolean): this;
+}
+
+/** A transaction function: call it (BEGIN), or its `deferred` / `immediate` / `exclusive` forms. */
+export type Transaction<F> = F & { readonly deferred: F; readonly immediate: F; readonly exclusive: F };
+
+/** A connection: the part of better-sqlite3's `Database` Membrane uses. */
+export interface Database {
+  prepare<Row = unknown>(sql: string): Statement<Row>;
+  exec(sql: string): this;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): Transaction<(...args: A) => R>;
+  close(): this;
+  readonly open: boolean;
+  readonly inTransaction: boolean;
+  readonly name: string;
+}
+
+interface DatabaseOptions {
+  readonly?: boolean;
+  fileMustExist?: boolean;
+  timeout?: number;
+}
+
+type DatabaseConstructor = new (filename: string, options?: DatabaseOptions) => Database & {
+  loadExtension?: unknown;
+};
+
+let ctor: DatabaseConstructor | undefined;
+
+function sqliteConstructor(): DatabaseConstructor {
+  if (ctor === undefined) {
+    const require = createRequire(import.meta.url);
+    try {
+      ctor = require('better-sqlite3') as DatabaseConstructor;
+    } catch (err) {
+      throw new SandboxError('INTERNAL', 'the SQLite binding (better-sqlite3) could not be loaded', {}, err);
+    }
+  }
+  return ctor;
+}
+
+/** How long a connection waits for another connection's write lock before SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5_000;
+
+/** `$MEMBRANE_HOME`, default `~/.membrane` (same rule as the engine's `membraneHome()`). */
+export function membraneHome(): string {
+  return process.env['MEMBRANE_HOME'] || join(homedir(), '.membrane');
+}
+
+/**
+ * A directory under `$MEMBRANE_HOME` (or the home itself), created if missing, and forced to
+ * 0700 along with the home: everything below it is ours.
+ */
+export function storageDir(...parts: string[]): string {
+  const home = resolve(membraneHome());
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  chmodSync(home, 0o700);
+  let dir = home;
+  for (const part of parts) {
+    if (part === '' || part === '.' || part === '..' || part.includes('/') || part.includes('\0')) {
+      throw new SandboxError('INTERNAL', 'bad storage directory component');
+    }
+    dir = join(dir, part);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+  }
+  return dir;
+}
+
+export interface OpenDatabaseOptions {
+  /** Open read-only (the file must exist). Default false. */
+  readonly readonly?: boolean;
+}
+
+/**
+ * Open (creating if needed) the database at `file` — an absolute or cwd-relative host path chosen
+ * by Membrane, never by a guest — or `':memory:'`.
+ */
+export function openDatabase(file: string, options: OpenDatabaseOptions = {}): Database {
+  const Ctor = sqliteConstructor();
+  const memory = file === ':memory:';
+  if (!memory) {
+    if (file.includes('\0')) throw new SandboxError('INTERNAL', 'database path contains NUL');
+    const path = resolve(file);
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    if (!options.readonly) {
+      // Create the file ourselves so it is born 0600; SQLite gives -wal/-shm the same mode.
+      closeSync(openSync(path, 'a', 0o600));
+      if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+    }
+    file = path;
+  }
+  let db: Database;
+  try {
+    db = new Ctor(file, { readonly: options.readonly === true, fileMustExist: options.readonly === true, timeout: BUSY_TIMEOUT_MS });
+  } catch (err) {
+    throw new SandboxError('INTERNAL', 'could not open a database', {}, err);
+  }
+  try {
+    configure(db, memory || options.readonly === true);
+  } catch (err) {
+    db.close();
+    throw err instanceof SandboxError ? err : new SandboxError('INTERNAL', 'could not configure a database', {}, err);
+  }
+  return db;
+}
+
+function configure(db: Database & { loadExtension?: unknown }, skipWal: boolean): void {
+  // The binding's loadExtension is the only door to native extensions (the SQL function
+  // load_extension() is disabled by SQLite's default); remove it from this connection.
+  Object.defineProperty(db, 'loadExtension', {
+    value: () => {
+      throw new SandboxError('NOT_CAPABLE', 'extension loading is disabled');
+    },
+    writable: false,
+    configurable: false,
+  });
+  db.pragma('trusted_schema = OFF');
+  db.pragma('foreign_keys = ON');
+  if (!skipWal) {
+    const mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (String(mode).toLowerCase() !== 'wal') {
+      throw new SandboxError('INTERNAL', `could not enable WAL (journal_mode=${String(mode)})`);
+    }
+  }
+  db.pragma('synchronous = FULL');
+  if (db.pragma('foreign_keys', { simple: true }) !== 1) throw new SandboxError('INTERNAL', 'foreign keys are off');
+}

@@ -1,0 +1,88 @@
+/**
+ * Confined path resolution: a guest path → an inode of one volume, or the directory and name
+ * where it would be created.
+ *
+ * Owns: the walk over components, `..`, and symlink expansion.
+ *
+ * Invariant: resolution only ever reads `dirents`/`inodes` rows of the VFS database, so no path
+ * reaches the host filesystem. It starts at the volume root for absolute paths (or at `from` for
+ * relative ones) and `..` at the volume root stays at the root, so the result is always an inode
+ * of that volume. Symlink targets are expanded in place (absolute targets restart at the volume
+ * root); more than `MAX_SYMLINK_HOPS` expansions → ELOOP.
+ *
+ * Does not protect against: time-of-check races between two connections — callers run a walk
+ * and the operation that uses it in one transaction.
+ */
+
+import { fail } from './errno.ts';
+import { MAX_SYMLINK_HOPS, parsePath } from './vfs-path.ts';
+import type { InodeKind, Statements } from './vfs-schema.ts';
+
+export interface WalkOptions {
+  /** Follow a symlink in the final component. */
+  readonly followFinal: boolean;
+  /** Directory inode relative paths start from; default the volume root. */
+  readonly from?: number;
+}
+
+export interface Found {
+  readonly ino: number;
+  readonly kind: InodeKind;
+}
+
+export interface WalkResult {
+  /** Directory holding the final entry, or where it would be created. */
+  readonly parent: number;
+  /** The final component; null when the path ends in `.` or `..` or names the root. */
+  readonly name: string | null;
+  /** The final entry, or null when it does not exist (its parent does). */
+  readonly node: Found | null;
+  /** The path (after symlink expansion) ended in `/`. */
+  readonly trailingSlash: boolean;
+}
+
+export function walk(st: Statements, root: number, path: string, opts: WalkOptions): WalkResult {
+  const first = parsePath(path);
+  const start = first.absolute ? root : (opts.from ?? root);
+  let stack: number[] = [start];
+  const queue: string[] = [...first.parts].reverse();
+  let trailingSlash = first.trailingSlash;
+  let hops = 0;
+
+  while (queue.length > 0) {
+    const part = queue.pop() as string;
+    const top = stack[stack.length - 1] as number;
+    const isLast = queue.length === 0;
+    if (part === '.') continue;
+    if (part === '..') {
+      if (stack.length > 1) stack.pop();
+      else if (top !== root) stack = [st.parentOf.get(top)?.parent ?? root];
+      continue;
+    }
+    const entry = st.lookup.get(top, part);
+    if (entry === undefined) {
+      if (isLast) return { parent: top, name: part, node: null, trailingSlash };
+      fail('ENOENT', 'no such file or directory');
+    }
+    if (entry.kind === 'symlink' && (!isLast || opts.followFinal || trailingSlash)) {
+      if (++hops > MAX_SYMLINK_HOPS) fail('ELOOP', 'too many levels of symbolic links');
+      const target = parsePath(entry.target ?? '');
+      if (target.absolute) stack = [root];
+      for (let i = target.parts.length - 1; i >= 0; i--) queue.push(target.parts[i] as string);
+      if (isLast && target.trailingSlash) trailingSlash = true;
+      continue;
+    }
+    if (!isLast) {
+      if (entry.kind !== 'dir') fail('ENOTDIR', 'not a directory');
+      stack.push(entry.ino);
+      continue;
+    }
+    if (trailingSlash && entry.kind !== 'dir') fail('ENOTDIR', 'not a directory');
+    return { parent: top, name: part, node: { ino: entry.ino, kind: entry.kind }, trailingSlash };
+  }
+  // The path ended on a directory already on the stack (the root, `.`, `..`, or a link to one
+  // of those): it has no final name of its own.
+  const dir = stack[stack.length - 1] as number;
+  const parent = stack.length > 1 ? (stack[stack.length - 2] as number) : dir;
+  return { parent, name: null, node: { ino: dir, kind: 'dir' }, trailingSlash };
+}

@@ -1,0 +1,175 @@
+/**
+ * The VFS database schema and its prepared statements.
+ *
+ * Owns: the tables (`meta`, `inodes`, `volumes`, `dirents`, `chunks`), their creation and version
+ * check, and the one set of prepared statements the VFS runs.
+ *
+ * Invariant: every inode belongs to exactly one volume; a directory entry (parent, name) is unique;
+ * a directory has exactly one entry naming it (volume roots have none); file contents live in
+ * `chunks` rows of at most `CHUNK_SIZE` bytes, no byte of which lies at or past the file's size;
+ * `meta.used_bytes` / `meta.used_inodes` equal the sum of inode sizes and the inode count after
+ * every committed transaction. Foreign keys cascade entry and chunk removal from inode removal.
+ *
+ * Does not protect against: someone editing the database file by hand; the VFS trusts its rows.
+ */
+
+import type { Database, Statement } from './sqlite.ts';
+import { SandboxError } from '../errors.ts';
+
+export const SCHEMA_VERSION = 1;
+/** Bytes per `chunks` row: large enough for throughput, small enough that a partial write is cheap. */
+export const CHUNK_SIZE = 64 * 1024;
+
+export const VOLUMES = ['workspace', 'memory', 'tmp'] as const;
+export type VolumeName = (typeof VOLUMES)[number];
+export type InodeKind = 'file' | 'dir' | 'symlink';
+
+const DDL = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS inodes (
+  ino INTEGER PRIMARY KEY,
+  volume TEXT NOT NULL CHECK (volume IN ('workspace', 'memory', 'tmp')),
+  kind TEXT NOT NULL CHECK (kind IN ('file', 'dir', 'symlink')),
+  mode INTEGER NOT NULL,
+  nlink INTEGER NOT NULL,
+  size INTEGER NOT NULL DEFAULT 0 CHECK (size >= 0),
+  atime_ns INTEGER NOT NULL,
+  mtime_ns INTEGER NOT NULL,
+  ctime_ns INTEGER NOT NULL,
+  target TEXT
+) STRICT;
+CREATE INDEX IF NOT EXISTS inodes_volume ON inodes (volume);
+CREATE TABLE IF NOT EXISTS volumes (
+  name TEXT PRIMARY KEY,
+  root INTEGER NOT NULL UNIQUE REFERENCES inodes (ino)
+) STRICT;
+CREATE TABLE IF NOT EXISTS dirents (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  parent INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  ino INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
+  UNIQUE (parent, name)
+) STRICT;
+CREATE INDEX IF NOT EXISTS dirents_ino ON dirents (ino);
+CREATE INDEX IF NOT EXISTS dirents_parent_seq ON dirents (parent, seq);
+CREATE TABLE IF NOT EXISTS chunks (
+  ino INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (ino, idx)
+) STRICT, WITHOUT ROWID;
+`;
+
+export interface InodeRow {
+  ino: number;
+  volume: VolumeName;
+  kind: InodeKind;
+  mode: number;
+  nlink: number;
+  size: number;
+  atime_ns: bigint;
+  mtime_ns: bigint;
+  ctime_ns: bigint;
+  target: string | null;
+}
+
+export interface EntryRow {
+  seq: number;
+  name: string;
+  ino: number;
+  kind: InodeKind;
+}
+
+export function nowNs(): bigint {
+  return BigInt(Date.now()) * 1_000_000n;
+}
+
+/** Create the schema and volume roots if missing; refuse a database from a newer schema. */
+export function initSchema(db: Database): void {
+  db.transaction(() => {
+    db.exec(DDL);
+    const row = db.prepare<{ value: number }>("SELECT value FROM meta WHERE key = 'schema_version'").get();
+    if (row === undefined) {
+      const ins = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+      ins.run('schema_version', SCHEMA_VERSION);
+      ins.run('used_bytes', 0);
+      ins.run('used_inodes', 0);
+    } else if (row.value !== SCHEMA_VERSION) {
+      throw new SandboxError('INTERNAL', `VFS schema version ${row.value} is not supported`);
+    }
+    const t = nowNs();
+    for (const volume of VOLUMES) {
+      const has = db.prepare('SELECT 1 FROM volumes WHERE name = ?').get(volume);
+      if (has !== undefined) continue;
+      const res = db
+        .prepare("INSERT INTO inodes (volume, kind, mode, nlink, size, atime_ns, mtime_ns, ctime_ns) VALUES (?, 'dir', ?, 2, 0, ?, ?, ?)")
+        .run(volume, 0o755, t, t, t);
+      db.prepare('INSERT INTO volumes (name, root) VALUES (?, ?)').run(volume, res.lastInsertRowid);
+      db.prepare("UPDATE meta SET value = value + 1 WHERE key = 'used_inodes'").run();
+    }
+  }).immediate();
+}
+
+const INODE_COLS = 'ino, volume, kind, mode, nlink, size, atime_ns, mtime_ns, ctime_ns, target';
+
+/** Prepared statements, created once per open VFS. */
+export function prepareStatements(db: Database) {
+  const inode = db.prepare<InodeRow>(`SELECT ${INODE_COLS} FROM inodes WHERE ino = ?`);
+  inode.safeIntegers(true);
+  return {
+    volumeRoots: db.prepare<{ name: VolumeName; root: number }>('SELECT name, root FROM volumes'),
+    inodeRaw: inode,
+    lookup: db.prepare<{ ino: number; kind: InodeKind; target: string | null }>(
+      'SELECT d.ino AS ino, i.kind AS kind, i.target AS target FROM dirents d JOIN inodes i ON i.ino = d.ino WHERE d.parent = ? AND d.name = ?',
+    ),
+    parentOf: db.prepare<{ parent: number }>('SELECT parent FROM dirents WHERE ino = ? LIMIT 1'),
+    insertInode: db.prepare(
+      'INSERT INTO inodes (volume, kind, mode, nlink, size, atime_ns, mtime_ns, ctime_ns, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    deleteInode: db.prepare('DELETE FROM inodes WHERE ino = ?'),
+    insertEntry: db.prepare('INSERT INTO dirents (parent, name, ino) VALUES (?, ?, ?)'),
+    deleteEntry: db.prepare('DELETE FROM dirents WHERE parent = ? AND name = ?'),
+    moveEntry: db.prepare('UPDATE dirents SET parent = ?, name = ? WHERE parent = ? AND name = ?'),
+    hasEntries: db.prepare('SELECT 1 FROM dirents WHERE parent = ? LIMIT 1'),
+    listEntries: db.prepare<EntryRow>(
+      'SELECT d.seq AS seq, d.name AS name, d.ino AS ino, i.kind AS kind FROM dirents d JOIN inodes i ON i.ino = d.ino WHERE d.parent = ? AND d.seq > ? ORDER BY d.seq LIMIT ?',
+    ),
+    addLinks: db.prepare('UPDATE inodes SET nlink = nlink + ?, ctime_ns = ? WHERE ino = ?'),
+    touchDir: db.prepare('UPDATE inodes SET mtime_ns = ?, ctime_ns = ? WHERE ino = ?'),
+    setSize: db.prepare('UPDATE inodes SET size = ?, mtime_ns = ?, ctime_ns = ? WHERE ino = ?'),
+    setTimes: db.prepare('UPDATE inodes SET atime_ns = ?, mtime_ns = ?, ctime_ns = ? WHERE ino = ?'),
+    setMode: db.prepare('UPDATE inodes SET mode = ?, ctime_ns = ? WHERE ino = ?'),
+    getUsage: db.prepare<{ key: string; value: number }>("SELECT key, value FROM meta WHERE key IN ('used_bytes', 'used_inodes')"),
+    addUsage: db.prepare('UPDATE meta SET value = value + ? WHERE key = ?'),
+    setUsage: db.prepare('UPDATE meta SET value = ? WHERE key = ?'),
+    recount: db.prepare<{ bytes: number; inodes: number }>('SELECT COALESCE(SUM(size), 0) AS bytes, COUNT(*) AS inodes FROM inodes'),
+    clearVolume: db.prepare('DELETE FROM inodes WHERE volume = ? AND ino <> ?'),
+    resetRoot: db.prepare('UPDATE inodes SET nlink = 2, mtime_ns = ?, ctime_ns = ? WHERE ino = ?'),
+    chunkRange: db.prepare<{ idx: number; data: Buffer }>(
+      'SELECT idx, data FROM chunks WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx',
+    ),
+    chunk: db.prepare<{ data: Buffer }>('SELECT data FROM chunks WHERE ino = ? AND idx = ?'),
+    putChunk: db.prepare('INSERT OR REPLACE INTO chunks (ino, idx, data) VALUES (?, ?, ?)'),
+    dropChunksFrom: db.prepare('DELETE FROM chunks WHERE ino = ? AND idx >= ?'),
+  } satisfies Record<string, Statement<unknown>>;
+}
+
+export type Statements = ReturnType<typeof prepareStatements>;
+
+/** Read an inode row with 64-bit timestamps as bigint and everything else as number. */
+export function readInode(st: Statements, ino: number): InodeRow | undefined {
+  const raw = st.inodeRaw.get(ino) as unknown as Record<string, unknown> | undefined;
+  if (raw === undefined) return undefined;
+  return {
+    ino: Number(raw['ino']),
+    volume: raw['volume'] as VolumeName,
+    kind: raw['kind'] as InodeKind,
+    mode: Number(raw['mode']),
+    nlink: Number(raw['nlink']),
+    size: Number(raw['size']),
+    atime_ns: BigInt(raw['atime_ns'] as bigint),
+    mtime_ns: BigInt(raw['mtime_ns'] as bigint),
+    ctime_ns: BigInt(raw['ctime_ns'] as bigint),
+    target: (raw['target'] as string | null) ?? null,
+  };
+}
