@@ -1,0 +1,58 @@
+/* mv SRC DST | mv SRC... DIR: renames files and directories. When DST is an existing
+ * directory, each SRC moves into it under its base name. */
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "common.h"
+
+static const char *base_name(const char *path) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  size_t len = strlen(buf);
+  while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';
+  char *slash = strrchr(buf, '/');
+  return slash && slash[1] ? slash + 1 : buf;
+}
+
+int main(int argc, char **argv) {
+  prog = "mv";
+  const char *synopsis = "SRC DST | SRC... DIR";
+  int opt;
+  while ((opt = getopt(argc, argv, "")) != -1) usage(synopsis);
+  int n = argc - optind;
+  if (n < 2) {
+    if (n == 0) warnx("missing file operand");
+    else warnx("missing destination file operand after '%s'", argv[optind]);
+    usage(synopsis);
+  }
+  const char *dst = argv[argc - 1];
+  struct stat st;
+  int into_dir = stat(dst, &st) == 0 && S_ISDIR(st.st_mode);
+  if (n > 2 && !into_dir) {
+    warnx("target '%s' is not a directory", dst);
+    return EXIT_FAIL;
+  }
+  int status = EXIT_OK;
+  for (int i = optind; i < argc - 1; i++) {
+    const char *src = argv[i];
+    char *target;
+    if (into_dir) {
+      const char *base = base_name(src);
+      size_t dlen = strlen(dst);
+      target = xmalloc(dlen + strlen(base) + 2);
+      sprintf(target, "%s%s%s", dst, dlen && dst[dlen - 1] == '/' ? "" : "/", base);
+    } else {
+      target = strdup(dst);
+    }
+    struct stat sst;
+    if (lstat(src, &sst) != 0) {
+      warnx("cannot stat '%s': %s", src, strerror(errno));
+      status = EXIT_FAIL;
+    } else if (rename(src, target) != 0) {
+      warnx("cannot move '%s' to '%s': %s", src, target, strerror(errno));
+      status = EXIT_FAIL;
+    }
+    free(target);
+  }
+  return status;
+}
