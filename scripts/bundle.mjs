@@ -39,11 +39,16 @@ export async function ensureBuilt() {
       platform: 'node',
       target: 'node20',
       format: t.format,
-      external: ['wabt', 'esbuild', 'tsx'],
+      // Native addons and tools stay in node_modules, resolved from the bundle's location.
+      external: ['wabt', 'esbuild', 'tsx', 'better-sqlite3'],
       logLevel: 'error',
-      banner: t.format === 'esm'
-        ? { js: "import { createRequire as __membraneCreateRequire } from 'node:module'; const require = __membraneCreateRequire(import.meta.url);" }
-        : undefined,
+      ...(t.format === 'esm'
+        ? { banner: { js: "import { createRequire as __membraneCreateRequire } from 'node:module'; const require = __membraneCreateRequire(import.meta.url);" } }
+        : {
+            // CommonJS has no import.meta: give modules that use import.meta.url the bundle's own URL.
+            banner: { js: "const __membraneImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+            define: { 'import.meta.url': '__membraneImportMetaUrl' },
+          }),
     });
     renameSync(tmp, out);
   }

@@ -20,7 +20,8 @@ import { resolveEngine, HOST_WAIT_GRACE_MS, type EngineConfig, type EngineOption
 import { budgetOf, graceFor } from './budget.ts';
 import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
 import { WorkerPool } from './pool.ts';
-import { PROTOCOL_VERSION, type Entry, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
+import { resolveVfs } from '../storage/index.ts';
+import { PROTOCOL_VERSION, type VfsSpec, type Entry, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import { parseArgs, type ArgValue } from './values.ts';
 import { locateWorker } from './worker-file.ts';
@@ -35,6 +36,11 @@ export interface GuestOptions extends PolicyOptions {
   /** Environment variables (a guest's environment is empty unless the operator passes some). */
   env?: Readonly<Record<string, string>>;
   stdin?: Uint8Array | string;
+  /**
+   * A named persistent VFS (`$MEMBRANE_HOME/vfs/NAME.sqlite`) for the guest's files; without one a
+   * guest granted `vfs` gets a fresh, empty, in-memory VFS that disappears with it.
+   */
+  vfs?: string;
 }
 
 export interface RunOptions extends GuestOptions {
@@ -230,6 +236,7 @@ export class Engine {
       logSink: this.config.onLog ? 'host' : 'stderr',
       hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
       fuel: { metered: prepared.metered, chunk: this.config.fuelChunk },
+      vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs) : null,
     };
   }
 
@@ -246,6 +253,18 @@ export class Engine {
       return { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value: 0 };
     };
   }
+}
+
+/** What the guest sees: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
+export const DEFAULT_PREOPENS = Object.freeze([
+  { guestPath: '/', volume: 'workspace' as const },
+  { guestPath: '/tmp', volume: 'tmp' as const },
+  { guestPath: '/memory', volume: 'memory' as const },
+]);
+
+function vfsSpec(name: string | undefined): VfsSpec {
+  const config = resolveVfs(name === undefined ? { file: ':memory:' } : { name });
+  return { file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes };
 }
 
 function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry: Entry; resultTypes: readonly string[]; isCommand: boolean } {

@@ -50,6 +50,20 @@ export interface GuestSpec {
   readonly hostWaitMs: number;
   /** Whether the module was fuel-instrumented, and the chunk the meter grants per refill. */
   readonly fuel: { readonly metered: boolean; readonly chunk: number };
+  /** The guest's filesystem (with the `vfs` cap): a VFS database the worker opens itself. */
+  readonly vfs: VfsSpec | null;
+}
+
+export type VolumeName = 'workspace' | 'memory' | 'tmp';
+
+export interface VfsSpec {
+  /** Host path of the VFS database, or ':memory:' for an ephemeral one. Never guest-chosen. */
+  readonly file: string;
+  /** Guest directories the guest sees as preopens, each the root of a volume. */
+  readonly preopens: readonly { readonly guestPath: string; readonly volume: VolumeName }[];
+  readonly readOnly: boolean;
+  readonly maxBytes: number;
+  readonly maxInodes: number;
 }
 
 /** What one job may spend: wall-clock milliseconds and fuel units. */

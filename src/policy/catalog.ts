@@ -5,7 +5,7 @@
  *
  * Owns: (module, name) → { grant, status, signature }. `grant` is a cap word, `ambient` (always
  * linked) or `never` (nothing grants it: Membrane has no sockets). `status` is `linked` (a real
- * implementation), `stub` (linked, answers with a WASI errno until its issue lands) or `planned`
+ * implementation) or `planned`
  * (the cap word is real but its broker is not built: the import is absent, so a module naming it
  * fails to link even when the cap is granted).
  *
@@ -26,7 +26,7 @@ export interface Signature {
 }
 
 export type Grant = CapWord | 'ambient' | 'never';
-export type LinkStatus = 'linked' | 'stub' | 'planned';
+export type LinkStatus = 'linked' | 'planned';
 
 export interface CatalogEntry {
   readonly module: string;
@@ -34,7 +34,7 @@ export interface CatalogEntry {
   readonly kind: 'function' | 'memory';
   readonly grant: Grant;
   readonly status: LinkStatus;
-  /** Required for linked and stub functions; planned entries may not have one yet. */
+  /** Required for linked functions; planned entries may not have one yet. */
   readonly signature: Signature | null;
   /** Where the missing piece lands, for `planned` entries. */
   readonly note?: string;
@@ -106,7 +106,7 @@ const WASI_AMBIENT: ReadonlyArray<[string, Signature]> = [
   ['sched_yield', errno()],
 ];
 
-/** WASI's filesystem calls: linked with `vfs`; until the VFS lands they answer EBADF/ENOTCAPABLE. */
+/** WASI's filesystem calls: linked with `vfs`, over the instance's own SQLite VFS (worker/wasi-fs.ts). */
 const WASI_FS: ReadonlyArray<[string, Signature]> = [
   ['fd_advise', errno(I, J, J, I)],
   ['fd_allocate', errno(I, J, J)],
@@ -177,7 +177,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
   membrane('run_command_many', 'parallel', 'planned', null),
   // WASI preview 1
   ...WASI_AMBIENT.map(([n, s]) => wasi(n, 'ambient', 'linked', s)),
-  ...WASI_FS.map(([n, s]) => wasi(n, 'vfs', 'stub', s)),
+  ...WASI_FS.map(([n, s]) => wasi(n, 'vfs', 'linked', s)),
   wasi('poll_oneoff', 'posix', 'linked', errno(I, I, I, I)),
   ...WASI_SOCKETS.map(([n, s]) => wasi(n, 'never', 'planned', s)),
   // memory

@@ -13,17 +13,21 @@
  */
 
 import { SandboxError } from '../../errors.ts';
-import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
+import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
 import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../protocol.ts';
 import { FuelMeter } from './fuel.ts';
 import { GuestMemory, FaultError } from './memory.ts';
 import { CappedStream } from './output.ts';
 import { CallState, ExitSignal, classify, type GrowProbe } from './signals.ts';
-import { ambientWasi, posixWasi, vfsStubWasi, type WasiContext } from './wasi.ts';
+import { Vfs } from '../../storage/index.ts';
+import { ambientWasi, posixWasi, type WasiContext } from './wasi.ts';
+import { vfsWasi } from './wasi-fs.ts';
 
 export type HostCall = (op: 'log', level: number, message: string) => number;
 
 const encoder = new TextEncoder();
+/** Imports that mean the guest uses files: every WASI call the `vfs` cap links. */
+const FS_IMPORTS = new Set(CATALOG.filter((e) => e.module === WASI_MODULE && e.grant === 'vfs').map((e) => importKey(e.module, e.name)));
 const decoder = new TextDecoder('utf-8', { fatal: false });
 const MAX_LOG_BYTES = 64 * 1024;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
@@ -38,6 +42,7 @@ export class Guest {
   private growGlobal: WebAssembly.Global | null = null;
   private readonly wasi: WasiContext;
   private readonly meter: FuelMeter | null;
+  private vfs: Vfs | null = null;
   /** Fuel used by the last instantiate or call. */
   fuelUsed = 0;
 
@@ -138,14 +143,17 @@ export class Guest {
     };
   }
 
+  /** Close the guest's VFS (its database connection); the guest is not called again. */
+  dispose(): void {
+    this.vfs?.close();
+    this.vfs = null;
+  }
+
   private buildImports(): WebAssembly.Imports {
-    const wasiAll: Record<string, unknown> = {
-      ...ambientWasi(this.wasi),
-      ...posixWasi(this.wasi),
-    };
+    const ambient = ambientWasi(this.wasi);
+    const wasiAll: Record<string, unknown> = { ...ambient, ...posixWasi(this.wasi), ...this.filesystem(ambient) };
     const membraneAll: Record<string, unknown> = this.membraneAmbient();
     const imports: Record<string, Record<string, unknown>> = {};
-    const fsNames: string[] = [];
     for (const key of this.spec.link) {
       const dot = key.indexOf('.');
       const mod = key.slice(0, dot);
@@ -153,10 +161,6 @@ export class Guest {
       let value: unknown;
       if (mod === WASI_MODULE) {
         value = wasiAll[name];
-        if (value === undefined) {
-          fsNames.push(name);
-          continue;
-        }
       } else if (mod === MEMBRANE_MODULE) {
         value = membraneAll[name];
       } else if (key === importKey(MEMORY_IMPORT.module, MEMORY_IMPORT.name)) {
@@ -169,11 +173,18 @@ export class Guest {
       }
       (imports[mod] ??= {})[name] = value;
     }
-    if (fsNames.length) {
-      const stubs = vfsStubWasi(this.wasi, fsNames);
-      for (const n of fsNames) (imports[WASI_MODULE] ??= {})[n] = stubs[n];
-    }
     return imports as WebAssembly.Imports;
+  }
+
+  /**
+   * WASI's filesystem calls over the guest's VFS, when it was granted one and imports any of
+   * them (a guest that only writes to stdout never opens a database).
+   */
+  private filesystem(stdio: ReturnType<typeof ambientWasi>): Record<string, unknown> {
+    const spec = this.spec.vfs;
+    if (!spec || !this.spec.link.some((k) => FS_IMPORTS.has(k))) return {};
+    this.vfs = Vfs.open({ file: spec.file, maxBytes: spec.maxBytes, maxInodes: spec.maxInodes });
+    return vfsWasi({ memory: this.memory, vfs: this.vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state }, stdio);
   }
 
   private createImportedMemory(): WebAssembly.Memory {

@@ -137,6 +137,7 @@ port.on('message', (msg: unknown) => {
     return;
   }
   if (!started.ok) {
+    guest.dispose();
     postDone(msg.job, guest, started, t0);
     return;
   }
@@ -144,6 +145,7 @@ port.on('message', (msg: unknown) => {
   const left = rest();
   const outcome = entry.kind === 'start' ? guest.call('_start', [], left) : guest.call(entry.export, entry.args, left);
   guest.fuelUsed += startFuel;
+  guest.dispose();
   postDone(msg.job, guest, outcome, t0);
 });
 

@@ -1,11 +1,11 @@
 /**
- * WASI preview 1, the calls that touch neither files nor sockets, over captured streams; plus
- * the filesystem calls as errno stubs until the VFS lands (issue #4) and `poll_oneoff` for `posix`.
+ * WASI preview 1, the calls that touch neither files nor sockets, over captured streams, and
+ * `poll_oneoff` for `posix`. The filesystem calls (the `vfs` cap) live in wasi-fs.ts.
  *
  * Why hand-written: `node:wasi` maps real host directories and inherits host descriptors; its
  * own documentation says it is not a sandbox. Here stdin is a byte buffer, stdout/stderr are
- * capped captures, the environment is exactly what the operator passed, and no descriptor other
- * than 0, 1 and 2 exists.
+ * capped captures, the environment is exactly what the operator passed, and without the `vfs`
+ * cap no descriptor other than 0, 1 and 2 exists.
  *
  * Invariant: every pointer the guest passes is bounds-checked (EFAULT), every call answers an
  * errno and never throws to the guest except `proc_exit` (which ends the call) and the walls
@@ -244,17 +244,4 @@ export function posixWasi(ctx: WasiContext): Record<string, WasiFn> {
       return Errno.SUCCESS;
     }),
   };
-}
-
-/** WASI filesystem calls linked with `vfs`: until the VFS (issue #4) there are no preopens. */
-export function vfsStubWasi(ctx: WasiContext, names: readonly string[]): Record<string, WasiFn> {
-  const out: Record<string, WasiFn> = {};
-  for (const name of names) {
-    out[name] = ((...a: number[]) => {
-      ctx.state.rethrow();
-      void a;
-      return name.startsWith('path_') ? Errno.NOTCAPABLE : Errno.BADF;
-    }) as WasiFn;
-  }
-  return out;
 }

@@ -23,7 +23,7 @@ export function helpText(): string {
 Usage:
   membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N | --no-fuel] [--memory BYTES]
                [--invoke EXPORT [--arg V]...] [--stdin FILE] [--env K=V]... [--tenant T]
-               [--caps W,W] [--strict-profiles] [--json] [-- ARGS...]
+               [--caps W,W] [--vfs NAME] [--strict-profiles] [--json] [-- ARGS...]
       Run _start (a WASI command) or the named export in a fresh sandbox.
   membrane inspect MODULE [--json]
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.

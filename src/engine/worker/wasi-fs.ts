@@ -1,0 +1,333 @@
+/**
+ * WASI preview 1 filesystem over the instance VFS: the preopens, the `fd_*` calls for files and
+ * directories, and (from `wasi-fs-path.ts`) the `path_*` calls. Descriptors 0–2 are delegated to
+ * the ambient stdio functions of `wasi.ts`.
+ *
+ * Why hand-written: `node:wasi` maps real host directories and says it is not a sandbox. Here a
+ * descriptor is a VFS inode in a volume; there is no `node:fs` anywhere in these files.
+ *
+ * Owns: `vfsWasi()` — the preopen table (fd 3.. in the order given, each a volume root), file
+ * offsets, append mode, reads/writes with iovecs, seek/tell, filestat, sizes, times, directory
+ * listing with cookies, close/renumber and the rights checks of each call.
+ *
+ * Invariant: every guest pointer is bounds-checked (EFAULT), every VFS failure is its errno, every
+ * write needs FD_WRITE on its descriptor and none is possible on a read-only mount (EROFS); any
+ * other exception propagates as a bug. Writes are durable when the call returns (one VFS
+ * transaction each), so `fd_sync`/`fd_datasync` have nothing left to do.
+ *
+ * Does not protect against: a guest filling its VFS quota (the VFS answers ENOSPC) or holding
+ * `MAX_FDS` descriptors open (EMFILE for itself only).
+ */
+
+import {
+  DIR_RIGHTS, E, FDFLAG_APPEND, FdTable, FILE_RIGHTS, FILETYPE, fileFd, filetypeOf, guard, MUTATING_RIGHTS,
+  mutating, R, refuse, timesFrom, writeFilestat, type OpenFd, type VfsWasiContext, type WasiFn,
+} from './wasi-fs-table.ts';
+import { pathCalls } from './wasi-fs-path.ts';
+
+export { MAX_FDS, type Preopen, type VfsWasiContext, type WasiFn } from './wasi-fs-table.ts';
+
+const MAX_OFFSET = 2 ** 48;
+const DIRENT_HEADER = 24;
+const READDIR_BATCH = 256;
+const encoder = new TextEncoder();
+
+const isStdio = (fd: number): boolean => fd >= 0 && fd <= 2;
+
+export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Record<string, WasiFn> {
+  const { memory, vfs } = ctx;
+  const table = new FdTable();
+  const ro = ctx.readOnly === true ? ~MUTATING_RIGHTS : ~0n;
+  for (const p of ctx.preopens) {
+    if (typeof p.guestPath !== 'string' || !p.guestPath.startsWith('/')) throw new TypeError('a preopen guestPath is absolute');
+    table.add({
+      kind: 'dir', volume: p.volume, ino: vfs.rootIno(p.volume), preopen: encoder.encode(p.guestPath),
+      rightsBase: DIR_RIGHTS & ro, rightsInheriting: (DIR_RIGHTS | FILE_RIGHTS) & ro, fdflags: 0, offset: 0,
+    });
+  }
+
+  const g = <A extends unknown[]>(fn: (...a: A) => number) => guard(ctx.state, fn);
+  /** Fds 0–2 go to the ambient implementation of the same call. */
+  const delegate = (name: string, ...a: number[]): number =>
+    (stdio[name] as unknown as (...x: number[]) => number)(...a);
+  /** A non-stdio fd of any kind. */
+  const anyFd = (fd: number): OpenFd => table.get(fd);
+
+  const readInto = (f: OpenFd, iovs: number, count: number, at: number): number => {
+    const vecs = memory.iovecs(iovs, count);
+    const want = vecs.reduce((n, [, l]) => n + l, 0);
+    const data = vfs.read(f.ino, at, want);
+    let done = 0;
+    for (const [p, l] of vecs) {
+      if (done >= data.length) break;
+      const part = data.subarray(done, done + l);
+      memory.write(p, part);
+      done += part.length;
+    }
+    return done;
+  };
+
+  const gather = (iovs: number, count: number): Uint8Array => {
+    const vecs = memory.iovecs(iovs, count);
+    const out = new Uint8Array(vecs.reduce((n, [, l]) => n + l, 0));
+    let at = 0;
+    for (const [p, l] of vecs) {
+      out.set(memory.bytes(p, l), at);
+      at += l;
+    }
+    return out;
+  };
+
+  const offsetArg = (v: bigint): number => {
+    if (v < 0n || v > BigInt(MAX_OFFSET)) refuse(E.INVAL);
+    return Number(v);
+  };
+
+  return {
+    ...pathCalls(ctx, table),
+
+    fd_read: g((fd: number, iovs: number, count: number, nread: number) => {
+      if (isStdio(fd)) return delegate('fd_read', fd, iovs, count, nread);
+      const f = fileFd(table, fd, R.FD_READ);
+      memory.check(nread, 4);
+      const n = readInto(f, iovs, count, f.offset);
+      f.offset += n;
+      memory.setU32(nread, n);
+      return E.SUCCESS;
+    }),
+
+    fd_pread: g((fd: number, iovs: number, count: number, offset: bigint, nread: number) => {
+      if (isStdio(fd)) return E.SPIPE;
+      const f = fileFd(table, fd, R.FD_READ | R.FD_SEEK);
+      memory.check(nread, 4);
+      memory.setU32(nread, readInto(f, iovs, count, offsetArg(offset)));
+      return E.SUCCESS;
+    }),
+
+    fd_write: g((fd: number, iovs: number, count: number, nwritten: number) => {
+      if (isStdio(fd)) return delegate('fd_write', fd, iovs, count, nwritten);
+      mutating(ctx);
+      const f = fileFd(table, fd, R.FD_WRITE);
+      memory.check(nwritten, 4);
+      const data = gather(iovs, count);
+      const at = (f.fdflags & FDFLAG_APPEND) !== 0 ? vfs.statIno(f.ino).size : f.offset;
+      const n = vfs.write(f.ino, at, data);
+      f.offset = at + n;
+      memory.setU32(nwritten, n);
+      return E.SUCCESS;
+    }),
+
+    fd_pwrite: g((fd: number, iovs: number, count: number, offset: bigint, nwritten: number) => {
+      if (isStdio(fd)) return E.SPIPE;
+      mutating(ctx);
+      const f = fileFd(table, fd, R.FD_WRITE | R.FD_SEEK);
+      memory.check(nwritten, 4);
+      const at = offsetArg(offset);
+      memory.setU32(nwritten, vfs.write(f.ino, at, gather(iovs, count)));
+      return E.SUCCESS;
+    }),
+
+    fd_seek: g((fd: number, offset: bigint, whence: number, out: number) => {
+      if (isStdio(fd)) return delegate('fd_seek', fd);
+      const f = fileFd(table, fd, offset === 0n && whence === 1 ? R.FD_TELL : R.FD_SEEK);
+      memory.check(out, 8);
+      let base: bigint;
+      if (whence === 0) base = 0n;
+      else if (whence === 1) base = BigInt(f.offset);
+      else if (whence === 2) base = BigInt(vfs.statIno(f.ino).size);
+      else return E.INVAL;
+      f.offset = offsetArg(base + BigInt.asIntN(64, offset));
+      memory.setU64(out, BigInt(f.offset));
+      return E.SUCCESS;
+    }),
+
+    fd_tell: g((fd: number, out: number) => {
+      if (isStdio(fd)) return delegate('fd_tell', fd);
+      const f = fileFd(table, fd, R.FD_TELL);
+      memory.setU64(out, BigInt(f.offset));
+      return E.SUCCESS;
+    }),
+
+    fd_close: g((fd: number) => {
+      if (isStdio(fd)) return delegate('fd_close', fd);
+      table.close(fd);
+      return E.SUCCESS;
+    }),
+
+    fd_renumber: g((from: number, to: number) => {
+      if (isStdio(from) || isStdio(to)) return E.NOTSUP;
+      table.renumber(from, to);
+      return E.SUCCESS;
+    }),
+
+    fd_fdstat_get: g((fd: number, out: number) => {
+      if (isStdio(fd)) return delegate('fd_fdstat_get', fd, out);
+      const f = anyFd(fd);
+      memory.check(out, 24);
+      memory.setU8(out, f.kind === 'dir' ? FILETYPE.DIRECTORY : FILETYPE.REGULAR_FILE);
+      memory.setU8(out + 1, 0);
+      memory.setU16(out + 2, f.fdflags);
+      memory.setU32(out + 4, 0);
+      memory.setU64(out + 8, f.rightsBase);
+      memory.setU64(out + 16, f.rightsInheriting);
+      return E.SUCCESS;
+    }),
+
+    fd_fdstat_set_flags: g((fd: number, flags: number) => {
+      if (isStdio(fd)) return delegate('fd_fdstat_set_flags', fd, flags);
+      const f = anyFd(fd);
+      if ((f.rightsBase & R.FD_FDSTAT_SET_FLAGS) === 0n) return E.NOTCAPABLE;
+      if (f.kind === 'dir' && (flags & FDFLAG_APPEND) !== 0) return E.ISDIR;
+      f.fdflags = flags & 0x1f;
+      return E.SUCCESS;
+    }),
+
+    fd_fdstat_set_rights: g((fd: number, base: bigint, inheriting: bigint) => {
+      if (isStdio(fd)) return E.NOTSUP;
+      const f = anyFd(fd);
+      const b = BigInt.asUintN(64, base);
+      const i = BigInt.asUintN(64, inheriting);
+      // Rights only ever narrow.
+      if ((b & ~f.rightsBase) !== 0n || (i & ~f.rightsInheriting) !== 0n) return E.NOTCAPABLE;
+      f.rightsBase = b;
+      f.rightsInheriting = i;
+      return E.SUCCESS;
+    }),
+
+    fd_sync: g((fd: number) => {
+      if (isStdio(fd)) return delegate('fd_sync', fd);
+      anyFd(fd);
+      return E.SUCCESS;
+    }),
+
+    fd_datasync: g((fd: number) => {
+      if (isStdio(fd)) return delegate('fd_datasync', fd);
+      anyFd(fd);
+      return E.SUCCESS;
+    }),
+
+    fd_advise: g((fd: number, offset: bigint, len: bigint, advice: number) => {
+      if (isStdio(fd)) return E.SPIPE;
+      fileFd(table, fd, R.FD_ADVISE);
+      if (offset < 0n || len < 0n || advice < 0 || advice > 5) return E.INVAL;
+      return E.SUCCESS;
+    }),
+
+    fd_allocate: g((fd: number, offset: bigint, len: bigint) => {
+      if (isStdio(fd)) return E.SPIPE;
+      mutating(ctx);
+      const f = fileFd(table, fd, R.FD_ALLOCATE);
+      const end = offsetArg(BigInt.asIntN(64, offset) + BigInt.asIntN(64, len));
+      if (offset < 0n || len <= 0n) return E.INVAL;
+      if (end > vfs.statIno(f.ino).size) vfs.truncate(f.ino, end);
+      return E.SUCCESS;
+    }),
+
+    fd_filestat_get: g((fd: number, buf: number) => {
+      if (isStdio(fd)) {
+        memory.check(buf, 64);
+        memory.bytes(buf, 64).fill(0);
+        memory.setU8(buf + 16, FILETYPE.CHARACTER_DEVICE);
+        return E.SUCCESS;
+      }
+      const f = anyFd(fd);
+      if ((f.rightsBase & R.FD_FILESTAT_GET) === 0n) return E.NOTCAPABLE;
+      writeFilestat(memory, buf, vfs.statIno(f.ino));
+      return E.SUCCESS;
+    }),
+
+    fd_filestat_set_size: g((fd: number, size: bigint) => {
+      if (isStdio(fd)) return E.INVAL;
+      mutating(ctx);
+      const f = fileFd(table, fd, R.FD_FILESTAT_SET_SIZE);
+      vfs.truncate(f.ino, offsetArg(BigInt.asIntN(64, size)));
+      return E.SUCCESS;
+    }),
+
+    fd_filestat_set_times: g((fd: number, atim: bigint, mtim: bigint, fst: number) => {
+      if (isStdio(fd)) return E.NOTCAPABLE;
+      mutating(ctx);
+      const f = anyFd(fd);
+      if ((f.rightsBase & R.FD_FILESTAT_SET_TIMES) === 0n) return E.NOTCAPABLE;
+      const t = timesFrom(atim, mtim, fst);
+      vfs.setTimes(f.ino, t.atime, t.mtime);
+      return E.SUCCESS;
+    }),
+
+    fd_prestat_get: g((fd: number, out: number) => {
+      const f = isStdio(fd) ? refuse(E.BADF) : anyFd(fd);
+      if (f.preopen === null) return E.BADF;
+      memory.check(out, 8);
+      memory.setU32(out, 0); // tag 0 = directory (and padding)
+      memory.setU32(out + 4, f.preopen.length);
+      return E.SUCCESS;
+    }),
+
+    fd_prestat_dir_name: g((fd: number, ptr: number, len: number) => {
+      const f = isStdio(fd) ? refuse(E.BADF) : anyFd(fd);
+      if (f.preopen === null) return E.BADF;
+      if (len >>> 0 < f.preopen.length) return E.NAMETOOLONG;
+      memory.write(ptr, f.preopen);
+      return E.SUCCESS;
+    }),
+
+    fd_readdir: g((fd: number, buf: number, bufLen: number, cookie: bigint, used: number) => {
+      if (isStdio(fd)) return E.NOTDIR;
+      const d = anyFd(fd);
+      if (d.kind !== 'dir') return E.NOTDIR;
+      if ((d.rightsBase & R.FD_READDIR) === 0n) return E.NOTCAPABLE;
+      const cap = bufLen >>> 0;
+      memory.check(buf, cap);
+      memory.check(used, 4);
+      const c = BigInt.asUintN(64, cookie);
+      if (c > BigInt(Number.MAX_SAFE_INTEGER)) return E.INVAL;
+      const out = direntBytes(ctx, d, Number(c), cap);
+      memory.write(buf, out.subarray(0, Math.min(cap, out.length)));
+      memory.setU32(used, Math.min(cap, out.length));
+      return E.SUCCESS;
+    }),
+  };
+}
+
+/**
+ * Serialised dirents starting after `cookie` until at least `cap` bytes (or the end). Cookies:
+ * 0 = start, 1 = after `.`, 2 = after `..`, then a VFS entry's `next` + 2.
+ */
+function direntBytes(ctx: VfsWasiContext, d: OpenFd, cookie: number, cap: number): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  const push = (next: number, ino: number, type: number, name: string): void => {
+    const nb = encoder.encode(name);
+    const e = new Uint8Array(DIRENT_HEADER + nb.length);
+    const v = new DataView(e.buffer);
+    v.setBigUint64(0, BigInt(next), true);
+    v.setBigUint64(8, BigInt(ino), true);
+    v.setUint32(16, nb.length, true);
+    v.setUint8(20, type);
+    e.set(nb, DIRENT_HEADER);
+    parts.push(e);
+    total += e.length;
+  };
+  if (cookie === 0) push(1, d.ino, FILETYPE.DIRECTORY, '.');
+  if (cookie <= 1 && total < cap) {
+    const parent = ctx.vfs.stat(d.volume, '..', { from: d.ino });
+    push(2, parent.ino, FILETYPE.DIRECTORY, '..');
+  }
+  let vfsCookie = Math.max(0, cookie - 2);
+  while (total < cap) {
+    const batch = ctx.vfs.readdir(d.ino, vfsCookie, READDIR_BATCH);
+    for (const e of batch) {
+      push(e.next + 2, e.ino, filetypeOf(e.kind), e.name);
+      vfsCookie = e.next;
+      if (total >= cap) break;
+    }
+    if (batch.length < READDIR_BATCH) break;
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

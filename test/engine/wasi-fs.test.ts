@@ -1,0 +1,367 @@
+// WASI preview 1 over the VFS, call by call: a .wat guest that imports every filesystem call and
+// re-exports it, driven from the test over an in-memory VFS (no worker).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Vfs } from '../../src/storage/index.ts';
+import { GuestMemory } from '../../src/engine/worker/memory.ts';
+import { CappedStream } from '../../src/engine/worker/output.ts';
+import { CallState } from '../../src/engine/worker/signals.ts';
+import { ambientWasi } from '../../src/engine/worker/wasi.ts';
+import { MAX_FDS, vfsWasi } from '../../src/engine/worker/wasi-fs.ts';
+import { watText } from '../helpers/wat.ts';
+
+const SIGS: Record<string, string> = {
+  fd_read: 'iiii', fd_write: 'iiii', fd_pread: 'iiiji', fd_pwrite: 'iiiji', fd_seek: 'ijii', fd_tell: 'ii',
+  fd_close: 'i', fd_renumber: 'ii', fd_fdstat_get: 'ii', fd_fdstat_set_flags: 'ii', fd_fdstat_set_rights: 'ijj',
+  fd_sync: 'i', fd_datasync: 'i', fd_advise: 'ijji', fd_allocate: 'ijj', fd_filestat_get: 'ii',
+  fd_filestat_set_size: 'ij', fd_filestat_set_times: 'ijji', fd_prestat_get: 'ii', fd_prestat_dir_name: 'iii',
+  fd_readdir: 'iiiji', path_open: 'iiiiijjii', path_filestat_get: 'iiiii', path_filestat_set_times: 'iiiijji',
+  path_create_directory: 'iii', path_remove_directory: 'iii', path_unlink_file: 'iii', path_rename: 'iiiiii',
+  path_symlink: 'iiiii', path_readlink: 'iiiiii', path_link: 'iiiiiii',
+};
+
+const source = `(module
+${Object.entries(SIGS).map(([n, s]) => `  (import "wasi_snapshot_preview1" "${n}" (func $${n} (param ${[...s].map((c) => (c === 'j' ? 'i64' : 'i32')).join(' ')}) (result i32)))`).join('\n')}
+  (memory (export "memory") 2)
+${Object.keys(SIGS).map((n) => `  (export "${n}" (func $${n}))`).join('\n')})`;
+
+const bytesP = watText(source, 'wasi-fs-calls.wat');
+
+type Call = (...a: (number | bigint)[]) => number;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+const RIGHT = { READ: 1n << 1n, SEEK: 1n << 2n, WRITE: 1n << 6n, READDIR: 1n << 14n };
+const ALL = (1n << 30n) - 1n;
+const O = { CREAT: 1, DIRECTORY: 2, EXCL: 4, TRUNC: 8 };
+const SCRATCH = 4096;
+const OUT = 256;
+
+async function guest(opts: { readOnly?: boolean } = {}) {
+  const vfs = Vfs.open({ file: ':memory:' });
+  const memory = new GuestMemory();
+  const state = new CallState();
+  const stdout = new CappedStream('stdout', 1 << 20, false);
+  const stderr = new CappedStream('stderr', 1 << 20, false);
+  const ambient = ambientWasi({
+    memory, stdout, stderr, argv: ['t'], env: [], state, stdin: new Uint8Array(0), stdinOffset: 0, remainingMs: () => 1000,
+  });
+  const preopens = [{ guestPath: '/data', volume: 'workspace' as const }, { guestPath: '/tmp', volume: 'tmp' as const }];
+  const fs = vfsWasi({ memory, vfs, preopens, state, ...(opts.readOnly ? { readOnly: true } : {}) }, ambient);
+  const inst = new WebAssembly.Instance(new WebAssembly.Module((await bytesP) as Uint8Array<ArrayBuffer>), { wasi_snapshot_preview1: { ...ambient, ...fs } });
+  memory.attach(inst.exports.memory as WebAssembly.Memory);
+  const w = inst.exports as unknown as Record<string, Call>;
+  const view = () => memory.view();
+  let strAt = SCRATCH;
+  /** Put a string in guest memory: [ptr, len]. */
+  const str = (s: string | Uint8Array): [number, number] => {
+    const b = typeof s === 'string' ? enc.encode(s) : s;
+    const p = strAt;
+    memory.write(p, b);
+    strAt += b.length + 8;
+    if (strAt > 60000) strAt = SCRATCH;
+    return [p, b.length];
+  };
+  const open = (dir: number, path: string, oflags = 0, rights = ALL, fdflags = 0, follow = 1): number | string => {
+    const [p, l] = str(path);
+    const r = w.path_open!(dir, follow, p, l, oflags, rights, ALL, fdflags, OUT);
+    return r === 0 ? memory.u32(OUT) : `errno ${r}`;
+  };
+  const iov = (data: Uint8Array): number => {
+    const [p, l] = str(data);
+    const at = strAt;
+    memory.setU32(at, p);
+    memory.setU32(at + 4, l);
+    strAt += 16;
+    return at;
+  };
+  const write = (fd: number, s: string): number => {
+    const r = w.fd_write!(fd, iov(enc.encode(s)), 1, OUT);
+    return r === 0 ? memory.u32(OUT) : -r;
+  };
+  const read = (fd: number, n: number): string | number => {
+    const buf = 30000;
+    memory.setU32(OUT + 16, buf);
+    memory.setU32(OUT + 20, n);
+    const r = w.fd_read!(fd, OUT + 16, 1, OUT);
+    return r === 0 ? dec.decode(memory.copy(buf, memory.u32(OUT))) : -r;
+  };
+  const path = (fn: string, dir: number, s: string): number => {
+    const [p, l] = str(s);
+    return w[fn]!(dir, p, l);
+  };
+  return { vfs, memory, w, view, str, open, write, read, path, stdout };
+}
+
+test('preopens are fds 3.. in order, each a directory with its guest path', async () => {
+  const g = await guest();
+  assert.equal(g.w.fd_prestat_get!(3, OUT), 0);
+  assert.equal(g.view().getUint8(OUT), 0);
+  assert.equal(g.memory.u32(OUT + 4), 5);
+  assert.equal(g.w.fd_prestat_dir_name!(3, 512, 5), 0);
+  assert.equal(dec.decode(g.memory.copy(512, 5)), '/data');
+  assert.equal(g.w.fd_prestat_dir_name!(4, 512, 2), 37);
+  assert.equal(g.w.fd_prestat_get!(5, OUT), 8);
+  assert.equal(g.w.fd_prestat_get!(0, OUT), 8);
+  assert.equal(g.w.fd_fdstat_get!(4, OUT), 0);
+  assert.equal(g.view().getUint8(OUT), 3);
+});
+
+test('create, write, seek, read back; the bytes are in the VFS', async () => {
+  const g = await guest();
+  const fd = g.open(3, 'hello.txt', O.CREAT | O.EXCL) as number;
+  assert.equal(fd, 5);
+  assert.equal(g.write(fd, 'hello, vfs'), 10);
+  assert.equal(g.w.fd_tell!(fd, OUT), 0);
+  assert.equal(g.view().getBigUint64(OUT, true), 10n);
+  assert.equal(g.w.fd_seek!(fd, 7n, 0, OUT), 0);
+  assert.equal(g.read(fd, 100), 'vfs');
+  assert.equal(g.w.fd_seek!(fd, -3n, 2, OUT), 0);
+  assert.equal(g.view().getBigUint64(OUT, true), 7n);
+  assert.equal(g.w.fd_seek!(fd, -100n, 1, OUT), 28, 'negative → EINVAL');
+  assert.equal(g.w.fd_seek!(fd, 0n, 3, OUT), 28, 'bad whence');
+  const st = g.vfs.stat('workspace', '/hello.txt');
+  assert.equal(dec.decode(g.vfs.read(st.ino, 0, 100)), 'hello, vfs');
+  assert.equal(g.open(3, 'hello.txt', O.CREAT | O.EXCL), 'errno 20');
+  assert.equal(g.open(3, 'nope.txt'), 'errno 44');
+});
+
+test('a read-only open refuses writes; a directory fd refuses file I/O; a file fd refuses path calls', async () => {
+  const g = await guest();
+  g.vfs.mkdir('workspace', '/d');
+  const f = g.open(3, 'f', O.CREAT) as number;
+  g.write(f, 'abc');
+  const ro = g.open(3, 'f', 0, RIGHT.READ | RIGHT.SEEK) as number;
+  assert.equal(g.write(ro, 'x'), -76);
+  assert.equal(g.read(ro, 10), 'abc');
+  assert.equal(g.w.fd_filestat_set_size!(ro, 0n), 76);
+  assert.equal(g.w.fd_fdstat_get!(ro, OUT), 0);
+  assert.equal(g.view().getUint8(OUT), 4);
+  assert.equal(g.view().getBigUint64(OUT + 8, true), RIGHT.READ | RIGHT.SEEK);
+  const wo = g.open(3, 'f', 0, RIGHT.WRITE) as number;
+  assert.equal(g.read(wo, 10), -76);
+  const d = g.open(3, 'd', O.DIRECTORY) as number;
+  assert.equal(g.write(d, 'x'), -31);
+  assert.equal(g.read(d, 1), -31);
+  assert.equal(g.open(f, 'x'), 'errno 54');
+  assert.equal(g.open(3, 'f', O.DIRECTORY), 'errno 54');
+  // A narrowed directory hands down no more than it holds.
+  assert.equal(g.w.fd_fdstat_set_rights!(d, 1n << 13n, RIGHT.READ), 0);
+  assert.equal(g.open(d, '.', 0, RIGHT.WRITE), 'errno 76');
+  assert.equal(g.w.fd_fdstat_set_rights!(d, ALL, ALL), 76, 'rights never widen');
+});
+
+test('a read-only mount refuses every mutation with EROFS', async () => {
+  const g = await guest({ readOnly: true });
+  assert.equal(g.open(3, 'new', O.CREAT), 'errno 69');
+  assert.equal(g.path('path_create_directory', 3, 'x'), 69);
+  assert.equal(g.path('path_unlink_file', 3, 'x'), 69);
+  assert.equal(g.path('path_remove_directory', 3, 'x'), 69);
+  assert.equal(g.open(3, 'x', 0, RIGHT.WRITE), 'errno 69');
+  g.vfs.write(g.vfs.open('workspace', '/f', O.CREAT).ino, 0, enc.encode('data'));
+  const fd = g.open(3, 'f', 0, RIGHT.READ) as number;
+  assert.equal(g.read(fd, 10), 'data');
+  assert.equal(g.write(fd, 'x'), -69);
+  assert.equal(g.w.fd_filestat_set_times!(fd, 0n, 0n, 10), 69);
+  assert.equal(g.w.fd_fdstat_get!(3, OUT), 0);
+  assert.equal(g.view().getBigUint64(OUT + 16, true) & RIGHT.WRITE, 0n);
+  assert.equal(dec.decode(g.vfs.read(g.vfs.stat('workspace', '/f').ino, 0, 10)), 'data');
+});
+
+test('APPEND writes go to the end; pread/pwrite leave the offset alone', async () => {
+  const g = await guest();
+  const a = g.open(3, 'log', O.CREAT) as number;
+  g.write(a, 'one\n');
+  const b = g.open(3, 'log', 0, ALL, 1) as number;
+  g.write(b, 'two\n');
+  g.write(a, 'three\n'); // a's offset is 4: overwrites "two\n" and grows
+  g.write(b, 'four\n');
+  assert.equal(dec.decode(g.vfs.read(g.vfs.stat('workspace', '/log').ino, 0, 100)), 'one\nthree\nfour\n');
+  const r = g.open(3, 'log') as number;
+  assert.equal(g.w.fd_pwrite!(r, OUT + 32, 0, 0n, OUT), 0, 'an empty pwrite');
+  const [p, l] = g.str('ONE');
+  g.memory.setU32(OUT + 32, p);
+  g.memory.setU32(OUT + 36, l);
+  assert.equal(g.w.fd_pwrite!(r, OUT + 32, 1, 0n, OUT), 0);
+  g.memory.setU32(OUT + 32, 20000);
+  g.memory.setU32(OUT + 36, 5);
+  assert.equal(g.w.fd_pread!(r, OUT + 32, 1, 4n, OUT), 0);
+  assert.equal(dec.decode(g.memory.copy(20000, g.memory.u32(OUT))), 'three');
+  assert.equal(g.w.fd_tell!(r, OUT), 0);
+  assert.equal(g.view().getBigUint64(OUT, true), 0n);
+  assert.equal(g.w.fd_pread!(r, OUT + 32, 1, -1n, OUT), 28);
+});
+
+test('filestat layouts for file, directory and symlink; sizes, times and allocate', async () => {
+  const g = await guest();
+  const fd = g.open(3, 'f', O.CREAT) as number;
+  g.write(fd, '12345');
+  g.vfs.mkdir('workspace', '/d');
+  g.vfs.symlink('f', 'workspace', '/ln');
+  const stat = (p: string, follow: number) => {
+    const [ptr, len] = g.str(p);
+    assert.equal(g.w.path_filestat_get!(3, follow, ptr, len, 1024), 0);
+    const v = g.view();
+    return { dev: v.getBigUint64(1024, true), ino: v.getBigUint64(1032, true), type: v.getUint8(1040), nlink: v.getBigUint64(1048, true), size: v.getBigUint64(1056, true), mtim: v.getBigUint64(1072, true) };
+  };
+  const f = stat('f', 1);
+  assert.deepEqual([f.type, f.nlink, f.size, f.dev], [4, 1n, 5n, 1n]);
+  assert.equal(f.ino, BigInt(g.vfs.stat('workspace', '/f').ino));
+  assert.equal(stat('d', 1).type, 3);
+  assert.equal(stat('ln', 0).type, 7);
+  assert.equal(stat('ln', 1).type, 4);
+  assert.equal(g.w.fd_filestat_get!(fd, 1024), 0);
+  assert.equal(g.view().getBigUint64(1056, true), 5n);
+  assert.equal(g.w.fd_filestat_set_size!(fd, 2n), 0);
+  assert.equal(stat('f', 1).size, 2n);
+  assert.equal(g.w.fd_allocate!(fd, 0n, 10n), 0);
+  assert.equal(stat('f', 1).size, 10n);
+  assert.equal(g.w.fd_advise!(fd, 0n, 0n, 1), 0);
+  const [pp, pl] = g.str('f');
+  assert.equal(g.w.path_filestat_set_times!(3, 1, pp, pl, 0n, 5_000_000_000n, 4), 0);
+  assert.equal(stat('f', 1).mtim, 5_000_000_000n);
+  assert.equal(g.w.fd_filestat_set_times!(fd, 1n, 0n, 3), 28, 'ATIM with ATIM_NOW');
+  assert.equal(g.w.fd_filestat_get!(1, 1024), 0);
+  assert.equal(g.view().getUint8(1040), 2);
+});
+
+test('fd_readdir: . and .. first, cookies resume, a full buffer truncates the last entry', async () => {
+  const g = await guest();
+  for (const n of ['alpha', 'beta', 'gamma']) g.vfs.open('workspace', `/${n}`, O.CREAT);
+  g.vfs.mkdir('workspace', '/sub');
+  const list = (fd: number, size: number, cookie: bigint) => {
+    assert.equal(g.w.fd_readdir!(fd, 8192, size, cookie, OUT), 0);
+    const used = g.memory.u32(OUT);
+    const v = g.view();
+    const out: { name: string; next: bigint; type: number }[] = [];
+    for (let at = 0; at + 24 <= used;) {
+      const len = v.getUint32(8192 + at + 16, true);
+      if (at + 24 + len > used) break;
+      out.push({ next: v.getBigUint64(8192 + at, true), type: v.getUint8(8192 + at + 20), name: dec.decode(g.memory.copy(8192 + at + 24, len)) });
+      at += 24 + len;
+    }
+    return { used, out };
+  };
+  const all = list(3, 4096, 0n);
+  assert.deepEqual(all.out.map((e) => e.name), ['.', '..', 'alpha', 'beta', 'gamma', 'sub']);
+  assert.deepEqual(all.out.map((e) => e.type), [3, 3, 4, 4, 4, 3]);
+  assert.ok(all.used < 4096);
+  const small = list(3, 60, 0n);
+  assert.equal(small.used, 60, 'a full buffer says "there may be more"');
+  assert.deepEqual(small.out.map((e) => e.name), ['.', '..']);
+  const rest = list(3, 4096, small.out[1]!.next);
+  assert.deepEqual(rest.out.map((e) => e.name), ['alpha', 'beta', 'gamma', 'sub']);
+  const tail = list(3, 4096, rest.out[2]!.next);
+  assert.deepEqual(tail.out.map((e) => e.name), ['sub']);
+  const sub = g.open(3, 'sub', O.DIRECTORY) as number;
+  assert.deepEqual(list(sub, 4096, 0n).out.map((e) => e.name), ['.', '..']);
+  const file = g.open(3, 'alpha') as number;
+  assert.equal(g.w.fd_readdir!(file, 8192, 100, 0n, OUT), 54);
+});
+
+test('directories, rename across two dir fds, symlink/readlink, link, unlink', async () => {
+  const g = await guest();
+  assert.equal(g.path('path_create_directory', 3, 'a'), 0);
+  assert.equal(g.path('path_create_directory', 3, 'a'), 20);
+  assert.equal(g.path('path_create_directory', 3, 'a/b'), 0);
+  assert.equal(g.path('path_remove_directory', 3, 'a'), 55);
+  const fd = g.open(3, 'a/b/f', O.CREAT) as number;
+  g.write(fd, 'x');
+  const b = g.open(3, 'a/b', O.DIRECTORY) as number;
+  const [p1, l1] = g.str('f');
+  const [p2, l2] = g.str('moved');
+  assert.equal(g.w.path_rename!(b, p1, l1, 3, p2, l2), 0);
+  assert.equal(g.vfs.stat('workspace', '/moved').size, 1);
+  const [t, tl] = g.str('../../moved');
+  const [s, sl] = g.str('link');
+  assert.equal(g.w.path_symlink!(t, tl, b, s, sl), 0);
+  const [rp, rl] = g.str('link');
+  assert.equal(g.w.path_readlink!(b, rp, rl, 2048, 100, OUT), 0);
+  assert.equal(dec.decode(g.memory.copy(2048, g.memory.u32(OUT))), '../../moved');
+  assert.equal(g.w.path_readlink!(b, rp, rl, 2048, 3, OUT), 0);
+  assert.equal(g.memory.u32(OUT), 3, 'truncated to the buffer');
+  assert.equal(g.read(g.open(b, 'link') as number, 10), 'x');
+  const [h, hl] = g.str('hard');
+  assert.equal(g.w.path_link!(3, 0, p2, l2, b, h, hl), 0);
+  assert.equal(g.vfs.stat('workspace', '/moved').nlink, 2);
+  assert.equal(g.path('path_unlink_file', 3, 'moved'), 0);
+  assert.equal(g.vfs.stat('workspace', '/a/b/hard').nlink, 1);
+  assert.equal(g.path('path_unlink_file', 3, 'a'), 31);
+  const [x, xl] = g.str('x');
+  assert.equal(g.w.path_rename!(3, p2, l2, 4, x, xl), 44);
+  g.vfs.open('workspace', '/y', O.CREAT);
+  const [yp, yl] = g.str('y');
+  assert.equal(g.w.path_rename!(3, yp, yl, 4, x, xl), 75, 'across volumes → EXDEV');
+});
+
+test('paths stay inside the volume: .., absolute, symlinks out, NUL, bad UTF-8, very long', async () => {
+  const g = await guest();
+  g.vfs.mkdir('workspace', '/etc');
+  g.vfs.open('workspace', '/etc/passwd', O.CREAT);
+  g.vfs.write(g.vfs.stat('workspace', '/etc/passwd').ino, 0, enc.encode('vfs-only'));
+  assert.equal(g.read(g.open(3, '../../../../etc/passwd') as number, 100), 'vfs-only');
+  assert.equal(g.open(3, '/etc/passwd'), 'errno 76');
+  g.vfs.symlink('/etc', 'workspace', '/out');
+  assert.equal(g.read(g.open(3, 'out/passwd') as number, 100), 'vfs-only');
+  g.vfs.symlink('../../../../../etc/passwd', 'workspace', '/up');
+  assert.equal(g.read(g.open(3, 'up') as number, 100), 'vfs-only');
+  assert.equal(g.open(4, '../etc/passwd'), 'errno 44', 'the tmp volume cannot see workspace');
+  assert.equal(g.open(3, 'etc\0/passwd'), 'errno 28');
+  const [bp, bl] = g.str(new Uint8Array([0x66, 0xff, 0xfe]));
+  assert.equal(g.w.path_open!(3, 0, bp, bl, 0, ALL, ALL, 0, OUT), 25);
+  assert.equal(g.open(3, 'a/'.repeat(3000)), 'errno 37');
+  g.vfs.symlink('loop', 'workspace', '/loop');
+  assert.equal(g.open(3, 'loop'), 'errno 32');
+  assert.equal(g.open(3, 'loop', 0, ALL, 0, 0), 'errno 32');
+});
+
+test('bad guest pointers are EFAULT, never a host crash', async () => {
+  const g = await guest();
+  const big = 0x7fff_fff0;
+  assert.equal(g.w.path_open!(3, 0, big, 10, 0, ALL, ALL, 0, OUT), 21);
+  assert.equal(g.w.path_open!(3, 0, 0, 1, 1, ALL, ALL, 0, big), 21);
+  const fd = g.open(3, 'f', O.CREAT) as number;
+  g.memory.setU32(OUT + 16, big);
+  g.memory.setU32(OUT + 20, 100);
+  assert.equal(g.w.fd_read!(fd, OUT + 16, 1, OUT), 21);
+  assert.equal(g.w.fd_write!(fd, OUT + 16, 1, OUT), 21);
+  assert.equal(g.w.fd_readdir!(3, big, 100, 0n, OUT), 21);
+  assert.equal(g.w.fd_filestat_get!(fd, big), 21);
+  assert.equal(g.w.fd_prestat_dir_name!(3, big, 5), 21);
+  assert.equal(g.w.fd_seek!(fd, 0n, 0, big), 21);
+});
+
+test('the descriptor table is bounded (EMFILE); close and renumber', async () => {
+  const g = await guest();
+  g.vfs.open('workspace', '/f', O.CREAT);
+  const fds: number[] = [];
+  for (;;) {
+    const r = g.open(3, 'f');
+    if (typeof r === 'string') {
+      assert.equal(r, 'errno 33');
+      break;
+    }
+    fds.push(r);
+  }
+  assert.equal(fds.length, MAX_FDS - 2);
+  assert.equal(g.open(3, 'new', O.CREAT), 'errno 33');
+  assert.throws(() => g.vfs.stat('workspace', '/new'), /ENOENT/, 'no side effect when the table is full');
+  assert.equal(g.w.fd_close!(fds[0]!), 0);
+  assert.equal(g.w.fd_close!(fds[0]!), 8);
+  assert.equal(g.open(3, 'f'), fds[0]);
+  assert.equal(g.w.fd_renumber!(fds[1]!, fds[2]!), 0);
+  assert.equal(g.w.fd_close!(fds[1]!), 8);
+  assert.equal(g.w.fd_close!(fds[2]!), 0);
+  assert.equal(g.w.fd_renumber!(1, 3), 58);
+});
+
+test('fds 0-2 are delegated to the ambient stdio calls', async () => {
+  const g = await guest();
+  assert.equal(g.write(1, 'to stdout'), 9);
+  assert.equal(dec.decode(g.stdout.take()), 'to stdout');
+  assert.equal(g.w.fd_seek!(1, 0n, 0, OUT), 70);
+  assert.equal(g.w.fd_fdstat_get!(2, OUT), 0);
+  assert.equal(g.view().getUint8(OUT), 2);
+  assert.equal(g.w.fd_close!(7), 8);
+  assert.equal(g.read(0, 10), '');
+});
