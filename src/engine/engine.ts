@@ -20,7 +20,11 @@ import { resolveEngine, HOST_WAIT_GRACE_MS, type EngineConfig, type EngineOption
 import { budgetOf, graceFor } from './budget.ts';
 import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
 import { WorkerPool } from './pool.ts';
-import { resolveVfs } from '../storage/index.ts';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Vfs, resolveVfs, storageDir } from '../storage/index.ts';
+import { checkMount, copyIn, parseMount, writeBack, type MountSnapshot, type MountSpec } from './mounts.ts';
 import { PROTOCOL_VERSION, type VfsSpec, type Entry, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import { parseArgs, type ArgValue } from './values.ts';
@@ -44,6 +48,11 @@ export interface GuestOptions extends PolicyOptions {
 }
 
 export interface RunOptions extends GuestOptions {
+  /**
+   * Host directories copied into the guest's VFS before the run (`HOSTDIR:/guest[:ro]` or a
+   * MountSpec); read-write ones get the guest's changes written back after a successful run.
+   */
+  mounts?: readonly (string | MountSpec)[];
   /** Call this export instead of `_start`. */
   invoke?: string;
   args?: readonly ArgValue[];
@@ -102,7 +111,9 @@ export class Engine {
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps);
       const { entry, resultTypes, isCommand } = chooseEntry(prepared, opts);
-      const spec = this.spec(prepared, plan, policy, { id, tenant }, opts);
+      const mounted = this.mount(opts, policy, id);
+      let spec = this.spec(prepared, plan, policy, { id, tenant }, opts);
+      if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
       const handle = await this.pool.acquire();
       const startedAt = performance.now();
       const deadline = startedAt + policy.timeoutMs;
@@ -116,7 +127,7 @@ export class Engine {
       }
       if (awaited.kind === 'done') this.pool.release(handle);
       else void this.pool.discard(handle);
-      return fromAwaited(awaited, {
+      const result = fromAwaited(awaited, {
         profile: policy.profile,
         warnings: policy.warnings,
         resultTypes,
@@ -125,6 +136,7 @@ export class Engine {
         startedAt,
         outputLimitBytes: this.config.outputLimitBytes,
       });
+      return mounted ? mounted.finish(result) : result;
     } catch (e) {
       const err = toSandboxError(e);
       return failure(err, { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);
@@ -209,6 +221,55 @@ export class Engine {
       trapOnGrowFailure: this.config.trapOnGrowFailure,
       metered: this.config.fuel,
     });
+  }
+
+  /**
+   * Copy mounts into the run's VFS (a named one, or a private file removed after the run) and
+   * return what to do when the run ends: write read-write mounts back after a success.
+   */
+  private mount(opts: RunOptions, policy: PolicyConfig, id: string): { file: string; finish: (r: RunResult) => RunResult } | null {
+    const specs = (opts.mounts ?? []).map((m) => (typeof m === 'string' ? parseMount(m) : checkMount(m)));
+    if (specs.length === 0) return null;
+    if (!policy.caps.includes('vfs')) throw new SandboxError('POLICY_INVALID', 'mounts need the vfs cap', { caps: [...policy.caps] });
+    const temporary = opts.vfs === undefined;
+    const file = temporary ? join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`) : resolveVfs({ name: opts.vfs }).file;
+    const cleanup = (): void => {
+      if (temporary) for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+    };
+    let snapshots: MountSnapshot[];
+    try {
+      const vfs = Vfs.open({ file });
+      try {
+        snapshots = copyIn(vfs, specs);
+      } finally {
+        vfs.close();
+      }
+    } catch (e) {
+      cleanup();
+      throw e;
+    }
+    const skipped = snapshots.filter((s) => s.skipped.length).map((s) => `mount ${s.mount.guestPath}: skipped ${s.skipped.length} entries that are not regular files or directories`);
+    return {
+      file,
+      finish: (r) => {
+        try {
+          const warnings = [...r.warnings, ...skipped];
+          if (!r.ok || (r.exitCode ?? 0) !== 0) return { ...r, warnings };
+          const vfs = Vfs.open({ file });
+          try {
+            for (const s of snapshots) writeBack(vfs, s);
+          } finally {
+            vfs.close();
+          }
+          return { ...r, warnings };
+        } catch (e) {
+          const err = toSandboxError(e);
+          return { ...r, ok: false, error: err.toPublic(), warnings: [...r.warnings, 'the mount write-back failed'] };
+        } finally {
+          cleanup();
+        }
+      },
+    };
   }
 
   private spec(

@@ -159,3 +159,13 @@ test('--fuel caps the work; --no-fuel turns metering off; instrument writes a me
   const { readFileSync } = await import('node:fs');
   assert.ok(WebAssembly.validate(readFileSync(out)));
 });
+
+test('run --mount: a guest works on a copy of the host directory and its changes come back', async () => {
+  const { mkdtempSync: mk, writeFileSync, readFileSync: read } = await import('node:fs');
+  const dir = mk(join(tmpdir(), 'membrane-cli-mount-'));
+  writeFileSync(join(dir, 'a.txt'), 'alpha\n');
+  const CMD = (n: string) => join(FIXTURES, '..', '..', 'commands', 'bin', `${n}.wasm`);
+  const r = await membrane(['run', CMD('cp'), '--mount', `${dir}:/data`, '--', '/data/a.txt', '/data/b.txt']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(read(join(dir, 'b.txt'), 'utf8'), 'alpha\n');
+});

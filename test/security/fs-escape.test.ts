@@ -47,3 +47,46 @@ test('without the vfs cap a guest has no filesystem at all: its fs imports do no
   assert.equal(r.error?.code, 'LINK_UNSATISFIED');
   assert.match(r.error!.message, /needs cap "vfs"/);
 });
+
+test('--mount: the escape guest sees the host directory as /data, reaches nothing else, and its write lands on the host', async () => {
+  const { writeFileSync, readFileSync: read, existsSync, mkdirSync, symlinkSync, readdirSync } = await import('node:fs');
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
+  writeFileSync(join(dir, 'input.txt'), 'from the host\n');
+  mkdirSync(join(dir, 'sub'));
+  writeFileSync(join(dir, 'sub', 'gone.txt'), 'delete me\n');
+  symlinkSync('/etc/passwd', join(dir, 'host-link'));
+  const r = await engine.run(cGuest('escape'), { mounts: [`${dir}:/data`] });
+  assert.equal(r.exitCode, 0, JSON.stringify(r.error) + r.stderr);
+  assert.doesNotMatch(r.stdout, /READ|root:x:/);
+  assert.match(r.stdout, /list-data: \/data -> LIST .* input\.txt/);
+  assert.doesNotMatch(r.stdout, /host-link/, 'host symlinks are not copied in');
+  assert.match(r.warnings.join('\n'), /skipped 1 entries/);
+  assert.ok(existsSync(join(dir, 'ok.txt')), 'the guest write landed in the mounted directory');
+  // The guest's own symlinks (to /etc and climbing out) are never written back.
+  assert.deepEqual(readdirSync(dir).sort(), ['host-link', 'input.txt', 'ok.txt', 'sub']);
+  assert.equal(read(join(dir, 'input.txt'), 'utf8'), 'from the host\n');
+});
+
+test('a read-only mount is never written back, and a guest removal reaches the host only for read-write mounts', async () => {
+  const { writeFileSync, existsSync } = await import('node:fs');
+  const ro = mkdtempSync(join(tmpdir(), 'membrane-mount-ro-'));
+  const rw = mkdtempSync(join(tmpdir(), 'membrane-mount-rw-'));
+  writeFileSync(join(ro, 'keep.txt'), 'x');
+  writeFileSync(join(rw, 'drop.txt'), 'x');
+  assert.equal((await engine.run(command('rm'), { argv: ['/ro/keep.txt'], mounts: [`${ro}:/ro:ro`] })).exitCode, 0);
+  assert.ok(existsSync(join(ro, 'keep.txt')));
+  assert.equal((await engine.run(command('rm'), { argv: ['/rw/drop.txt'], mounts: [`${rw}:/rw`] })).exitCode, 0);
+  assert.ok(!existsSync(join(rw, 'drop.txt')));
+});
+
+test('bad mounts are POLICY_INVALID: outside the workspace, .., missing host dirs, no vfs cap', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
+  for (const m of [`${dir}:/tmp/x`, `${dir}:/memory`, `${dir}:/`, `${dir}:/a/../b`, `${dir}/nope:/data`, 'nocolon']) {
+    const r = await engine.run(command('ls'), { mounts: [m] });
+    assert.equal(r.error?.code, 'POLICY_INVALID', m);
+  }
+  // A guest with no filesystem imports still cannot be given a mount without the vfs cap.
+  const r = await engine.run(cGuest('hello'), { mounts: [`${dir}:/data`], caps: [] });
+  assert.equal(r.error?.code, 'POLICY_INVALID');
+  assert.match(r.error!.message, /mounts need the vfs cap/);
+});

@@ -23,6 +23,7 @@ export function helpText(): string {
 Usage:
   membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N | --no-fuel] [--memory BYTES]
                [--invoke EXPORT [--arg V]...] [--stdin FILE] [--env K=V]... [--tenant T]
+               [--mount HOSTDIR:/guest[:ro]]...
                [--caps W,W] [--vfs NAME] [--strict-profiles] [--json] [-- ARGS...]
       Run _start (a WASI command) or the named export in a fresh sandbox.
   membrane inspect MODULE [--json]

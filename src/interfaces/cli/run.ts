@@ -46,9 +46,6 @@ export async function runCommand(argv: string[]): Promise<number> {
   const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel });
   let result: RunResult;
   try {
-    if (strs(values['mount']).length) {
-      throw new SandboxError('POLICY_INVALID', '--mount needs the VFS, which arrives with issue #4; it is not available in this version');
-    }
     const bytes = await loadModule(file);
     const capsFlag = str(values['caps']);
     result = await engine.run(bytes, {
@@ -60,6 +57,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       ...(stdinPath !== undefined ? { stdin: readStdin(stdinPath) } : {}),
       ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),
       ...(str(values['vfs']) !== undefined ? { vfs: str(values['vfs'])! } : {}),
+      mounts: strs(values['mount']),
       ...(capsFlag !== undefined ? { caps: capsFlag.split(',').map((c) => c.trim()).filter(Boolean) } : {}),
       env,
       argv: rest,
