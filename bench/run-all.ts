@@ -6,6 +6,7 @@ import { fuelOverhead } from './fuel-overhead.ts';
 import { rewriterSpeed } from './rewriter-speed.ts';
 import { hostCall } from './host-call.ts';
 import { timeoutOvershoot } from './timeout-overshoot.ts';
+import { wasiIo } from './wasi-io.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
@@ -14,3 +15,4 @@ await hostCall();
 await timeoutOvershoot();
 await fuelOverhead();
 await rewriterSpeed();
+await wasiIo();
