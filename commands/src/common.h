@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +125,27 @@ static inline long long parse_count(const char *s) {
     v = v * 10 + (*s - '0');
   }
   return v;
+}
+
+
+/* The operands of cp and mv: SRC DST, or SRC... DIR. Exits with usage on too few operands;
+ * returns 1 when DST is an existing directory, 0 otherwise, and -1 (after a message) when several
+ * sources name a DST that is not a directory. */
+static inline int destination_operands(int argc, char **argv, int first, const char *synopsis) {
+  int n = argc - first;
+  if (n < 2) {
+    if (n == 0) warnx("missing file operand");
+    else warnx("missing destination file operand after '%s'", argv[first]);
+    usage(synopsis);
+  }
+  const char *dst = argv[argc - 1];
+  struct stat st;
+  int into_dir = stat(dst, &st) == 0 && S_ISDIR(st.st_mode);
+  if (n > 2 && !into_dir) {
+    warnx("target '%s' is not a directory", dst);
+    return -1;
+  }
+  return into_dir;
 }
 
 #endif

@@ -19,19 +19,9 @@ int main(int argc, char **argv) {
   const char *synopsis = "SRC DST | SRC... DIR";
   int opt;
   while ((opt = getopt(argc, argv, "")) != -1) usage(synopsis);
-  int n = argc - optind;
-  if (n < 2) {
-    if (n == 0) warnx("missing file operand");
-    else warnx("missing destination file operand after '%s'", argv[optind]);
-    usage(synopsis);
-  }
+  int into_dir = destination_operands(argc, argv, optind, synopsis);
+  if (into_dir < 0) return EXIT_FAIL;
   const char *dst = argv[argc - 1];
-  struct stat st;
-  int into_dir = stat(dst, &st) == 0 && S_ISDIR(st.st_mode);
-  if (n > 2 && !into_dir) {
-    warnx("target '%s' is not a directory", dst);
-    return EXIT_FAIL;
-  }
   int status = EXIT_OK;
   for (int i = optind; i < argc - 1; i++) {
     const char *src = argv[i];
