@@ -45,6 +45,8 @@ export interface GuestOptions extends PolicyOptions {
    * guest granted `vfs` gets a fresh, empty, in-memory VFS that disappears with it.
    */
   vfs?: string;
+  /** The VFS database as a host path chosen by the operator (wins over `vfs`); never guest-chosen. */
+  vfsFile?: string;
 }
 
 export interface RunOptions extends GuestOptions {
@@ -58,6 +60,8 @@ export interface RunOptions extends GuestOptions {
   args?: readonly ArgValue[];
   /** The id reported by `session_info`; default a fresh `run-N`. */
   id?: string;
+  /** Also return the raw stdout bytes (`stdoutBytes`), e.g. to pipe binary output onward. */
+  captureBytes?: boolean;
 }
 
 export type StartOptions = GuestOptions;
@@ -136,7 +140,8 @@ export class Engine {
         startedAt,
         outputLimitBytes: this.config.outputLimitBytes,
       });
-      return mounted ? mounted.finish(result) : result;
+      const withBytes = opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout } : result;
+      return mounted ? mounted.finish(withBytes) : withBytes;
     } catch (e) {
       const err = toSandboxError(e);
       return failure(err, { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);
@@ -297,7 +302,7 @@ export class Engine {
       logSink: this.config.onLog ? 'host' : 'stderr',
       hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
       fuel: { metered: prepared.metered, chunk: this.config.fuelChunk },
-      vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs) : null,
+      vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs, opts.vfsFile) : null,
     };
   }
 
@@ -323,8 +328,8 @@ export const DEFAULT_PREOPENS = Object.freeze([
   { guestPath: '/memory', volume: 'memory' as const },
 ]);
 
-function vfsSpec(name: string | undefined): VfsSpec {
-  const config = resolveVfs(name === undefined ? { file: ':memory:' } : { name });
+function vfsSpec(name: string | undefined, file: string | undefined): VfsSpec {
+  const config = resolveVfs(file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name });
   return { file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes };
 }
 

@@ -28,6 +28,8 @@ export interface RunResult {
   readonly profile: string;
   readonly warnings: readonly string[];
   readonly error?: SerializedError;
+  /** Raw stdout, only when the run asked for it (`captureBytes`); not part of the JSON result. */
+  readonly stdoutBytes?: Uint8Array;
 }
 
 export interface ResultContext {

@@ -169,3 +169,13 @@ test('run --mount: a guest works on a copy of the host directory and its changes
   assert.equal(r.code, 0, r.stderr);
   assert.equal(read(join(dir, 'b.txt'), 'utf8'), 'alpha\n');
 });
+
+test('membrane sh runs pipelines of sandboxed commands; an unknown command exits 127', async () => {
+  const a = await membrane(['sh', '-c', 'echo hello | wc -c']);
+  assert.equal(a.code, 0, a.stderr);
+  assert.equal(a.stdout, '6\n');
+  assert.equal((await membrane(['sh', '-c', 'seq 1 100 | grep 7 | wc -l'])).stdout, '19\n');
+  const missing = await membrane(['sh', '-c', 'nosuch']);
+  assert.equal(missing.code, 127);
+  assert.equal(missing.stderr, 'sh: nosuch: command not found\n');
+});

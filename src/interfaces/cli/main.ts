@@ -6,6 +6,7 @@ import { ERROR_CODES, ERROR_TABLE } from '../../errors.ts';
 import { reportError, USAGE_EXIT } from './args.ts';
 import { inspectCommand } from './inspect.ts';
 import { instrumentCommand } from './instrument.ts';
+import { shCommand } from './sh.ts';
 import { profilesCommand } from './profiles.ts';
 import { runCommand } from './run.ts';
 
@@ -14,6 +15,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   inspect: inspectCommand,
   profiles: profilesCommand,
   instrument: instrumentCommand,
+  sh: shCommand,
 };
 
 export function helpText(): string {
@@ -30,6 +32,10 @@ Usage:
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.
   membrane profiles [--json]
       The four profiles: memory, timeout, fuel and cap words.
+  membrane sh -c 'SCRIPT' [--vfs NAME] [--profile P] [--timeout MS] [--json]
+      The in-sandbox shell: pipes, ; && ||, variables, quoting, < > >> into the VFS; every
+      command is a registered wasm guest (echo cat wc head tail grep sort uniq tr ls mkdir rm cp
+      mv sha256sum base64 seq). An unknown command exits 127.
   membrane instrument IN.wasm -o OUT.wasm [--json]
       Write the fuel-metered module the engine would run (sizes, functions, loops, time).
 

@@ -1,0 +1,34 @@
+/** `membrane sh -c 'SCRIPT' [--vfs NAME]`: the in-sandbox shell (src/shell). */
+
+import { createEngine } from '../../engine/index.ts';
+import { CommandRegistry, runShell } from '../../shell/index.ts';
+import { UsageError, num, parse, printJson, str } from './args.ts';
+
+export async function shCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    command: { type: 'string', short: 'c' },
+    vfs: { type: 'string' },
+    profile: { type: 'string' },
+    timeout: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  const script = str(values['command']);
+  if (script === undefined || positionals.length > 0) throw new UsageError("sh takes -c 'SCRIPT'");
+  const engine = createEngine({ poolSize: 1 });
+  try {
+    const timeoutMs = num('timeout', values['timeout']);
+    const r = await runShell(engine, CommandRegistry.withBuiltins(), script, {
+      ...(str(values['vfs']) !== undefined ? { vfs: str(values['vfs'])! } : {}),
+      ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+    if (values['json'] === true) printJson(r);
+    else {
+      process.stdout.write(r.stdout);
+      process.stderr.write(r.stderr);
+    }
+    return r.exitCode;
+  } finally {
+    await engine.close();
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The command registry: names → WASI command modules (`.wasm` with `_start`).
+ *
+ * Owns: the built-in set (commands/bin/*.wasm, compiled from commands/src in this repo) and
+ * operator registrations. Invariant: a name resolves only to a module the operator registered or
+ * shipped; a guest cannot register anything, and names are plain words (no paths).
+ *
+ * Does not protect against: an operator registering a hostile module — it still runs in the
+ * sandbox like any guest.
+ */
+
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SandboxError } from '../errors.ts';
+
+const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
+
+function builtinDir(): string | null {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, 'commands', 'bin');
+    if (existsSync(join(dir, 'package.json')) && existsSync(candidate)) return candidate;
+    const up = dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+
+export class CommandRegistry {
+  private readonly modules = new Map<string, Uint8Array>();
+  private readonly builtins = new Map<string, string>();
+
+  /** A registry with the built-in commands (loaded on first use). */
+  static withBuiltins(): CommandRegistry {
+    const r = new CommandRegistry();
+    const dir = builtinDir();
+    if (dir) {
+      for (const f of readdirSync(dir)) if (f.endsWith('.wasm')) r.builtins.set(f.slice(0, -5), join(dir, f));
+    }
+    return r;
+  }
+
+  register(name: string, bytes: Uint8Array): void {
+    if (!COMMAND_NAME.test(name)) throw new SandboxError('POLICY_INVALID', 'a command name is 1-64 of [A-Za-z0-9._+-]', { name: name.slice(0, 64) });
+    this.modules.set(name, bytes);
+  }
+
+  get(name: string): Uint8Array | undefined {
+    if (!COMMAND_NAME.test(name)) return undefined;
+    const hit = this.modules.get(name);
+    if (hit) return hit;
+    const file = this.builtins.get(name);
+    if (!file) return undefined;
+    const bytes = new Uint8Array(readFileSync(file));
+    this.modules.set(name, bytes);
+    return bytes;
+  }
+
+  names(): string[] {
+    return [...new Set([...this.modules.keys(), ...this.builtins.keys()])].sort();
+  }
+}
