@@ -7,6 +7,7 @@ import { rewriterSpeed } from './rewriter-speed.ts';
 import { hostCall } from './host-call.ts';
 import { timeoutOvershoot } from './timeout-overshoot.ts';
 import { wasiIo } from './wasi-io.ts';
+import { shellLatency } from './shell.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
@@ -16,3 +17,4 @@ await timeoutOvershoot();
 await fuelOverhead();
 await rewriterSpeed();
 await wasiIo();
+await shellLatency();
