@@ -33,6 +33,8 @@ export interface ShellOptions {
   tenant?: string;
   env?: Readonly<Record<string, string>>;
   stdin?: Uint8Array | string;
+  /** Commands one script may run (default MAX_STEPS); lower only. */
+  maxSteps?: number;
 }
 
 export interface ShellResult {
@@ -60,11 +62,12 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
   let status = 0;
   let fuel = 0;
   let steps = 0;
+  const maxSteps = Math.min(MAX_STEPS, opts.maxSteps ?? MAX_STEPS);
 
   const expand = (w: Word): string => w.map((p) => (p.kind === 'text' ? p.text : p.name === '?' ? String(status) : (vars.get(p.name) ?? ''))).join('');
 
   const runCommand = async (cmd: Command, input: Uint8Array): Promise<{ status: number; out: Uint8Array }> => {
-    if (++steps > MAX_STEPS) throw new Error(`sh: more than ${MAX_STEPS} commands`);
+    if (++steps > maxSteps) throw new Error(`sh: more than ${maxSteps} commands`);
     const words = cmd.words.map(expand);
     const assigns = cmd.assigns.map((a) => [a.name, expand(a.value)] as const);
     if (words.length === 0) {

@@ -179,3 +179,10 @@ test('membrane sh runs pipelines of sandboxed commands; an unknown command exits
   assert.equal(missing.code, 127);
   assert.equal(missing.stderr, 'sh: nosuch: command not found\n');
 });
+
+test('membrane sh: a syntax error exits 2 and runs nothing', async () => {
+  const r = await membrane(['sh', '-c', 'echo `id`']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /membrane sh: syntax error at 5: '`' is not supported/);
+  assert.equal(r.stdout, '');
+});

@@ -1,7 +1,7 @@
 /** `membrane sh -c 'SCRIPT' [--vfs NAME]`: the in-sandbox shell (src/shell). */
 
 import { createEngine } from '../../engine/index.ts';
-import { CommandRegistry, runShell } from '../../shell/index.ts';
+import { CommandRegistry, ShellSyntaxError, parse as parseScript, runShell } from '../../shell/index.ts';
 import { UsageError, num, parse, printJson, str } from './args.ts';
 
 export async function shCommand(argv: string[]): Promise<number> {
@@ -14,6 +14,15 @@ export async function shCommand(argv: string[]): Promise<number> {
   });
   const script = str(values['command']);
   if (script === undefined || positionals.length > 0) throw new UsageError("sh takes -c 'SCRIPT'");
+  try {
+    parseScript(script);
+  } catch (e) {
+    if (e instanceof ShellSyntaxError) {
+      process.stderr.write(`membrane sh: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
   const engine = createEngine({ poolSize: 1 });
   try {
     const timeoutMs = num('timeout', values['timeout']);
