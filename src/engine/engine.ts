@@ -21,9 +21,8 @@ import { budgetOf, graceFor } from './budget.ts';
 import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
 import { WorkerPool } from './pool.ts';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Vfs, resolveVfs, storageDir } from '../storage/index.ts';
+import { Vfs, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
 import { checkMount, copyIn, parseMount, writeBack, type MountSnapshot, type MountSpec } from './mounts.ts';
 import { PROTOCOL_VERSION, type VfsSpec, type Entry, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
@@ -114,7 +113,7 @@ export class Engine {
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps);
-      const { entry, resultTypes, isCommand } = chooseEntry(prepared, opts);
+      const { entry, isCommand } = chooseEntry(prepared, opts);
       const mounted = this.mount(opts, policy, id);
       let spec = this.spec(prepared, plan, policy, { id, tenant }, opts);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
@@ -134,7 +133,6 @@ export class Engine {
       const result = fromAwaited(awaited, {
         profile: policy.profile,
         warnings: policy.warnings,
-        resultTypes,
         isCommand,
         timeoutMs: policy.timeoutMs,
         startedAt,
@@ -239,7 +237,7 @@ export class Engine {
     const temporary = opts.vfs === undefined;
     const file = temporary ? join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`) : resolveVfs({ name: opts.vfs }).file;
     const cleanup = (): void => {
-      if (temporary) for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+      if (temporary) removeDatabase(file);
     };
     let snapshots: MountSnapshot[];
     try {
@@ -333,7 +331,7 @@ function vfsSpec(name: string | undefined, file: string | undefined): VfsSpec {
   return { file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes };
 }
 
-function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry: Entry; resultTypes: readonly string[]; isCommand: boolean } {
+function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry: Entry; isCommand: boolean } {
   const exports = prepared.desc.exports;
   if (opts.invoke !== undefined) {
     const ex = exports.find((e) => e.name === opts.invoke && e.kind === 'func');
@@ -344,10 +342,10 @@ function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry: Entry
       });
     }
     const args = parseArgs(ex.name, ex.signature.params, opts.args ?? []);
-    return { entry: { kind: 'invoke', export: ex.name, args }, resultTypes: ex.signature.results, isCommand: false };
+    return { entry: { kind: 'invoke', export: ex.name, args }, isCommand: false };
   }
   if (exports.some((e) => e.name === '_start' && e.kind === 'func')) {
-    return { entry: { kind: 'start' }, resultTypes: [], isCommand: true };
+    return { entry: { kind: 'start' }, isCommand: true };
   }
   throw new SandboxError('POLICY_INVALID', 'the module has no _start export; name an export to invoke', {
     exports: exports.filter((e) => e.kind === 'func').map((e) => e.name).slice(0, 50),

@@ -82,7 +82,7 @@ export class Instance {
     const startedAt = performance.now();
     w.post({ v: PROTOCOL_VERSION, kind: 'load', job: ++this.job, module: this.d.prepared.module, spec: this.d.spec, budget: budgetOf(this.d.policy) });
     const a = await w.awaitDone(startedAt + this.d.policy.timeoutMs, this.d.hostHandler, graceFor(this.d.prepared));
-    const r = fromAwaited(a, this.resultContext(this.d.policy.timeoutMs, startedAt, []));
+    const r = fromAwaited(a, this.resultContext(this.d.policy.timeoutMs, startedAt));
     if (!r.ok) {
       await w.terminate();
       this.state = 'dead';
@@ -133,7 +133,7 @@ export class Instance {
         await this.afterFailure(); // a broken frame: the worker is not trusted again
         throw e;
       }
-      const r = fromAwaited(a, this.resultContext(policy.timeoutMs, startedAt, sig.results, policy.warnings));
+      const r = fromAwaited(a, this.resultContext(policy.timeoutMs, startedAt, policy.warnings));
       this.fuelUsed += r.fuelUsed;
       if (a.kind === 'done') this.memoryBytes = a.frame.memoryBytes;
       // A call stopped at its deadline leaves guest state half-updated: retire or restart.
@@ -184,11 +184,10 @@ export class Instance {
     await this.queue.catch(() => {});
   }
 
-  private resultContext(timeoutMs: number, startedAt: number, resultTypes: readonly string[], warnings = this.d.policy.warnings) {
+  private resultContext(timeoutMs: number, startedAt: number, warnings = this.d.policy.warnings) {
     return {
       profile: this.d.policy.profile,
       warnings,
-      resultTypes,
       isCommand: false,
       timeoutMs,
       startedAt,

@@ -8,9 +8,9 @@
  * Does not protect against: an operator choosing generous limits.
  */
 
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
+import { membraneHome } from '../storage/index.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 
 export interface LogEntry {
@@ -124,9 +124,4 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     fuelChunk: Math.floor(count('fuelChunk', o.fuelChunk, DEFAULT_FUEL_CHUNK)),
     cacheDir: o.cacheDir === false ? null : (o.cacheDir ?? join(membraneHome(), 'cache')),
   });
-}
-
-/** `$MEMBRANE_HOME`, default `~/.membrane`: where Membrane keeps its data. */
-export function membraneHome(): string {
-  return process.env['MEMBRANE_HOME'] || join(homedir(), '.membrane');
 }

@@ -35,7 +35,6 @@ export interface RunResult {
 export interface ResultContext {
   readonly profile: string;
   readonly warnings: readonly string[];
-  readonly resultTypes: readonly string[];
   readonly isCommand: boolean;
   readonly timeoutMs: number;
   readonly startedAt: number;
@@ -78,7 +77,7 @@ export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
   };
   const exit = o.exitCode !== null ? { exitCode: o.exitCode } : ctx.isCommand && o.ok ? { exitCode: 0 } : {};
   if (o.ok) {
-    return ctx.isCommand ? { ok: true, ...exit, ...base } : { ok: true, result: renderResults(ctx.resultTypes, o.values), ...base };
+    return ctx.isCommand ? { ok: true, ...exit, ...base } : { ok: true, result: renderResults(o.values), ...base };
   }
   return { ok: false, ...exit, ...base, error: o.error };
 }

@@ -68,17 +68,12 @@ function toBigInt(raw: ArgValue): bigint | null {
   return neg ? -n : n;
 }
 
-/** Render result values by the export's declared result types. */
-export function renderResults(types: readonly string[], values: readonly WireValue[]): ResultValue | ResultValue[] {
-  const out = values.map((w, i): ResultValue => {
-    const t = types[i] ?? w.t;
-    if (w.t === 'i64') {
-      const n = BigInt(w.v);
-      return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : w.v;
-    }
-    if (typeof w.v === 'string') return w.v;
-    if (t === 'f32' || t === 'f64' || t === 'i32') return w.v;
-    return w.v;
+/** Render result values as JSON-safe values: i64 as a number when safe, else a decimal string. */
+export function renderResults(values: readonly WireValue[]): ResultValue | ResultValue[] {
+  const out = values.map((w): ResultValue => {
+    if (w.t !== 'i64') return w.v;
+    const n = BigInt(w.v);
+    return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : w.v;
   });
   if (out.length === 0) return null;
   return out.length === 1 ? out[0]! : out;

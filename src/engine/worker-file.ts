@@ -10,7 +10,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 let cached: Promise<string> | null = null;
 
-function packageRoot(): string {
+/** The directory of Membrane's package.json (src/ or dist/ alike). */
+export function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const pkg = join(dir, 'package.json');

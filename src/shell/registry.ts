@@ -10,21 +10,15 @@
  */
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
+import { packageRoot } from '../engine/worker-file.ts';
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
 
 function builtinDir(): string | null {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'commands', 'bin');
-    if (existsSync(join(dir, 'package.json')) && existsSync(candidate)) return candidate;
-    const up = dirname(dir);
-    if (up === dir) return null;
-    dir = up;
-  }
+  const dir = join(packageRoot(), 'commands', 'bin');
+  return existsSync(dir) ? dir : null;
 }
 
 export class CommandRegistry {

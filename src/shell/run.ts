@@ -14,11 +14,10 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine } from '../engine/engine.ts';
 import type { RunResult } from '../engine/results.ts';
-import { O_CREAT, O_TRUNC, Vfs, VfsError, resolveVfs, storageDir, type VolumeName } from '../storage/index.ts';
+import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir, type VolumeName } from '../storage/index.ts';
 import { parse, type Command, type Pipeline, type Word } from './parse.ts';
 import type { CommandRegistry } from './registry.ts';
 
@@ -149,7 +148,7 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
     status = 2;
   } finally {
     vfs.close();
-    if (temporary) for (const s of ['', '-wal', '-shm']) rmSync(file + s, { force: true });
+    if (temporary) removeDatabase(file);
   }
   return {
     exitCode: status,

@@ -15,7 +15,7 @@
  * lies about fsync; modes on directories that already existed outside `$MEMBRANE_HOME`.
  */
 
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -155,4 +155,9 @@ function configure(db: Database & { loadExtension?: unknown }, skipWal: boolean)
   }
   db.pragma('synchronous = FULL');
   if (db.pragma('foreign_keys', { simple: true }) !== 1) throw new SandboxError('INTERNAL', 'foreign keys are off');
+}
+
+/** Remove a database file and its WAL companions (for temporary VFS databases). */
+export function removeDatabase(file: string): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
 }

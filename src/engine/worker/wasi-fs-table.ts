@@ -14,13 +14,14 @@
  * last link answers EBADF afterwards (the VFS deletes contents at once).
  */
 
-import { VfsError } from '../../storage/errno.ts';
 import type { Vfs, VfsStat } from '../../storage/index.ts';
-import { FaultError, type GuestMemory } from './memory.ts';
-import { GuestFault, type CallState } from './signals.ts';
+import type { GuestMemory } from './memory.ts';
+import type { CallState } from './signals.ts';
+import { WasiError, guard, type WasiFn } from './wasi-call.ts';
+
+export { WasiError, guard, type WasiFn };
 
 /** Same shape as the ambient WASI functions (`wasi.ts`). */
-export type WasiFn = (...args: never[]) => number | void;
 export type Volume = 'workspace' | 'memory' | 'tmp';
 
 /** Errno numbers used by this layer beyond the VFS table (WASI `errno` enum). */
@@ -39,13 +40,6 @@ export const E = {
   SPIPE: 70,
   NOTCAPABLE: 76,
 } as const;
-
-/** A guest-caused failure with its WASI errno. */
-export class WasiError extends Error {
-  constructor(readonly errno: number) {
-    super(`wasi errno ${errno}`);
-  }
-}
 
 export function refuse(errno: number): never {
   throw new WasiError(errno);
@@ -170,21 +164,6 @@ export class FdTable {
 }
 
 // ---- plumbing ------------------------------------------------------------------------------
-
-/** Wrap an import: stop after an exit/fault; guest errors and bad pointers become errnos. */
-export function guard<A extends unknown[]>(state: CallState, fn: (...a: A) => number): WasiFn {
-  return ((...a: A) => {
-    state.rethrow();
-    try {
-      return fn(...a);
-    } catch (e) {
-      if (e instanceof VfsError || e instanceof WasiError) return e.errno;
-      if (e instanceof FaultError) return E.FAULT;
-      if (e instanceof GuestFault) state.fault ??= e;
-      throw e;
-    }
-  }) as unknown as WasiFn;
-}
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 

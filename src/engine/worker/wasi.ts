@@ -7,7 +7,7 @@
  * capped captures, the environment is exactly what the operator passed, and without the `vfs`
  * cap no descriptor other than 0, 1 and 2 exists.
  *
- * Invariant: every pointer the guest passes is bounds-checked (EFAULT), every call answers an
+ * Invariant: every pointer the guest passes is bounds-checked (EFAULT, via wasi-call.ts's guard), every call answers an
  * errno and never throws to the guest except `proc_exit` (which ends the call) and the walls
  * (output limit). Sleeps in `poll_oneoff` are bounded by the call's remaining budget.
  *
@@ -15,10 +15,11 @@
  */
 
 import { randomFillSync } from 'node:crypto';
-import { FaultError, type GuestMemory } from './memory.ts';
+import type { GuestMemory } from './memory.ts';
 import type { CappedStream } from './output.ts';
 import { SandboxError } from '../../errors.ts';
 import { ExitSignal, GuestFault, type CallState } from './signals.ts';
+import { guard, type WasiFn } from './wasi-call.ts';
 
 export const Errno = {
   SUCCESS: 0,
@@ -54,23 +55,8 @@ export interface WasiContext {
   remainingMs(): number;
 }
 
-type WasiFn = (...args: never[]) => number | void;
 
 const encoder = new TextEncoder();
-
-/** Wrap an import: stop after an exit/fault, turn a bad pointer into EFAULT. */
-function guarded(ctx: WasiContext, fn: (...args: number[]) => number): WasiFn {
-  return ((...args: number[]) => {
-    ctx.state.rethrow();
-    try {
-      return fn(...args);
-    } catch (e) {
-      if (e instanceof FaultError) return Errno.FAULT;
-      if (e instanceof GuestFault) ctx.state.fault ??= e;
-      throw e;
-    }
-  }) as WasiFn;
-}
 
 function stringsSizes(ctx: WasiContext, list: readonly Uint8Array[], countPtr: number, sizePtr: number): number {
   ctx.memory.setU32(countPtr, list.length);
@@ -109,7 +95,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
   const envs = ctx.env.map(([k, v]) => encoder.encode(`${k}=${v}`));
   const stream = (fd: number): CappedStream | null => (fd === 1 ? ctx.stdout : fd === 2 ? ctx.stderr : null);
   const isStdio = (fd: number) => fd >= 0 && fd <= 2;
-  const g = (fn: (...a: number[]) => number) => guarded(ctx, fn);
+  const g = (fn: (...a: number[]) => number) => guard(ctx.state, fn);
 
   return {
     args_sizes_get: g((c, s) => stringsSizes(ctx, args, c!, s!)),
@@ -189,7 +175,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
 /** `posix`: poll_oneoff with clock subscriptions (sleeps) and stdio readiness. */
 export function posixWasi(ctx: WasiContext): Record<string, WasiFn> {
   return {
-    poll_oneoff: guarded(ctx, (inPtr, outPtr, nsubs, neventsPtr) => {
+    poll_oneoff: guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
       const n = nsubs! >>> 0;
       if (n === 0 || n > MAX_SUBSCRIPTIONS) return Errno.INVAL;
       ctx.memory.check(inPtr!, n * SUBSCRIPTION_BYTES);
