@@ -243,7 +243,7 @@ export class Engine {
     try {
       const vfs = Vfs.open({ file });
       try {
-        snapshots = copyIn(vfs, specs);
+        snapshots = copyIn(vfs, specs, this.config.maxMountFiles);
       } finally {
         vfs.close();
       }
@@ -300,7 +300,7 @@ export class Engine {
       logSink: this.config.onLog ? 'host' : 'stderr',
       hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
       fuel: { metered: prepared.metered, chunk: this.config.fuelChunk },
-      vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs, opts.vfsFile) : null,
+      vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs, opts.vfsFile, this.config) : null,
     };
   }
 
@@ -326,8 +326,9 @@ export const DEFAULT_PREOPENS = Object.freeze([
   { guestPath: '/memory', volume: 'memory' as const },
 ]);
 
-function vfsSpec(name: string | undefined, file: string | undefined): VfsSpec {
-  const config = resolveVfs(file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name });
+function vfsSpec(name: string | undefined, file: string | undefined, limits: { vfsMaxBytes: number; vfsMaxInodes: number }): VfsSpec {
+  const where = file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name };
+  const config = resolveVfs({ ...where, maxBytes: limits.vfsMaxBytes, maxInodes: limits.vfsMaxInodes });
   return { file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes };
 }
 

@@ -64,7 +64,7 @@ export function checkMount(m: MountSpec): MountSpec {
 }
 
 /** Copy every mount into the VFS's workspace volume. */
-export function copyIn(vfs: Vfs, mounts: readonly MountSpec[]): MountSnapshot[] {
+export function copyIn(vfs: Vfs, mounts: readonly MountSpec[], maxFiles = MAX_MOUNT_FILES): MountSnapshot[] {
   return mounts.map((mount) => {
     const files = new Set<string>();
     const skipped: string[] = [];
@@ -77,7 +77,7 @@ export function copyIn(vfs: Vfs, mounts: readonly MountSpec[]): MountSnapshot[] 
           guarded(() => vfs.mkdir('workspace', guest), guest);
           walk(r);
         } else if (e.isFile()) {
-          if (files.size >= MAX_MOUNT_FILES) throw new SandboxError('POLICY_INVALID', `a mount holds more than ${MAX_MOUNT_FILES} files`);
+          if (files.size >= maxFiles) throw new SandboxError('POLICY_INVALID', `a mount holds more than ${maxFiles} files`, { maxFiles });
           const data = readFileSync(join(mount.hostDir, r));
           guarded(() => vfs.write(vfs.open('workspace', guest, O_CREAT | O_TRUNC).ino, 0, data), guest);
           files.add(r);

@@ -10,7 +10,8 @@
 
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
-import { membraneHome } from '../storage/index.ts';
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
+import { MAX_MOUNT_FILES } from './mounts.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 
 export interface LogEntry {
@@ -58,6 +59,12 @@ export interface EngineOptions {
   fuelChunk?: number;
   /** Where instrumented modules are cached on disk; `false` disables it. Default `$MEMBRANE_HOME/cache`. */
   cacheDir?: string | false;
+  /** Bytes a guest's VFS may hold. Default 256 MiB (storage's DEFAULT_MAX_BYTES). */
+  vfsMaxBytes?: number;
+  /** Files, directories and links a guest's VFS may hold. Default 100 000. */
+  vfsMaxInodes?: number;
+  /** Regular files one `--mount` may copy in. Default MAX_MOUNT_FILES (20 000). */
+  maxMountFiles?: number;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -91,6 +98,9 @@ export interface EngineConfig {
   readonly fuel: boolean;
   readonly fuelChunk: number;
   readonly cacheDir: string | null;
+  readonly vfsMaxBytes: number;
+  readonly vfsMaxInodes: number;
+  readonly maxMountFiles: number;
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -123,5 +133,8 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     fuel: o.fuel !== false,
     fuelChunk: Math.floor(count('fuelChunk', o.fuelChunk, DEFAULT_FUEL_CHUNK)),
     cacheDir: o.cacheDir === false ? null : (o.cacheDir ?? join(membraneHome(), 'cache')),
+    vfsMaxBytes: Math.floor(count('vfsMaxBytes', o.vfsMaxBytes, DEFAULT_MAX_BYTES)),
+    vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),
+    maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
   });
 }
