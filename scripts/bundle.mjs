@@ -1,6 +1,7 @@
 // Builds dist/ from src/ with esbuild (a dependency of tsx) whenever a source file is newer than
 // the outputs: dist/worker.cjs (the guest worker thread: plain JS, so a new worker boots in tens
-// of milliseconds instead of the ~300 ms a TypeScript loader costs) and dist/cli.mjs (the CLI).
+// of milliseconds instead of the ~300 ms a TypeScript loader costs), dist/cli.mjs (the CLI) and
+// dist/query-child.mjs (the vfs_query child process, found beside the bundle that spawns it).
 // Outputs are written to a temporary name and renamed, so concurrent builders never see a torn file.
 import { build } from 'esbuild';
 import { readdirSync, statSync, renameSync, mkdirSync, existsSync } from 'node:fs';
@@ -12,6 +13,7 @@ export const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const TARGETS = [
   { entry: 'src/engine/worker/main.ts', out: 'dist/worker.cjs', format: 'cjs' },
   { entry: 'src/interfaces/cli/main.ts', out: 'dist/cli.mjs', format: 'esm' },
+  { entry: 'src/storage/query-child.mjs', out: 'dist/query-child.mjs', format: 'esm' },
 ];
 
 function newestSource(dir) {
@@ -19,7 +21,7 @@ function newestSource(dir) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
     if (e.isDirectory()) newest = Math.max(newest, newestSource(p));
-    else if (e.name.endsWith('.ts')) newest = Math.max(newest, statSync(p).mtimeMs);
+    else if (e.name.endsWith('.ts') || e.name.endsWith('.mjs')) newest = Math.max(newest, statSync(p).mtimeMs);
   }
   return newest;
 }

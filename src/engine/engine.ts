@@ -3,33 +3,38 @@
  *
  * Owns: `run` (a fresh instance per call, disposed after), `start` (a persistent instance on a
  * dedicated worker), `info`, `close`; the time wall's enforcement (a call that passes its
- * deadline gets TIMEOUT and its worker is terminated and replaced — the runaway never keeps a
- * core); the instance-count bound.
+ * deadline is interrupted at its next fuel refill, or its worker is terminated and replaced — the
+ * runaway never keeps a core); the instance-count bound; spawned processes (a registered command
+ * run as its caller, one level deeper, killable) and the query service `vfs_query` uses.
  * Invariant: nothing is instantiated before the linker accepted every import; every guest runs
- * in a worker thread with an empty environment, captured stdio and bounded resources.
+ * in a worker thread with an empty environment, captured stdio and bounded resources; every
+ * job's host calls go through one HostServices job that is ended when the job ends.
  *
- * Does not protect against: fuel/work (issue #3 adds metering) and brokered powers (issue #5);
- * a deadline is enforced from the host, so a guest's own clock reads are not a wall.
+ * Does not protect against: rate limits and revocation of brokered powers (issue #5); a deadline
+ * is enforced from the host, so a guest's own clock reads are not a wall.
  */
 
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { memoryPages, resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
-import { planLinks, type LinkPlan } from './linker.ts';
+import { planLinks } from './linker.ts';
 import { ModuleCache, type PreparedModule } from './module-cache.ts';
-import { resolveEngine, HOST_WAIT_GRACE_MS, type EngineConfig, type EngineOptions } from './options.ts';
+import { resolveEngine, type EngineConfig, type EngineOptions } from './options.ts';
 import { budgetOf, graceFor } from './budget.ts';
-import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
 import { WorkerPool } from './pool.ts';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Vfs, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
 import { checkMount, copyIn, parseMount, writeBack, type MountSnapshot, type MountSpec } from './mounts.ts';
-import { PROTOCOL_VERSION, type VfsSpec, type Entry, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
+import { PROTOCOL_VERSION } from './protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
-import { parseArgs, type ArgValue } from './values.ts';
+import type { ArgValue } from './values.ts';
 import { locateWorker } from './worker-file.ts';
-import type { HostHandler } from './worker-handle.ts';
+import { buildSpec, checkName, chooseEntry, spawnsProcesses } from './guest-spec.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
+import { HostServices, type Caller, type ProcessRun } from './host-services.ts';
+import { CommandRegistry } from './registry.ts';
+import { QueryService } from '../storage/query.ts';
+import { GUEST_ERR } from './command-abi.ts';
 
 export interface GuestOptions extends PolicyOptions {
   /** Who the guest runs for; captured at start, never named by the guest. Default "default". */
@@ -65,8 +70,13 @@ export interface RunOptions extends GuestOptions {
 
 export type StartOptions = GuestOptions;
 
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
-const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
+interface Inherited {
+  readonly policy: PolicyConfig;
+  readonly argv0: string;
+  readonly depth: number;
+  readonly signal: AbortSignal;
+}
 
 export interface EngineStats {
   readonly liveWorkers: number;
@@ -79,6 +89,8 @@ export class Engine {
   readonly config: EngineConfig;
   private readonly modules: ModuleCache;
   private readonly pool: WorkerPool;
+  private readonly services: HostServices;
+  private queries: QueryService | null = null;
   private readonly instances = new Map<string, Instance>();
   private readonly starting = new Set<string>();
   private runs = 0;
@@ -100,33 +112,53 @@ export class Engine {
       },
     });
     this.pool.warm();
+    this.services = new HostServices({
+      registry: options.commands ?? CommandRegistry.withBuiltins(),
+      onLog: this.config.onLog,
+      prepare: (bytes, policy) => this.prepare(bytes, policy),
+      runProcess: (caller, run) => this.runProcess(caller, run),
+      query: (caller, sql, snapshot) => this.query(caller, sql, snapshot),
+    });
   }
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`. */
-  async run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
+  run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
+    return this.execute(bytes, opts, null);
+  }
+
+  private async execute(bytes: Uint8Array, opts: RunOptions, inherited: Inherited | null): Promise<RunResult> {
     const t0 = performance.now();
     let policy: PolicyConfig | null = null;
+    let scratch: string | null = null;
     try {
       this.assertOpen();
-      policy = resolvePolicy(opts, this.config);
+      policy = inherited?.policy ?? resolvePolicy(opts, this.config);
       const id = checkName('id', opts.id ?? `run-${++this.runs}`);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps);
       const { entry, isCommand } = chooseEntry(prepared, opts);
       const mounted = this.mount(opts, policy, id);
-      let spec = this.spec(prepared, plan, policy, { id, tenant }, opts);
+      let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
+      else if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
+        // Processes run on other workers: they can share a file VFS, not an in-memory one.
+        scratch = join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`);
+        spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
+      }
       const handle = await this.pool.acquire();
       const startedAt = performance.now();
       const deadline = startedAt + policy.timeoutMs;
       handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: 1, module: prepared.module, spec, entry, budget: budgetOf(policy) });
       let awaited;
+      const job = this.services.job({ tenant, instance: id, policy, spec });
       try {
-        awaited = await handle.awaitDone(deadline, this.hostHandler(tenant, id), graceFor(prepared));
+        awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), inherited?.signal);
       } catch (e) {
         void this.pool.discard(handle); // a broken frame: the worker is not trusted again
         throw e;
+      } finally {
+        job.end();
       }
       if (awaited.kind === 'done') this.pool.release(handle);
       else void this.pool.discard(handle);
@@ -143,7 +175,31 @@ export class Engine {
     } catch (e) {
       const err = toSandboxError(e);
       return failure(err, { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);
+    } finally {
+      if (scratch) removeDatabase(scratch);
     }
+  }
+
+  /** A spawned process: the registered command as its caller (tenant, policy, VFS), one level deeper. */
+  private runProcess(caller: Caller, run: ProcessRun): Promise<RunResult> {
+    const opts: RunOptions = {
+      tenant: caller.tenant,
+      argv: run.request.args,
+      stdin: run.request.stdin,
+      captureBytes: true,
+      ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file } : {}),
+    };
+    return this.execute(run.bytes, opts, { policy: caller.policy, argv0: run.request.name, depth: run.depth, signal: run.signal });
+  }
+
+  /** `vfs_query`: the caller's own database (its file, or the snapshot of an in-memory one). */
+  private async query(caller: Caller, sql: string, snapshot: Uint8Array): Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }> {
+    const file = caller.spec.vfs?.file;
+    if (!file) return { ok: false, errno: GUEST_ERR.DENIED };
+    this.queries ??= new QueryService();
+    const source = file === ':memory:' ? { bytes: snapshot } : { file };
+    const r = await this.queries.query(source, sql);
+    return r.ok ? { ok: true, json: r.json } : { ok: false, errno: GUEST_ERR[r.code] };
   }
 
   /** Start a persistent instance; its calls are serialized and share its state. */
@@ -161,12 +217,19 @@ export class Engine {
       });
     }
     this.starting.add(id);
+    let scratch: string | null = null;
     try {
       const policy = resolvePolicy(opts, this.config);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps);
-      const spec = this.spec(prepared, plan, policy, { id, tenant }, opts);
+      let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant }, opts);
+      if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
+        scratch = join(storageDir('vfs'), `instance-${id}-${randomUUID()}.sqlite`);
+        spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
+      }
+      const job = this.services.job({ tenant, instance: id, policy, spec });
+      const file = scratch;
       const instance = new Instance({
         id,
         tenant,
@@ -175,8 +238,12 @@ export class Engine {
         spec,
         engine: this.config,
         acquire: () => this.pool.acquireDedicated(),
-        hostHandler: this.hostHandler(tenant, id),
-        onGone: () => this.instances.delete(id),
+        hostHandler: job.handle,
+        onGone: () => {
+          job.end();
+          this.instances.delete(id);
+          if (file) removeDatabase(file);
+        },
       });
       await instance.boot();
       if (this.closed) {
@@ -184,8 +251,10 @@ export class Engine {
         throw new SandboxError('INSTANCE_DEAD', 'the engine closed while the instance was starting');
       }
       this.instances.set(id, instance);
+      scratch = null;
       return instance;
     } catch (e) {
+      if (scratch) removeDatabase(scratch);
       throw toSandboxError(e);
     } finally {
       this.starting.delete(id);
@@ -202,6 +271,11 @@ export class Engine {
     return this.instances.get(id);
   }
 
+  /** A tenant's running execs and live processes (the exec cap's per-principal counters). */
+  principalUsage(tenant: string): { execs: number; processes: number } {
+    return this.services.usage(tenant);
+  }
+
   stats(): EngineStats {
     return { liveWorkers: this.pool.liveWorkers, instances: this.instances.size, workersReplaced: this.pool.replaced };
   }
@@ -210,6 +284,7 @@ export class Engine {
     this.closed = true;
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
+    await this.queries?.close();
   }
 
   private assertOpen(): void {
@@ -274,90 +349,6 @@ export class Engine {
       },
     };
   }
-
-  private spec(
-    prepared: PreparedModule,
-    plan: LinkPlan,
-    policy: PolicyConfig,
-    who: { id: string; tenant: string },
-    opts: GuestOptions,
-  ): GuestSpec {
-    const env = Object.entries(opts.env ?? {});
-    for (const [k, v] of env) {
-      if (k.includes('=') || k.includes('\0') || String(v).includes('\0')) {
-        throw new SandboxError('POLICY_INVALID', 'environment names may not contain "=" or NUL, values may not contain NUL');
-      }
-    }
-    const stdin = typeof opts.stdin === 'string' ? new TextEncoder().encode(opts.stdin) : (opts.stdin ?? new Uint8Array(0));
-    return {
-      session: { id: who.id, tenant: who.tenant, profile: policy.profile },
-      link: prepared.metered ? [...plan.link, importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name)] : plan.link,
-      maxMemoryPages: prepared.maxMemoryPages,
-      importedMemory: plan.importedMemory,
-      growFailedExport: prepared.limits.growFailedExport,
-      output: { limitBytes: this.config.outputLimitBytes, failOnLimit: this.config.failOnOutputLimit },
-      wasi: { argv: [who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
-      logSink: this.config.onLog ? 'host' : 'stderr',
-      hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
-      fuel: { metered: prepared.metered, chunk: this.config.fuelChunk },
-      vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs, opts.vfsFile, this.config) : null,
-    };
-  }
-
-  private hostHandler(tenant: string, instance: string): HostHandler {
-    const onLog = this.config.onLog;
-    return (req: HostRequest): HostReply => {
-      if (req.op === 'log' && onLog) {
-        try {
-          onLog({ tenant, instance, level: LOG_LEVELS[req.level] ?? 'info', message: req.message });
-        } catch {
-          // an operator's logger failing is not the guest's problem
-        }
-      }
-      return { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value: 0 };
-    };
-  }
-}
-
-/** What the guest sees: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
-export const DEFAULT_PREOPENS = Object.freeze([
-  { guestPath: '/', volume: 'workspace' as const },
-  { guestPath: '/tmp', volume: 'tmp' as const },
-  { guestPath: '/memory', volume: 'memory' as const },
-]);
-
-function vfsSpec(name: string | undefined, file: string | undefined, limits: { vfsMaxBytes: number; vfsMaxInodes: number }): VfsSpec {
-  const where = file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name };
-  const config = resolveVfs({ ...where, maxBytes: limits.vfsMaxBytes, maxInodes: limits.vfsMaxInodes });
-  return { file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes };
-}
-
-function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry: Entry; isCommand: boolean } {
-  const exports = prepared.desc.exports;
-  if (opts.invoke !== undefined) {
-    const ex = exports.find((e) => e.name === opts.invoke && e.kind === 'func');
-    if (!ex || !ex.signature) {
-      throw new SandboxError('POLICY_INVALID', `the module has no exported function "${String(opts.invoke).slice(0, 64)}"`, {
-        export: String(opts.invoke).slice(0, 64),
-        exports: exports.filter((e) => e.kind === 'func').map((e) => e.name).slice(0, 50),
-      });
-    }
-    const args = parseArgs(ex.name, ex.signature.params, opts.args ?? []);
-    return { entry: { kind: 'invoke', export: ex.name, args }, isCommand: false };
-  }
-  if (exports.some((e) => e.name === '_start' && e.kind === 'func')) {
-    return { entry: { kind: 'start' }, isCommand: true };
-  }
-  throw new SandboxError('POLICY_INVALID', 'the module has no _start export; name an export to invoke', {
-    exports: exports.filter((e) => e.kind === 'func').map((e) => e.name).slice(0, 50),
-  });
-}
-
-function checkName(what: string, value: string): string {
-  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
-    throw new SandboxError('POLICY_INVALID', `${what} must be 1-128 characters of [A-Za-z0-9._:@-]`, { [what]: String(value).slice(0, 64) });
-  }
-  return value;
 }
 
 export function createEngine(options: EngineOptions = {}): Engine {

@@ -3,3 +3,4 @@ export { Instance, type InstanceInfo, type InstanceState, type CallOptions } fro
 export { resolveEngine, MAX_TABLE_ELEMENTS, DEFAULT_OUTPUT_LIMIT_BYTES, type EngineOptions, type EngineConfig, type LogEntry } from './options.ts';
 export type { RunResult } from './results.ts';
 export { checkImport, planLinks, signatureText, type MissingImport } from './linker.ts';
+export { CommandRegistry } from './registry.ts';

@@ -13,6 +13,7 @@ import { SandboxError } from '../errors.ts';
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
 import { MAX_MOUNT_FILES } from './mounts.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
+import type { CommandRegistry } from './registry.ts';
 
 export interface LogEntry {
   readonly tenant: string;
@@ -65,6 +66,8 @@ export interface EngineOptions {
   vfsMaxInodes?: number;
   /** Regular files one `--mount` may copy in. Default MAX_MOUNT_FILES (20 000). */
   maxMountFiles?: number;
+  /** The commands guests may run (`commands`/`exec` caps). Default: the built-in set. */
+  commands?: CommandRegistry;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */

@@ -14,7 +14,7 @@
 
 import { SandboxError, isErrorCode, type SerializedError } from '../errors.ts';
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export type WasmValue = number | bigint;
 export type WireValue =
@@ -52,6 +52,8 @@ export interface GuestSpec {
   readonly fuel: { readonly metered: boolean; readonly chunk: number };
   /** The guest's filesystem (with the `vfs` cap): a VFS database the worker opens itself. */
   readonly vfs: VfsSpec | null;
+  /** How many commands deep this guest runs (0 for a guest the operator started; ≤ MAX_EXEC_DEPTH). */
+  readonly depth: number;
 }
 
 export type VolumeName = 'workspace' | 'memory' | 'tmp';
@@ -78,12 +80,12 @@ export type Entry =
 
 /** main → worker over postMessage (these carry a WebAssembly.Module, which frames cannot). */
 export type ControlMessage =
-  | { readonly v: 1; readonly kind: 'run'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly entry: Entry; readonly budget: Budget }
-  | { readonly v: 1; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget };
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'run'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly entry: Entry; readonly budget: Budget }
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget };
 
 /** main → worker over the channel: a call into a loaded instance. */
 export interface CallFrame {
-  readonly v: 1;
+  readonly v: typeof PROTOCOL_VERSION;
   readonly kind: 'call';
   readonly job: number;
   readonly export: string;
@@ -97,7 +99,7 @@ export type Outcome =
 
 /** worker → main over the channel: a job's result. Blobs: [stdout, stderr]. */
 export interface DoneFrame {
-  readonly v: 1;
+  readonly v: typeof PROTOCOL_VERSION;
   readonly kind: 'done';
   readonly job: number;
   readonly outcome: Outcome;
@@ -109,13 +111,42 @@ export interface DoneFrame {
   readonly durationMs: number;
 }
 
-/** worker → main over the channel: a guest's host call. */
-export type HostRequest = { readonly v: 1; readonly kind: 'host'; readonly job: number; readonly op: 'log'; readonly level: number; readonly message: string };
+/**
+ * worker → main over the channel: a guest's host call. Bytes travel as the frame's blobs:
+ * `vfs_query` sends the serialized database of an in-memory VFS (empty for a file VFS),
+ * `process_spawn` the request (command-abi.ts).
+ */
+export type HostRequest = { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'host'; readonly job: number } & HostOp;
 
-/** main → worker: the reply. `value` is op-specific; `errno` is a guest error code (DESIGN §4). */
+export type HostOp =
+  | { readonly op: 'log'; readonly level: number; readonly message: string }
+  /** Resolve a registered command for a nested run; the module arrives on the module port. */
+  | { readonly op: 'command'; readonly mode: 'run' | 'exec'; readonly name: string; readonly depth: number }
+  /** An `exec` ended: release its concurrency slot. */
+  | { readonly op: 'command_end'; readonly slot: number }
+  | { readonly op: 'vfs_query'; readonly sql: string }
+  | { readonly op: 'process_spawn'; readonly depth: number }
+  | { readonly op: 'process_wait'; readonly pid: number; readonly cap: number }
+  | { readonly op: 'process_kill'; readonly pid: number };
+
+/**
+ * main → worker: the reply. `value` is op-specific; `errno` is a guest error code (DESIGN §4).
+ * `payload` (not part of the JSON header) travels as the frame's blob.
+ */
 export type HostReply =
-  | { readonly v: 1; readonly kind: 'host-reply'; readonly ok: true; readonly value: number }
-  | { readonly v: 1; readonly kind: 'host-reply'; readonly ok: false; readonly errno: number };
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'host-reply'; readonly ok: true; readonly value: number; readonly payload?: Uint8Array }
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'host-reply'; readonly ok: false; readonly errno: number };
+
+/** What main posts on a worker's module port before answering a `command` host call. */
+export interface CommandModuleMessage {
+  readonly kind: 'command-module';
+  readonly module: WebAssembly.Module;
+  readonly link: readonly string[];
+  readonly maxMemoryPages: number;
+  readonly importedMemory: GuestSpec['importedMemory'];
+  readonly growFailedExport: string | null;
+  readonly metered: boolean;
+}
 
 // ---- wire values ----
 
@@ -209,13 +240,35 @@ export function parseDoneFrame(x: unknown): DoneFrame {
 export function parseHostRequest(x: unknown): HostRequest {
   const o = checkVersion(x, 'host');
   if (typeof o['job'] !== 'number') throw invalid('host job');
+  const num = (...keys: string[]): boolean => keys.every((k) => typeof o[k] === 'number' && Number.isFinite(o[k]));
+  let ok: boolean;
   switch (o['op']) {
     case 'log':
-      if (typeof o['level'] !== 'number' || typeof o['message'] !== 'string') throw invalid('log fields');
-      return o as unknown as HostRequest;
+      ok = num('level') && typeof o['message'] === 'string';
+      break;
+    case 'command':
+      ok = (o['mode'] === 'run' || o['mode'] === 'exec') && typeof o['name'] === 'string' && num('depth');
+      break;
+    case 'command_end':
+      ok = num('slot');
+      break;
+    case 'vfs_query':
+      ok = typeof o['sql'] === 'string';
+      break;
+    case 'process_spawn':
+      ok = num('depth');
+      break;
+    case 'process_wait':
+      ok = num('pid', 'cap');
+      break;
+    case 'process_kill':
+      ok = num('pid');
+      break;
     default:
       throw invalid('unknown host op');
   }
+  if (!ok) throw invalid(`${String(o['op'])} fields`);
+  return o as unknown as HostRequest;
 }
 
 export function parseHostReply(x: unknown): HostReply {

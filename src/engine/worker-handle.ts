@@ -12,7 +12,7 @@
  * deadlines (the worker's bounded wait then ends the guest's call with TIMEOUT).
  */
 
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { Channel, State } from './channel.ts';
 import { readDone, writeCall } from './frames.ts';
@@ -20,6 +20,7 @@ import {
   PROTOCOL_VERSION,
   parseHostRequest,
   type CallFrame,
+  type CommandModuleMessage,
   type ControlMessage,
   type DoneFrame,
   type HostReply,
@@ -37,7 +38,8 @@ export interface WorkerLimits {
   readonly idleWaitMs: number;
 }
 
-export type HostHandler = (req: HostRequest) => HostReply | Promise<HostReply>;
+/** Serves one host call; `blobs` are the request's byte payloads; `handle` is the calling worker. */
+export type HostHandler = (req: HostRequest, blobs: readonly Uint8Array[], handle: WorkerHandle) => HostReply | Promise<HostReply>;
 
 export type Awaited =
   | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array }
@@ -50,6 +52,8 @@ let nextWorkerId = 1;
 export class WorkerHandle {
   readonly id = nextWorkerId++;
   readonly channel = new Channel();
+  /** Carries compiled command modules to the worker (read there with receiveMessageOnPort). */
+  private modulePort: MessagePort | null = null;
   private worker!: Worker;
   private deathError: SandboxError | null = null;
   private exited!: Promise<void>;
@@ -64,6 +68,9 @@ export class WorkerHandle {
   }
 
   private async boot(file: string): Promise<void> {
+    const { port1, port2 } = new MessageChannel();
+    this.modulePort = port1;
+    port1.unref();
     const w = new Worker(file, {
       env: {},
       argv: [],
@@ -71,7 +78,8 @@ export class WorkerHandle {
       stdin: false,
       stdout: true,
       stderr: true,
-      workerData: { channel: this.channel.sab, spinMs: this.limits.spinMs, idleWaitMs: this.limits.idleWaitMs },
+      workerData: { channel: this.channel.sab, spinMs: this.limits.spinMs, idleWaitMs: this.limits.idleWaitMs, modules: port2 },
+      transferList: [port2],
       resourceLimits: {
         maxOldGenerationSizeMb: this.limits.heapMb,
         maxYoungGenerationSizeMb: Math.max(8, Math.floor(this.limits.heapMb / 4)),
@@ -87,6 +95,7 @@ export class WorkerHandle {
     this.exited = new Promise((resolve) => {
       w.once('exit', () => {
         this.alive = false;
+        this.modulePort?.close();
         this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the guest worker exited');
         this.channel.set(State.DEAD);
         resolve();
@@ -112,6 +121,12 @@ export class WorkerHandle {
     });
   }
 
+  /** Hand the worker a compiled command module; it is read before the host reply is. */
+  postModule(msg: CommandModuleMessage): void {
+    if (!this.alive || !this.modulePort) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.modulePort.postMessage(msg);
+  }
+
   post(msg: ControlMessage): void {
     if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
     this.channel.clearInterrupt();
@@ -134,22 +149,27 @@ export class WorkerHandle {
    * `graceMs` after that, the wait ends with `timeout` and the caller terminates the worker.
    * Leaves the channel IDLE after a result.
    */
-  async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0): Promise<Awaited> {
+  async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0, signal?: AbortSignal): Promise<Awaited> {
     // A pending Atomics.waitAsync does not keep Node alive by itself; a ref'd worker does.
     this.worker.ref();
+    // An abort (a killed process) is a deadline that came early: wake the wait to notice it.
+    const wake = (): void => void Atomics.notify(this.channel.words, 0);
+    signal?.addEventListener('abort', wake);
     try {
-      return await this.waitLoop(deadline, onHost, graceMs);
+      return await this.waitLoop(deadline, onHost, graceMs, signal);
     } finally {
+      signal?.removeEventListener('abort', wake);
       this.worker.unref();
     }
   }
 
-  private async waitLoop(deadline: number, onHost: HostHandler, graceMs: number): Promise<Awaited> {
+  private async waitLoop(deadline: number, onHost: HostHandler, graceMs: number, signal?: AbortSignal): Promise<Awaited> {
     const ch = this.channel;
     let limit = deadline;
     let interrupted = false;
     let spinUntil = performance.now() + this.limits.spinMs;
     for (;;) {
+      if (signal?.aborted && !interrupted) limit = Math.min(limit, performance.now());
       const s = ch.state;
       if (s === State.DONE) {
         const done = readDone(ch);
@@ -159,15 +179,21 @@ export class WorkerHandle {
       if (s === State.HOST_REQ) {
         let reply: HostReply;
         try {
-          const req = parseHostRequest(ch.read().header);
-          const r = onHost(req);
+          const frame = ch.read();
+          const req = parseHostRequest(frame.header);
+          const r = onHost(req, frame.blobs, this);
           reply = r instanceof Promise ? await r : r;
         } catch (e) {
           void toSandboxError(e);
           reply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -8 };
         }
         if (ch.state !== State.HOST_REQ) continue; // died or timed out meanwhile
-        ch.write(reply);
+        if (reply.ok && reply.payload) {
+          const { payload, ...header } = reply;
+          ch.write(header, [payload]);
+        } else {
+          ch.write(reply);
+        }
         ch.set(State.HOST_REP);
         spinUntil = performance.now() + this.limits.spinMs;
         continue;
@@ -180,7 +206,7 @@ export class WorkerHandle {
         if (interrupted || graceMs <= 0) return { kind: 'timeout' };
         ch.interrupt();
         interrupted = true;
-        limit = deadline + graceMs;
+        limit = Math.min(deadline, now) + graceMs;
         continue;
       }
       if (now < spinUntil) continue;

@@ -59,9 +59,6 @@ const sig = (params: readonly ValType[], results: readonly ValType[] = []): Sign
 const errno = (...params: ValType[]): Signature => sig(params, [I]);
 
 const PLANNED_NOTES: Partial<Record<CapWord, string>> = {
-  vfs: 'the SQLite VFS (issue #4)',
-  commands: 'the command registry (issue #4)',
-  exec: 'the exec and process brokers (issue #4)',
   kv: 'the kv broker (issue #5)',
   secrets: 'the secrets broker (issue #5)',
   queue: 'the queue broker (issue #5)',
@@ -148,17 +145,17 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
   membrane('session_info', 'ambient', 'linked', errno(...OUT)),
   membrane('log', 'ambient', 'linked', sig([I, ...STR])),
   membrane('clock_ms', 'ambient', 'linked', sig([], [J])),
-  // membrane: brokered powers whose brokers land in later issues
-  membrane('vfs_read', 'vfs', 'planned', errno(...STR, ...OUT)),
-  membrane('vfs_write', 'vfs', 'planned', errno(...STR, ...STR)),
-  membrane('vfs_list', 'vfs', 'planned', errno(...STR, ...OUT)),
-  membrane('vfs_delete', 'vfs', 'planned', errno(...STR)),
-  membrane('vfs_query', 'vfs', 'planned', errno(...STR, ...OUT)),
-  membrane('run_command', 'commands', 'planned', errno(...STR, ...OUT)),
-  membrane('exec', 'exec', 'planned', null),
-  membrane('process_spawn', 'exec', 'planned', null),
-  membrane('process_wait', 'exec', 'planned', null),
-  membrane('process_kill', 'exec', 'planned', null),
+  // membrane: brokered powers (the vfs and command lanes are linked; the rest land with issue #5)
+  membrane('vfs_read', 'vfs', 'linked', errno(...STR, ...OUT)),
+  membrane('vfs_write', 'vfs', 'linked', errno(...STR, ...STR)),
+  membrane('vfs_list', 'vfs', 'linked', errno(...STR, ...OUT)),
+  membrane('vfs_delete', 'vfs', 'linked', errno(...STR)),
+  membrane('vfs_query', 'vfs', 'linked', errno(...STR, ...OUT)),
+  membrane('run_command', 'commands', 'linked', errno(...STR, ...OUT)),
+  membrane('exec', 'exec', 'linked', errno(...STR, ...OUT)),
+  membrane('process_spawn', 'exec', 'linked', errno(...STR)),
+  membrane('process_wait', 'exec', 'linked', errno(I, ...OUT)),
+  membrane('process_kill', 'exec', 'linked', errno(I)),
   membrane('kv_get', 'kv', 'planned', errno(...STR, ...OUT)),
   membrane('kv_put', 'kv', 'planned', errno(...STR, ...STR)),
   membrane('kv_delete', 'kv', 'planned', errno(...STR)),

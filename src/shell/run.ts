@@ -19,7 +19,7 @@ import type { Engine } from '../engine/engine.ts';
 import type { RunResult } from '../engine/results.ts';
 import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir, type VolumeName } from '../storage/index.ts';
 import { parse, type Command, type Pipeline, type Word } from './parse.ts';
-import type { CommandRegistry } from './registry.ts';
+import type { CommandRegistry } from '../engine/registry.ts';
 
 export const MAX_STEPS = 10_000;
 export const MAX_PIPELINE_STAGES = 64;

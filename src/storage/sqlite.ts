@@ -40,6 +40,8 @@ export interface Database {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   transaction<A extends unknown[], R>(fn: (...args: A) => R): Transaction<(...args: A) => R>;
   close(): this;
+  /** The database file's bytes (better-sqlite3 `serialize`). */
+  serialize(): Buffer;
   readonly open: boolean;
   readonly inTransaction: boolean;
   readonly name: string;

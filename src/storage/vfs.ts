@@ -71,6 +71,11 @@ export class Vfs {
     if (this.db.open) this.db.close();
   }
 
+  /** The whole database as bytes (a snapshot of an in-memory VFS for a read-only query). */
+  serialize(): Uint8Array {
+    return this.db.serialize();
+  }
+
   // ---- transactions -------------------------------------------------------------------------
 
   private mutate<R>(fn: () => R): R {

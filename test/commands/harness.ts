@@ -1,16 +1,21 @@
-// Test-only harness that runs a built-in command (commands/bin/NAME.wasm) under Node's own
-// `node:wasi`, with a fresh temporary directory preopened as "/".
+// Test-only harness that runs the built-in commands (commands/bin/NAME.wasm) the way Membrane
+// runs any guest: through the engine, under the `compute` profile (the least-privileged one that
+// grants `vfs`), fuel-metered, with captured stdio and its files in the engine's WASI-over-VFS.
 //
-// This is ONLY a functional harness for the commands' logic. `node:wasi` maps a real host
-// directory and its documentation says it is not a sandbox; nothing here is a security boundary
-// and no Membrane code path uses it. The engine's WASI-over-VFS replaces it for real runs.
-import { mkdtempSync, openSync, closeSync, readFileSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
+// Each Sandbox owns one VFS database in this process's temporary MEMBRANE_HOME; every command it
+// runs opens that same file as its `/`, so one command's writes are the next one's reads. The
+// test seeds and inspects files through `Vfs` directly — there is no host directory behind `/`.
+// One engine serves a whole test file and is closed when the file's tests end.
+//
+// This checks the commands' behaviour, not the walls: a command the sandbox stops (a fault, a
+// timeout, fuel) has no exit status and fails the test with the engine's error.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { WASI } from 'node:wasi';
+import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, type InodeKind } from '../../src/storage/index.ts';
+import { testEngine } from '../helpers/engine.ts';
 
 const BIN_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'commands', 'bin');
 
@@ -26,99 +31,142 @@ export interface RunResult {
   stderr: string;
 }
 
-const modules = new Map<string, WebAssembly.Module>();
+/** The smallest profile that grants `vfs`: the commands get files and nothing else. */
+const PROFILE = 'compute';
 
-// Node 20 intermittently segfaults when a few hundred finished `node:wasi` instances are left
-// for the garbage collector; collecting after every run keeps the count at one. The flag is set
-// only to obtain `gc` in this test process.
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
+const HOME = mkdtempSync(join(tmpdir(), 'membrane-commands-'));
+process.env['MEMBRANE_HOME'] = HOME;
+const engine = testEngine();
+after(() => rmSync(HOME, { recursive: true, force: true }));
 
-function moduleFor(name: CommandName): WebAssembly.Module {
-  let mod = modules.get(name);
-  if (mod === undefined) {
-    mod = new WebAssembly.Module(readFileSync(join(BIN_DIR, `${name}.wasm`)));
-    modules.set(name, mod);
+const modules = new Map<CommandName, Uint8Array>();
+
+function moduleFor(name: CommandName): Uint8Array {
+  let bytes = modules.get(name);
+  if (bytes === undefined) {
+    bytes = new Uint8Array(readFileSync(join(BIN_DIR, `${name}.wasm`)));
+    modules.set(name, bytes);
   }
-  return mod;
+  return bytes;
 }
 
-/** A temporary directory that a test's commands see as "/". */
+let sandboxes = 0;
+
+/** A fresh VFS that a test's commands see as "/" (the workspace volume). */
 export class Sandbox {
-  readonly root: string;
+  readonly file: string;
+  private opened: Vfs | null = null;
 
   constructor() {
-    this.root = mkdtempSync(join(tmpdir(), 'membrane-commands-'));
+    this.file = join(HOME, `sandbox-${++sandboxes}.sqlite`);
   }
 
-  /** Writes files relative to the root, creating parent directories. */
+  /** The test's own handle on the VFS, opened on first use (most tests only pipe stdin). */
+  private get vfs(): Vfs {
+    return (this.opened ??= Vfs.open({ file: this.file }));
+  }
+
+  /** Writes files relative to "/", creating parent directories. */
   write(files: Record<string, string | Uint8Array>): void {
     for (const [path, data] of Object.entries(files)) {
-      const full = join(this.root, path);
-      mkdirSync(dirname(full), { recursive: true });
-      writeFileSync(full, data);
+      const parts = path.split('/').filter((p) => p !== '');
+      for (let i = 1; i < parts.length; i++) this.mkdir(`/${parts.slice(0, i).join('/')}`);
+      const st = this.vfs.open('workspace', `/${parts.join('/')}`, O_CREAT | O_TRUNC);
+      this.vfs.write(st.ino, 0, typeof data === 'string' ? new TextEncoder().encode(data) : data);
     }
   }
 
   read(path: string): string {
-    return readFileSync(join(this.root, path), 'utf8');
+    const st = this.vfs.open('workspace', abs(path), 0);
+    return Buffer.from(this.vfs.read(st.ino, 0, st.size)).toString('utf8');
+  }
+
+  exists(path: string): boolean {
+    return this.kind(path) !== null;
+  }
+
+  isDirectory(path: string): boolean {
+    return this.kind(path) === 'dir';
+  }
+
+  /** The names in directory PATH (no "." or ".."), sorted. */
+  list(path = '/'): string[] {
+    const ino = this.vfs.stat('workspace', abs(path)).ino;
+    const names: string[] = [];
+    for (let cookie = 0; ;) {
+      const batch = this.vfs.readdir(ino, cookie);
+      if (batch.length === 0) break;
+      for (const e of batch) if (e.name !== '.' && e.name !== '..') names.push(e.name);
+      cookie = batch[batch.length - 1]?.next ?? cookie;
+    }
+    return names.sort();
   }
 
   /** Runs NAME with ARGV (without argv[0]) and STDIN; returns status and captured output. */
-  run(name: CommandName, argv: readonly string[] = [], stdin: string | Uint8Array = ''): RunResult {
-    const r = this.exec(name, argv, stdin);
-    return { status: r.status, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
+  async run(name: CommandName, argv: readonly string[] = [], stdin: string | Uint8Array = ''): Promise<RunResult> {
+    const r = await this.exec(name, argv, stdin);
+    return { status: r.status, stdout: r.stdout.toString('utf8'), stderr: r.stderr };
   }
 
   /** Like run(), for binary output: status and the exact stdout bytes. */
-  runBytes(name: CommandName, argv: readonly string[] = [], stdin: string | Uint8Array = ''): { status: number; stdout: Buffer } {
-    const r = this.exec(name, argv, stdin);
+  async runBytes(name: CommandName, argv: readonly string[] = [], stdin: string | Uint8Array = ''): Promise<{ status: number; stdout: Buffer }> {
+    const r = await this.exec(name, argv, stdin);
     return { status: r.status, stdout: r.stdout };
   }
 
-  private exec(name: CommandName, argv: readonly string[], stdin: string | Uint8Array): { status: number; stdout: Buffer; stderr: Buffer } {
-    const io = mkdtempSync(join(tmpdir(), 'membrane-commands-io-'));
-    const paths = { in: join(io, 'in'), out: join(io, 'out'), err: join(io, 'err') };
-    writeFileSync(paths.in, stdin);
-    const fds = [openSync(paths.in, 'r'), openSync(paths.out, 'w'), openSync(paths.err, 'w')] as const;
-    try {
-      const wasi = new WASI({
-        version: 'preview1',
-        args: [name, ...argv],
-        env: {},
-        preopens: { '/': this.root },
-        stdin: fds[0],
-        stdout: fds[1],
-        stderr: fds[2],
-        returnOnExit: true,
-      });
-      const instance = new WebAssembly.Instance(moduleFor(name), wasi.getImportObject() as WebAssembly.Imports);
-      const status = wasi.start(instance);
-      return { status, stdout: readFileSync(paths.out), stderr: readFileSync(paths.err) };
-    } finally {
-      for (const fd of fds) closeSync(fd);
-      rmSync(io, { recursive: true, force: true });
-      collect();
-    }
+  private async exec(name: CommandName, argv: readonly string[], stdin: string | Uint8Array): Promise<{ status: number; stdout: Buffer; stderr: string }> {
+    const r = await engine.run(moduleFor(name), {
+      profile: PROFILE,
+      id: name, // argv[0]
+      argv,
+      stdin,
+      vfsFile: this.file,
+      captureBytes: true,
+    });
+    if (r.exitCode === undefined) throw new Error(`${name} stopped by the sandbox: ${r.error?.code}: ${r.error?.message}`);
+    if (r.warnings.length > 0) throw new Error(`${name}: ${r.warnings.join('; ')}`);
+    return { status: r.exitCode, stdout: Buffer.from(r.stdoutBytes ?? new Uint8Array(0)), stderr: r.stderr };
   }
 
   /** Runs STAGES left to right, each stage's stdout being the next one's stdin. */
-  pipe(stages: ReadonlyArray<readonly [CommandName, ...string[]]>, stdin = ''): RunResult {
+  async pipe(stages: ReadonlyArray<readonly [CommandName, ...string[]]>, stdin = ''): Promise<RunResult> {
     let result: RunResult = { status: 0, stdout: stdin, stderr: '' };
-    for (const [name, ...argv] of stages) result = this.run(name, argv, result.stdout);
+    for (const [name, ...argv] of stages) result = await this.run(name, argv, result.stdout);
     return result;
   }
 
   dispose(): void {
-    rmSync(this.root, { recursive: true, force: true });
+    this.opened?.close();
+    removeDatabase(this.file);
+  }
+
+  private mkdir(path: string): void {
+    try {
+      this.vfs.mkdir('workspace', path);
+    } catch (e) {
+      if (!(e instanceof VfsError) || e.code !== 'EEXIST') throw e;
+    }
+  }
+
+  private kind(path: string): InodeKind | null {
+    try {
+      return this.vfs.stat('workspace', abs(path)).kind;
+    } catch (e) {
+      if (e instanceof VfsError && e.code === 'ENOENT') return null;
+      throw e;
+    }
   }
 }
 
+function abs(path: string): string {
+  return path.startsWith('/') ? path : `/${path}`;
+}
+
 /** Runs FN with a fresh Sandbox and removes it afterwards. */
-export function withSandbox<T>(fn: (sb: Sandbox) => T): T {
+export async function withSandbox<T>(fn: (sb: Sandbox) => Promise<T>): Promise<T> {
   const sb = new Sandbox();
   try {
-    return fn(sb);
+    return await fn(sb);
   } finally {
     sb.dispose();
   }

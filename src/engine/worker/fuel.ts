@@ -24,6 +24,8 @@ export const FIRST_CHUNK = 10_000;
 
 export class FuelMeter {
   private granted = 0;
+  /** Fuel spent on the guest's behalf outside its own code (nested commands it ran). */
+  private extra = 0;
   private next = FIRST_CHUNK;
   private budget = 0;
   private deadline = 0;
@@ -44,6 +46,7 @@ export class FuelMeter {
     this.budget = budget;
     this.deadline = deadline;
     this.granted = 0;
+    this.extra = 0;
     this.next = Math.min(FIRST_CHUNK, this.chunk);
     if (this.global) {
       const first = Math.min(this.next, budget);
@@ -55,13 +58,26 @@ export class FuelMeter {
 
   /** What a job that trapped is billed: every unit granted to it. */
   billed(): number {
-    return this.granted;
+    return this.granted + this.extra;
   }
 
   /** Fuel consumed by the current job so far. */
   used(): number {
-    if (!this.global) return 0;
-    return this.granted - Number(this.global.value as bigint);
+    if (!this.global) return this.extra;
+    return this.granted - Number(this.global.value as bigint) + this.extra;
+  }
+
+  /** What the job may still spend (a nested command's budget). */
+  remaining(): number {
+    return Math.max(0, this.budget - this.used());
+  }
+
+  /**
+   * Bill `n` units spent on the job's behalf (a nested command). The job's next refill then
+   * sees the smaller budget; a command that used it all leaves its caller FUEL_EXHAUSTED.
+   */
+  spend(n: number): void {
+    this.extra += Math.max(0, n);
   }
 
   readonly refill = (current: bigint): bigint => {
@@ -72,12 +88,17 @@ export class FuelMeter {
     }
     const c = Number(current);
     // Everything charged so far, including the block about to run (c < 0 means overdrawn).
-    if (this.granted - c > this.budget) throw (this.state.fault = this.exhausted());
-    const give = Math.min(Math.max(this.next, -c), this.budget - this.granted);
+    if (this.granted + this.extra - c > this.budget) throw (this.state.fault = this.exhausted());
+    const give = Math.min(Math.max(this.next, -c), this.budget - this.granted - this.extra);
     this.next = Math.min(this.next * 2, this.chunk);
     this.granted += give;
     return BigInt(c + give);
   };
+
+  /** End the job now: a nested command spent the rest of its budget, or its deadline passed. */
+  stop(code: 'FUEL_EXHAUSTED' | 'TIMEOUT'): never {
+    throw (this.state.fault = code === 'FUEL_EXHAUSTED' ? this.exhausted() : new GuestFault(new SandboxError('TIMEOUT', 'the call ran past its budget', {})));
+  }
 
   private exhausted(): GuestFault {
     return new GuestFault(

@@ -14,16 +14,25 @@
 
 import { SandboxError } from '../../errors.ts';
 import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
-import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../protocol.ts';
+import { fromWire, wireFromResult, type Budget, type CommandModuleMessage, type GuestSpec, type HostOp, type Outcome, type WireValue } from '../protocol.ts';
+import { Commands } from './commands.ts';
+import { vfsImports } from './vfs-imports.ts';
 import { FuelMeter } from './fuel.ts';
 import { GuestMemory, FaultError } from './memory.ts';
 import { CappedStream } from './output.ts';
-import { CallState, ExitSignal, classify, type GrowProbe } from './signals.ts';
+import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from './signals.ts';
 import { Vfs } from '../../storage/index.ts';
 import { ambientWasi, posixWasi, type WasiContext } from './wasi.ts';
 import { vfsWasi } from './wasi-fs.ts';
 
-export type HostCall = (op: 'log', level: number, message: string) => number;
+export type HostAnswer = { readonly ok: true; readonly value: number; readonly payload: Uint8Array | null } | { readonly ok: false; readonly errno: number };
+
+/** The worker's line to the main thread (worker/main.ts implements it over the channel). */
+export interface HostBridge {
+  call(op: HostOp, blobs?: readonly Uint8Array[]): HostAnswer;
+  /** The compiled module main posted for a `command` call just answered. */
+  receiveModule(): CommandModuleMessage | null;
+}
 
 const encoder = new TextEncoder();
 /** Imports that mean the guest uses files: every WASI call the `vfs` cap links. */
@@ -43,14 +52,17 @@ export class Guest {
   private readonly wasi: WasiContext;
   private readonly meter: FuelMeter | null;
   private vfs: Vfs | null = null;
+  private ownsVfs = false;
   /** Fuel used by the last instantiate or call. */
   fuelUsed = 0;
 
+  /** `sharedVfs`: a nested command runs against its caller's open VFS, not a new connection. */
   constructor(
     private readonly module: WebAssembly.Module,
     private readonly spec: GuestSpec,
-    private readonly hostCall: HostCall,
-    interrupted: () => boolean,
+    private readonly host: HostBridge,
+    private readonly interrupted: () => boolean,
+    private readonly sharedVfs: Vfs | null = null,
   ) {
     this.meter = spec.fuel.metered ? new FuelMeter(spec.fuel.chunk, interrupted, this.state) : null;
     this.stdout = new CappedStream('stdout', spec.output.limitBytes, spec.output.failOnLimit);
@@ -143,16 +155,31 @@ export class Guest {
     };
   }
 
-  /** Close the guest's VFS (its database connection); the guest is not called again. */
+  /** Close the guest's VFS (its database connection) unless it is its caller's; the guest is not called again. */
   dispose(): void {
-    this.vfs?.close();
+    if (this.ownsVfs) this.vfs?.close();
     this.vfs = null;
+  }
+
+  /** The guest's VFS, opened on first use (a guest that never touches files never opens one). */
+  private openVfs(): Vfs | null {
+    const spec = this.spec.vfs;
+    if (!spec) return null;
+    if (!this.vfs) {
+      if (this.sharedVfs) {
+        this.vfs = this.sharedVfs;
+      } else {
+        this.vfs = Vfs.open({ file: spec.file, maxBytes: spec.maxBytes, maxInodes: spec.maxInodes });
+        this.ownsVfs = true;
+      }
+    }
+    return this.vfs;
   }
 
   private buildImports(): WebAssembly.Imports {
     const ambient = ambientWasi(this.wasi);
     const wasiAll: Record<string, unknown> = { ...ambient, ...posixWasi(this.wasi), ...this.filesystem(ambient) };
-    const membraneAll: Record<string, unknown> = this.membraneAmbient();
+    const membraneAll: Record<string, unknown> = { ...this.membraneAmbient(), ...this.brokered() };
     const imports: Record<string, Record<string, unknown>> = {};
     for (const key of this.spec.link) {
       const dot = key.indexOf('.');
@@ -183,8 +210,37 @@ export class Guest {
   private filesystem(stdio: ReturnType<typeof ambientWasi>): Record<string, unknown> {
     const spec = this.spec.vfs;
     if (!spec || !this.spec.link.some((k) => FS_IMPORTS.has(k))) return {};
-    this.vfs = Vfs.open({ file: spec.file, maxBytes: spec.maxBytes, maxInodes: spec.maxInodes });
-    return vfsWasi({ memory: this.memory, vfs: this.vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state }, stdio);
+    const vfs = this.openVfs()!;
+    return vfsWasi({ memory: this.memory, vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state }, stdio);
+  }
+
+  /** The `membrane` imports of granted caps that run in the worker (commands, exec, vfs_*). */
+  private brokered(): Record<string, unknown> {
+    const linked = new Set(this.spec.link);
+    const uses = (...names: string[]): boolean => names.some((n) => linked.has(importKey(MEMBRANE_MODULE, n)));
+    let out: Record<string, unknown> = {};
+    if (uses('run_command', 'exec', 'process_spawn', 'process_wait', 'process_kill')) {
+      const commands = new Commands({
+        host: this.host,
+        spec: this.spec,
+        memory: this.memory,
+        state: this.state,
+        vfs: () => this.openVfs(),
+        fuelLeft: () => (this.meter ? this.meter.remaining() : Number.MAX_SAFE_INTEGER),
+        spendFuel: (n) => this.meter?.spend(n),
+        stop: (code) => {
+          if (this.meter) this.meter.stop(code);
+          throw (this.state.fault = new GuestFault(new SandboxError(code, code === 'TIMEOUT' ? 'the call ran past its budget' : 'the call used its whole fuel budget', {})));
+        },
+        remainingMs: () => this.deadline - performance.now(),
+        child: (module, spec, vfs) => new Guest(module, spec, this.host, this.interrupted, vfs),
+      });
+      out = { ...out, ...commands.imports() };
+    }
+    if (uses('vfs_read', 'vfs_write', 'vfs_list', 'vfs_delete', 'vfs_query') && this.spec.vfs) {
+      out = { ...out, ...vfsImports({ host: this.host, memory: this.memory, state: this.state, spec: this.spec.vfs, vfs: () => this.openVfs()! }) };
+    }
+    return out;
   }
 
   private createImportedMemory(): WebAssembly.Memory {
@@ -221,7 +277,7 @@ export class Guest {
         }
         const message = decoder.decode(bytes);
         const lv = Math.max(0, Math.min(LOG_LEVELS.length - 1, level | 0));
-        if (this.spec.logSink === 'host') this.hostCall('log', lv, message);
+        if (this.spec.logSink === 'host') this.host.call({ op: 'log', level: lv, message });
         else this.stderr.writeText(`[${LOG_LEVELS[lv]}] ${message}\n`);
       },
       clock_ms: (): bigint => {

@@ -10,7 +10,7 @@
  * any instant (deadline, stop); nothing here needs to clean up for that to be safe.
  */
 
-import { parentPort, workerData } from 'node:worker_threads';
+import { MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
 import { Channel, State } from '../channel.ts';
 import {
@@ -18,21 +18,29 @@ import {
   isControlMessage,
   parseHostReply,
   type Budget,
+  type CommandModuleMessage,
+  type HostOp,
   type DoneFrame,
   type Outcome,
 } from '../protocol.ts';
 import { readCall, writeDone } from '../frames.ts';
-import { Guest } from './guest.ts';
+import { Guest, type HostAnswer, type HostBridge } from './guest.ts';
 import { GuestFault } from './signals.ts';
 
 interface WorkerBoot {
   readonly channel: SharedArrayBuffer;
   readonly spinMs: number;
   readonly idleWaitMs: number;
+  readonly modules: MessagePort;
 }
 
 function isBoot(x: unknown): x is WorkerBoot {
-  return typeof x === 'object' && x !== null && (x as { channel?: unknown }).channel instanceof SharedArrayBuffer;
+  return (
+    typeof x === 'object' &&
+    x !== null &&
+    (x as { channel?: unknown }).channel instanceof SharedArrayBuffer &&
+    (x as { modules?: unknown }).modules instanceof MessagePort
+  );
 }
 
 if (!parentPort || !isBoot(workerData)) throw new Error('membrane worker started without its boot data');
@@ -42,17 +50,33 @@ const ch = new Channel(boot.channel);
 let currentJob = 0;
 let hostWaitMs = 1000;
 
-function hostCall(op: 'log', level: number, message: string): number {
-  ch.write({ v: PROTOCOL_VERSION, kind: 'host', job: currentJob, op, level, message });
-  ch.set(State.HOST_REQ);
-  const s = ch.waitWhile(State.HOST_REQ, hostWaitMs, boot.spinMs);
-  if (s !== State.HOST_REP) {
-    throw new GuestFault(new SandboxError('TIMEOUT', 'the host did not answer a host call in time', { op }));
-  }
-  const reply = parseHostReply(ch.read().header);
-  ch.set(State.RUNNING);
-  return reply.ok ? reply.value : reply.errno;
-}
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+const bridge: HostBridge = {
+  call(op: HostOp, blobs: readonly Uint8Array[] = []): HostAnswer {
+    ch.write({ v: PROTOCOL_VERSION, kind: 'host', job: currentJob, ...op }, blobs);
+    ch.set(State.HOST_REQ);
+    const s = ch.waitWhile(State.HOST_REQ, hostWaitMs, boot.spinMs);
+    if (s !== State.HOST_REP) {
+      throw new GuestFault(new SandboxError('TIMEOUT', 'the host did not answer a host call in time', { op: op.op }));
+    }
+    const frame = ch.read();
+    const reply = parseHostReply(frame.header);
+    ch.set(State.RUNNING);
+    if (!reply.ok) return { ok: false, errno: reply.errno };
+    return { ok: true, value: reply.value, payload: frame.blobs[0] ?? null };
+  },
+  // Main posts the module before it answers the `command` call, so it is already queued here.
+  receiveModule(): CommandModuleMessage | null {
+    let got = receiveMessageOnPort(boot.modules) as { message: CommandModuleMessage } | undefined;
+    for (let i = 0; got === undefined && i < 100; i++) {
+      Atomics.wait(pause, 0, 0, 1);
+      got = receiveMessageOnPort(boot.modules) as { message: CommandModuleMessage } | undefined;
+    }
+    const msg = got?.message;
+    return msg && msg.kind === 'command-module' && msg.module instanceof WebAssembly.Module ? msg : null;
+  },
+};
 
 function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number): void {
   const frame: DoneFrame = {
@@ -120,7 +144,7 @@ port.on('message', (msg: unknown) => {
   currentJob = msg.job;
   hostWaitMs = msg.spec.hostWaitMs;
   ch.set(State.RUNNING);
-  const guest = new Guest(msg.module, msg.spec, hostCall, () => ch.interrupted);
+  const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted);
   const started = guest.instantiate(msg.budget);
   const rest = (): Budget => ({ ms: Math.max(0, msg.budget.ms - (performance.now() - t0)), fuel: Math.max(0, msg.budget.fuel - guest.fuelUsed) });
   const startFuel = guest.fuelUsed;

@@ -1,0 +1,102 @@
+/**
+ * What a guest's world is made of, decided on the main thread before a worker sees it: the
+ * `GuestSpec` (link plan, limits, argv/env/stdin, VFS, nesting depth), the entry point, and the
+ * names (ids, tenants) a caller may choose.
+ *
+ * Owns: input validation of everything a caller passes into a spec (env without `=`/NUL, ids and
+ * tenants of a fixed alphabet, an invoked export that exists with arguments of its signature).
+ * Invariant: a spec is plain data built only from the policy, the prepared module and validated
+ * options; a guest never contributes to it.
+ *
+ * Does not protect against: an operator passing secrets in `env` — the guest sees them.
+ */
+
+import { SandboxError } from '../errors.ts';
+import type { PolicyConfig } from '../policy/resolve.ts';
+import { FUEL_REFILL_IMPORT, MEMBRANE_MODULE, importKey } from '../policy/catalog.ts';
+import { resolveVfs } from '../storage/index.ts';
+import type { LinkPlan } from './linker.ts';
+import type { PreparedModule } from './module-cache.ts';
+import { HOST_WAIT_GRACE_MS, type EngineConfig } from './options.ts';
+import type { Entry, GuestSpec, VfsSpec } from './protocol.ts';
+import { parseArgs } from './values.ts';
+import type { GuestOptions, RunOptions } from './engine.ts';
+
+const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export function buildSpec(
+  config: EngineConfig,
+  prepared: PreparedModule,
+  plan: LinkPlan,
+  policy: PolicyConfig,
+  who: { id: string; tenant: string; argv0?: string },
+  opts: GuestOptions,
+  depth = 0,
+): GuestSpec {
+  const env = Object.entries(opts.env ?? {});
+  for (const [k, v] of env) {
+    if (k.includes('=') || k.includes('\0') || String(v).includes('\0')) {
+      throw new SandboxError('POLICY_INVALID', 'environment names may not contain "=" or NUL, values may not contain NUL');
+    }
+  }
+  const stdin = typeof opts.stdin === 'string' ? new TextEncoder().encode(opts.stdin) : (opts.stdin ?? new Uint8Array(0));
+  return {
+    session: { id: who.id, tenant: who.tenant, profile: policy.profile },
+    link: prepared.metered ? [...plan.link, importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name)] : plan.link,
+    maxMemoryPages: prepared.maxMemoryPages,
+    importedMemory: plan.importedMemory,
+    growFailedExport: prepared.limits.growFailedExport,
+    output: { limitBytes: config.outputLimitBytes, failOnLimit: config.failOnOutputLimit },
+    wasi: { argv: [who.argv0 ?? who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
+    logSink: config.onLog ? 'host' : 'stderr',
+    hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
+    fuel: { metered: prepared.metered, chunk: config.fuelChunk },
+    vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs, opts.vfsFile, config) : null,
+    depth,
+  };
+}
+
+/** What the guest sees: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
+export const DEFAULT_PREOPENS = Object.freeze([
+  { guestPath: '/', volume: 'workspace' as const },
+  { guestPath: '/tmp', volume: 'tmp' as const },
+  { guestPath: '/memory', volume: 'memory' as const },
+]);
+
+export function vfsSpec(name: string | undefined, file: string | undefined, limits: { vfsMaxBytes: number; vfsMaxInodes: number }): VfsSpec {
+  const where = file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name };
+  const config = resolveVfs({ ...where, maxBytes: limits.vfsMaxBytes, maxInodes: limits.vfsMaxInodes });
+  return { file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes };
+}
+
+export function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry: Entry; isCommand: boolean } {
+  const exports = prepared.desc.exports;
+  if (opts.invoke !== undefined) {
+    const ex = exports.find((e) => e.name === opts.invoke && e.kind === 'func');
+    if (!ex || !ex.signature) {
+      throw new SandboxError('POLICY_INVALID', `the module has no exported function "${String(opts.invoke).slice(0, 64)}"`, {
+        export: String(opts.invoke).slice(0, 64),
+        exports: exports.filter((e) => e.kind === 'func').map((e) => e.name).slice(0, 50),
+      });
+    }
+    const args = parseArgs(ex.name, ex.signature.params, opts.args ?? []);
+    return { entry: { kind: 'invoke', export: ex.name, args }, isCommand: false };
+  }
+  if (exports.some((e) => e.name === '_start' && e.kind === 'func')) {
+    return { entry: { kind: 'start' }, isCommand: true };
+  }
+  throw new SandboxError('POLICY_INVALID', 'the module has no _start export; name an export to invoke', {
+    exports: exports.filter((e) => e.kind === 'func').map((e) => e.name).slice(0, 50),
+  });
+}
+
+export function spawnsProcesses(spec: GuestSpec): boolean {
+  return spec.link.includes(importKey(MEMBRANE_MODULE, 'process_spawn'));
+}
+
+export function checkName(what: string, value: string): string {
+  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
+    throw new SandboxError('POLICY_INVALID', `${what} must be 1-128 characters of [A-Za-z0-9._:@-]`, { [what]: String(value).slice(0, 64) });
+  }
+  return value;
+}

@@ -1,0 +1,237 @@
+/**
+ * The main thread's side of a guest's host calls: `log`, the command lanes (`run_command`,
+ * `exec`, `process_*`) and `vfs_query`.
+ *
+ * Owns: resolving a command name in the operator's registry and preparing its module with the
+ * caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
+ * processes — a principal is the tenant, so a tenant's instances share them); the process table
+ * of each job (processes run on other workers; they end when their job ends); handing
+ * `vfs_query` to the query service with the caller's own database.
+ * Invariant: every decision is made here from the caller's captured context (tenant, policy,
+ * VFS, depth) — a request can name a registered command and its argv, nothing else; a slot taken
+ * is released on every path (the call's end, its job's end, a worker's death).
+ *
+ * Does not protect against: rate and revocation — the broker cadence (issue #5) wraps these.
+ */
+
+import { SandboxError, toSandboxError } from '../errors.ts';
+import type { PolicyConfig } from '../policy/resolve.ts';
+import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
+import { planLinks } from './linker.ts';
+import type { PreparedModule } from './module-cache.ts';
+import { GUEST_ERR, MAX_EXEC_DEPTH, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from './command-abi.ts';
+import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
+import type { CommandRegistry } from './registry.ts';
+import type { RunResult } from './results.ts';
+import type { HostHandler, WorkerHandle } from './worker-handle.ts';
+import type { LogEntry } from './options.ts';
+
+/** DESIGN §4: the exec cap's per-principal limits. */
+export const MAX_CONCURRENT_EXECS = 64;
+export const MAX_LIVE_PROCESSES = 32;
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+
+/** Who is calling: captured when the job started, never taken from the request. */
+export interface Caller {
+  readonly tenant: string;
+  readonly instance: string;
+  readonly policy: PolicyConfig;
+  readonly spec: GuestSpec;
+}
+
+export interface ProcessRun {
+  readonly request: CommandRequest;
+  readonly bytes: Uint8Array;
+  readonly depth: number;
+  readonly signal: AbortSignal;
+}
+
+export interface HostServicesDeps {
+  readonly registry: CommandRegistry;
+  readonly onLog: ((entry: LogEntry) => void) | null;
+  readonly prepare: (bytes: Uint8Array, policy: PolicyConfig) => Promise<PreparedModule>;
+  /** Run a spawned process on its own worker, as the caller, against the caller's VFS. */
+  readonly runProcess: (caller: Caller, run: ProcessRun) => Promise<RunResult>;
+  readonly query: (caller: Caller, sql: string, snapshot: Uint8Array) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
+}
+
+interface Process {
+  readonly promise: Promise<RunResult>;
+  readonly abort: AbortController;
+  response: Uint8Array | null;
+}
+
+/** One job's host calls; `end()` when the job is over, whatever way it ended. */
+export interface JobHost {
+  readonly handle: HostHandler;
+  end(): void;
+}
+
+export class HostServices {
+  private readonly execs = new Map<string, number>();
+  private readonly live = new Map<string, number>();
+
+  constructor(private readonly deps: HostServicesDeps) {}
+
+  /** Concurrent execs and live processes of a tenant right now (for tests and metrics). */
+  usage(tenant: string): { execs: number; processes: number } {
+    return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
+  }
+
+  job(caller: Caller): JobHost {
+    const slots = new Set<number>();
+    const processes = new Map<number, Process>();
+    let nextSlot = 1;
+    let nextPid = 1;
+    let ended = false;
+    const ok = (value: number, payload?: Uint8Array): HostReply =>
+      payload ? { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value, payload } : { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value };
+    const err = (errno: number): HostReply => ({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno });
+    const releaseExec = (slot: number): void => {
+      if (slots.delete(slot)) this.bump(this.execs, caller.tenant, -1);
+    };
+    const reap = (pid: number): void => {
+      const p = processes.get(pid);
+      if (!p) return;
+      processes.delete(pid);
+      p.abort.abort();
+      this.bump(this.live, caller.tenant, -1);
+    };
+
+    const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle): Promise<HostReply> => {
+      switch (req.op) {
+        case 'log':
+          this.log(caller, req.level, req.message);
+          return ok(0);
+        case 'command': {
+          // Nested commands on the caller's worker call with their own depth: deeper, never past the cap.
+          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return err(GUEST_ERR.QUOTA);
+          let slot = 0;
+          if (req.mode === 'exec') {
+            if ((this.execs.get(caller.tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return err(GUEST_ERR.QUOTA);
+            slot = nextSlot++;
+            slots.add(slot);
+            this.bump(this.execs, caller.tenant, 1);
+          }
+          try {
+            const resolved = await this.resolve(caller, req.name);
+            if (typeof resolved === 'number') {
+              releaseExec(slot);
+              return err(resolved);
+            }
+            worker.postModule(resolved);
+            return ok(slot);
+          } catch (e) {
+            releaseExec(slot);
+            throw e;
+          }
+        }
+        case 'command_end':
+          releaseExec(req.slot);
+          return ok(0);
+        case 'process_spawn': {
+          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return err(GUEST_ERR.QUOTA);
+          const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
+          if (typeof request === 'number') return err(request);
+          if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return err(GUEST_ERR.QUOTA);
+          const bytes = this.deps.registry.get(request.name);
+          if (!bytes) return err(GUEST_ERR.NOT_FOUND);
+          if (ended) return err(GUEST_ERR.UNAVAILABLE);
+          const abort = new AbortController();
+          const pid = nextPid++;
+          this.bump(this.live, caller.tenant, 1);
+          const promise = this.deps.runProcess(caller, { request, bytes, depth: req.depth, signal: abort.signal });
+          processes.set(pid, { promise, abort, response: null });
+          return ok(pid);
+        }
+        case 'process_wait': {
+          const p = processes.get(req.pid);
+          if (!p) return err(GUEST_ERR.NOT_FOUND);
+          p.response ??= encodeResponse(responseOf(await p.promise));
+          const n = p.response.length;
+          if (n > req.cap) return ok(n);
+          reap(req.pid);
+          return ok(n, p.response);
+        }
+        case 'process_kill': {
+          if (!processes.has(req.pid)) return err(GUEST_ERR.NOT_FOUND);
+          reap(req.pid);
+          return ok(0);
+        }
+        case 'vfs_query': {
+          if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);
+          const answer = await this.deps.query(caller, req.sql, blobs[0] ?? new Uint8Array(0));
+          return answer.ok ? ok(answer.json.length, answer.json) : err(answer.errno);
+        }
+      }
+    };
+
+    return {
+      handle,
+      end: () => {
+        ended = true;
+        for (const slot of [...slots]) releaseExec(slot);
+        for (const pid of [...processes.keys()]) reap(pid);
+      },
+    };
+  }
+
+  /** A registered command prepared and linked as the caller: its module message, or a guest error. */
+  private async resolve(caller: Caller, name: string): Promise<Parameters<WorkerHandle['postModule']>[0] | number> {
+    const bytes = this.deps.registry.get(name);
+    if (!bytes) return GUEST_ERR.NOT_FOUND;
+    let prepared: PreparedModule;
+    try {
+      prepared = await this.deps.prepare(bytes, caller.policy);
+    } catch (e) {
+      return toSandboxError(e).code === 'INVALID_MODULE' ? GUEST_ERR.INVALID : GUEST_ERR.UNAVAILABLE;
+    }
+    if (!prepared.desc.exports.some((e) => e.name === '_start' && e.kind === 'func')) return GUEST_ERR.INVALID;
+    let plan;
+    try {
+      plan = planLinks(prepared.desc, caller.policy.caps);
+    } catch (e) {
+      // The command needs a power its caller was not granted: it does not run.
+      if (e instanceof SandboxError && e.code === 'LINK_UNSATISFIED') return GUEST_ERR.DENIED;
+      throw e;
+    }
+    const link = prepared.metered ? [...plan.link, importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name)] : plan.link;
+    return {
+      kind: 'command-module',
+      module: prepared.module,
+      link,
+      maxMemoryPages: prepared.maxMemoryPages,
+      importedMemory: plan.importedMemory,
+      growFailedExport: prepared.limits.growFailedExport,
+      metered: prepared.metered,
+    };
+  }
+
+  private log(caller: Caller, level: number, message: string): void {
+    const onLog = this.deps.onLog;
+    if (!onLog) return;
+    try {
+      onLog({ tenant: caller.tenant, instance: caller.instance, level: LOG_LEVELS[level] ?? 'info', message });
+    } catch {
+      // an operator's logger failing is not the guest's problem
+    }
+  }
+
+  private bump(map: Map<string, number>, key: string, by: number): void {
+    const n = (map.get(key) ?? 0) + by;
+    if (n <= 0) map.delete(key);
+    else map.set(key, n);
+  }
+}
+
+/** A finished process's run result as the guest-facing response. */
+function responseOf(r: RunResult): Parameters<typeof encodeResponse>[0] {
+  const enc = new TextEncoder();
+  const stdout = r.stdoutBytes ?? enc.encode(r.stdout);
+  const stderr = enc.encode(r.stderr);
+  const truncated = { stdoutTruncated: false, stderrTruncated: false };
+  if (r.ok) return { status: r.exitCode ?? 0, error: '', stdout, stderr, ...truncated };
+  if (r.error?.code === 'GUEST_EXIT' && typeof r.exitCode === 'number') return { status: r.exitCode, error: '', stdout, stderr, ...truncated };
+  return { status: STATUS_ABNORMAL, error: r.error?.code ?? 'INTERNAL', stdout, stderr, ...truncated };
+}
