@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import initWabt from 'wabt';
-import { createEngine, type RunResult } from '../src/index.ts';
+import { CommandRegistry, createEngine, type RunResult } from '../src/index.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const wabt = await initWabt();
@@ -30,9 +30,14 @@ interface Act {
   guest: string;
   tried: string;
   run: () => Promise<RunResult>;
+  /** What the guest itself reported, when the wall answered it with an error code. */
+  saw?: (r: RunResult) => string;
 }
 
-const engine = createEngine({ poolSize: 4 });
+const registry = CommandRegistry.withBuiltins();
+registry.register('nest', c('nest'));
+const engine = createEngine({ poolSize: 4, commands: registry });
+const lastLine = (r: RunResult) => r.stdout.trim().split('\n').at(-1) ?? '';
 const acts: Act[] = [
   { guest: 'hello.c', tried: 'print a line (WASI command)', run: () => engine.run(c('hello')) },
   { guest: 'spin.wat', tried: 'loop forever (budget 1000 ms)', run: () => engine.run(wat('spin'), { invoke: 'run', timeoutMs: 1000 }) },
@@ -48,6 +53,19 @@ const acts: Act[] = [
   { guest: 'noop.wat', tried: 'ask for profile "bogus"', run: () => engine.run(wat('noop'), { invoke: 'add', args: [2, 2], profile: 'bogus' }) },
   { guest: 'output-flood.wat', tried: 'write 4 MiB to stdout', run: () => engine.run(wat('output-flood'), { invoke: 'flood', args: [64] }) },
   { guest: 'exit7.c', tried: 'proc_exit(7)', run: () => engine.run(c('exit7')) },
+  {
+    guest: 'nest.c',
+    tried: 'exec itself, deeper and deeper',
+    run: () => engine.run(c('nest'), { profile: 'minimal', argv: ['deep', '0'] }),
+    saw: (r) => `depths 0-8 ran; the exec to depth 9 got ${lastLine(r).replace('refused ', '')} (QUOTA)`,
+  },
+  { guest: 'nest.c', tried: 'run_command `seq 1 1e6` on 2e5 fuel', run: () => engine.run(c('nest'), { profile: 'minimal', fuel: 200_000, argv: ['run', 'seq', '1', '1000000'] }) },
+  {
+    guest: 'vfsapi.c',
+    tried: "vfs_query: ATTACH '/etc/passwd'",
+    run: () => engine.run(c('vfsapi'), { argv: ['query', "ATTACH '/etc/passwd' AS host"] }),
+    saw: (r) => `refused: ${lastLine(r).replace('query error ', '')} (DENIED); nothing opened`,
+  },
 ];
 
 // A healthy persistent instance answers calls for as long as the tour runs.
@@ -102,7 +120,7 @@ function outcome(r: RunResult): string {
   }
 }
 
-const rows = results.map((x) => [x.guest, x.tried, outcome(x.r), `${x.r.durationMs.toFixed(1)} ms`]);
+const rows = results.map((x) => [x.guest, x.tried, x.saw && x.r.ok ? x.saw(x.r) : outcome(x.r), `${x.r.durationMs.toFixed(1)} ms`]);
 const head = ['guest', 'what it tried', 'how it ended', 'took'];
 const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
