@@ -1,4 +1,4 @@
-// The CLI end to end, as a user runs it: `membrane run|inspect|profiles`, JSON shape, exit codes.
+// The CLI end to end, as a user runs it: `membrane run|inspect|profiles|sh|instrument`, JSON shape, exit codes.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -185,4 +185,15 @@ test('membrane sh: a syntax error exits 2 and runs nothing', async () => {
   assert.equal(r.code, 2);
   assert.match(r.stderr, /membrane sh: syntax error at 5: '`' is not supported/);
   assert.equal(r.stdout, '');
+});
+
+test('--register adds a command guests may run (run) and the shell may resolve (sh)', async () => {
+  const r = await membrane(['run', C('nest'), '--profile', 'minimal', '--register', `nest=${C('nest')}`, '--', 'exec', 'nest', 'run', 'echo', 'hi']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'hi\nstatus=0 error=\nstatus=0 error=\n');
+  const sh = await membrane(['sh', '--register', `up=${C('upper')}`, '-c', 'echo hello | up']);
+  assert.equal(sh.stdout, 'HELLO\n');
+  const bad = await membrane(['sh', '--register', 'no-file', '-c', 'echo']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--register expects NAME=FILE\.wasm/);
 });

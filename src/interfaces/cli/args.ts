@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
+import { CommandRegistry } from '../../engine/index.ts';
 
 export const USAGE_EXIT = 2;
 
@@ -61,6 +62,17 @@ export async function loadModule(path: string): Promise<Uint8Array> {
   } catch (e) {
     throw new SandboxError('INVALID_MODULE', `cannot compile ${path}: ${e instanceof Error ? e.message.split('\n')[0] : 'parse error'}`, { path });
   }
+}
+
+/** The built-in commands plus every `--register NAME=FILE.wasm` (a file's later flag wins). */
+export async function commandRegistry(flags: readonly string[]): Promise<CommandRegistry> {
+  const registry = CommandRegistry.withBuiltins();
+  for (const flag of flags) {
+    const eq = flag.indexOf('=');
+    if (eq <= 0 || eq === flag.length - 1) throw new UsageError(`--register expects NAME=FILE.wasm, got "${flag}"`);
+    registry.register(flag.slice(0, eq), await loadModule(flag.slice(eq + 1)));
+  }
+  return registry;
 }
 
 /** Print an error for a human; returns the exit code. */

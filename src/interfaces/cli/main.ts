@@ -25,17 +25,18 @@ export function helpText(): string {
 Usage:
   membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N | --no-fuel] [--memory BYTES]
                [--invoke EXPORT [--arg V]...] [--stdin FILE] [--env K=V]... [--tenant T]
-               [--mount HOSTDIR:/guest[:ro]]...
+               [--mount HOSTDIR:/guest[:ro]]... [--register NAME=FILE.wasm]...
                [--caps W,W] [--vfs NAME] [--strict-profiles] [--json] [-- ARGS...]
-      Run _start (a WASI command) or the named export in a fresh sandbox.
+      Run _start (a WASI command) or the named export in a fresh sandbox. --register adds a
+      command the guest may run (commands/exec caps) besides the built-in set.
   membrane inspect MODULE [--json]
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.
   membrane profiles [--json]
       The four profiles: memory, timeout, fuel and cap words.
-  membrane sh -c 'SCRIPT' [--vfs NAME] [--profile P] [--timeout MS] [--json]
+  membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]... [--profile P] [--timeout MS] [--json]
       The in-sandbox shell: pipes, ; && ||, variables, quoting, < > >> into the VFS; every
       command is a registered wasm guest (echo cat wc head tail grep sort uniq tr ls mkdir rm cp
-      mv sha256sum base64 seq). An unknown command exits 127.
+      mv sha256sum base64 seq, plus --register'ed ones). An unknown command exits 127.
   membrane instrument IN.wasm -o OUT.wasm [--json]
       Write the fuel-metered module the engine would run (sizes, functions, loops, time).
 

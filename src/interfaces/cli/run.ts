@@ -8,7 +8,7 @@ import { createEngine } from '../../engine/index.ts';
 import type { RunResult } from '../../engine/results.ts';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { failure } from '../../engine/results.ts';
-import { UsageError, loadModule, num, parse, printJson, str, strs } from './args.ts';
+import { UsageError, commandRegistry, loadModule, num, parse, printJson, str, strs } from './args.ts';
 
 export const RUN_OPTIONS = {
   profile: { type: 'string' },
@@ -23,6 +23,7 @@ export const RUN_OPTIONS = {
   env: { type: 'string', multiple: true },
   tenant: { type: 'string' },
   vfs: { type: 'string' },
+  register: { type: 'string', multiple: true },
   caps: { type: 'string' },
   json: { type: 'boolean' },
   'strict-profiles': { type: 'boolean' },
@@ -43,7 +44,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   const noFuel = values['no-fuel'] === true;
   if (noFuel && fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel });
+  const commands = await commandRegistry(strs(values['register']));
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands });
   let result: RunResult;
   try {
     const bytes = await loadModule(file);

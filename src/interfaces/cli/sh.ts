@@ -1,13 +1,14 @@
-/** `membrane sh -c 'SCRIPT' [--vfs NAME]`: the in-sandbox shell (src/shell). */
+/** `membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]...`: the in-sandbox shell (src/shell). */
 
 import { createEngine } from '../../engine/index.ts';
-import { CommandRegistry, ShellSyntaxError, parse as parseScript, runShell } from '../../shell/index.ts';
-import { UsageError, num, parse, printJson, str } from './args.ts';
+import { ShellSyntaxError, parse as parseScript, runShell } from '../../shell/index.ts';
+import { UsageError, commandRegistry, num, parse, printJson, str, strs } from './args.ts';
 
 export async function shCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     command: { type: 'string', short: 'c' },
     vfs: { type: 'string' },
+    register: { type: 'string', multiple: true },
     profile: { type: 'string' },
     timeout: { type: 'string' },
     json: { type: 'boolean' },
@@ -23,10 +24,11 @@ export async function shCommand(argv: string[]): Promise<number> {
     }
     throw e;
   }
-  const engine = createEngine({ poolSize: 1 });
+  const registry = await commandRegistry(strs(values['register']));
+  const engine = createEngine({ poolSize: 1, commands: registry });
   try {
     const timeoutMs = num('timeout', values['timeout']);
-    const r = await runShell(engine, CommandRegistry.withBuiltins(), script, {
+    const r = await runShell(engine, registry, script, {
       ...(str(values['vfs']) !== undefined ? { vfs: str(values['vfs'])! } : {}),
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
