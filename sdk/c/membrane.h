@@ -46,6 +46,23 @@ MB_IMPORT(vfs_delete) int32_t mb_vfs_delete(const char *path, uint32_t path_len)
 /* One read-only SELECT against the VFS's own tables → JSON {"columns":[...],"rows":[[...]]}. */
 MB_IMPORT(vfs_query) int32_t mb_vfs_query(const char *sql, uint32_t sql_len, uint8_t *out, uint32_t out_cap);
 
+/* `kv`: durable per-tenant key-value data (key 1..1024 bytes, value <= 1 MiB, <= 10 000 keys). */
+MB_IMPORT(kv_get) int32_t mb_kv_get(const char *key, uint32_t key_len, uint8_t *out, uint32_t out_cap);
+MB_IMPORT(kv_put) int32_t mb_kv_put(const char *key, uint32_t key_len, const uint8_t *value, uint32_t value_len);
+MB_IMPORT(kv_delete) int32_t mb_kv_delete(const char *key, uint32_t key_len);
+/* JSON array of the keys starting with the prefix (at most 1000, in order). */
+MB_IMPORT(kv_list) int32_t mb_kv_list(const char *prefix, uint32_t prefix_len, uint8_t *out, uint32_t out_cap);
+
+/* `queue`: per-tenant FIFO queues (message <= 256 KiB, depth <= 1000). pop is non-blocking:
+ * MB_ENOT_FOUND when empty; a message larger than out_cap stays queued (its size is returned). */
+MB_IMPORT(queue_push) int32_t mb_queue_push(const char *queue, uint32_t queue_len, const uint8_t *msg, uint32_t msg_len);
+MB_IMPORT(queue_pop) int32_t mb_queue_pop(const char *queue, uint32_t queue_len, uint8_t *out, uint32_t out_cap);
+MB_IMPORT(queue_len) int32_t mb_queue_len(const char *queue, uint32_t queue_len);
+
+/* `secrets`: HMAC-SHA256 of a message under a named operator secret (32 bytes). There is no
+ * way to read a secret. */
+MB_IMPORT(secret_sign) int32_t mb_secret_sign(const char *name, uint32_t name_len, const uint8_t *msg, uint32_t msg_len, uint8_t *out, uint32_t out_cap);
+
 /* `commands`: run a registered command; request/response layouts below. */
 MB_IMPORT(run_command) int32_t mb_run_command(const uint8_t *req, uint32_t req_len, uint8_t *out, uint32_t out_cap);
 /* `exec`: the same, counted and logged (depth <= 8, <= 64 concurrent per principal). */
@@ -54,6 +71,12 @@ MB_IMPORT(exec) int32_t mb_exec(const uint8_t *req, uint32_t req_len, uint8_t *o
 MB_IMPORT(process_spawn) int32_t mb_process_spawn(const uint8_t *req, uint32_t req_len);
 MB_IMPORT(process_wait) int32_t mb_process_wait(int32_t pid, uint8_t *out, uint32_t out_cap);
 MB_IMPORT(process_kill) int32_t mb_process_kill(int32_t pid);
+
+/* `parallel`: one command over many inputs (each the stdin of one task) on the worker pool.
+ * Request: like run_command's without stdin, then u32 timeout_ms (0 = the caller's) · u32 count ·
+ * count × (u32 len · input). Response: u8 1 · u8 0 · u16 0 · u32 count · count × (u32 len ·
+ * run_command response). mb_many_request_build writes the request. */
+MB_IMPORT(run_command_many) int32_t mb_run_command_many(const uint8_t *req, uint32_t req_len, uint8_t *out, uint32_t out_cap);
 
 /*
  * Request: u8 version=1 · u8 flags=0 · u16 argc · argc × (u32 len · bytes) · u32 len · stdin.
@@ -91,6 +114,32 @@ static inline uint32_t mb_request_build(uint8_t *buf, uint32_t cap, int argc, co
   return need;
 }
 
+/* Returns the request's size; nothing useful is written when it exceeds `cap`. */
+static inline uint32_t mb_many_request_build(uint8_t *buf, uint32_t cap, int argc, const char *const *argv, uint32_t timeout_ms,
+                                             int count, const uint8_t *const *inputs, const uint32_t *input_lens) {
+  uint32_t need = 4 + 8;
+  for (int i = 0; i < argc; i++) need += 4 + (uint32_t)strlen(argv[i]);
+  for (int i = 0; i < count; i++) need += 4 + input_lens[i];
+  if (need > cap || argc <= 0 || argc > 0xffff) return need;
+  buf[0] = 1; buf[1] = 0; buf[2] = (uint8_t)argc; buf[3] = (uint8_t)(argc >> 8);
+  uint32_t at = 4;
+  for (int i = 0; i < argc; i++) {
+    uint32_t len = (uint32_t)strlen(argv[i]);
+    mb__put32(buf + at, len);
+    memcpy(buf + at + 4, argv[i], len);
+    at += 4 + len;
+  }
+  mb__put32(buf + at, timeout_ms);
+  mb__put32(buf + at + 4, (uint32_t)count);
+  at += 8;
+  for (int i = 0; i < count; i++) {
+    mb__put32(buf + at, input_lens[i]);
+    if (input_lens[i]) memcpy(buf + at + 4, inputs[i], input_lens[i]);
+    at += 4 + input_lens[i];
+  }
+  return need;
+}
+
 /*
  * Response: u8 version=1 · u8 flags (1 stdout truncated, 2 stderr truncated) · u16 0 ·
  * i32 status · u32 len · error code · u32 len · stdout · u32 len · stderr.
@@ -124,6 +173,21 @@ static inline int mb_response_parse(const uint8_t *buf, uint32_t len, mb_respons
   r->out = parts[1]; r->out_len = lens[1];
   r->err = parts[2]; r->err_len = lens[2];
   return 0;
+}
+
+/* The i-th task's response inside a run_command_many answer: 0, or MB_EINVAL. */
+static inline int mb_many_response_at(const uint8_t *buf, uint32_t len, uint32_t index, mb_response *r) {
+  if (len < 8 || buf[0] != 1) return MB_EINVAL;
+  uint32_t count = mb__get32(buf + 4), at = 8;
+  if (index >= count) return MB_EINVAL;
+  for (uint32_t i = 0; i <= index; i++) {
+    if (at + 4 > len) return MB_EINVAL;
+    uint32_t n = mb__get32(buf + at);
+    if (n > len - at - 4) return MB_EINVAL;
+    if (i == index) return mb_response_parse(buf + at + 4, n, r);
+    at += 4 + n;
+  }
+  return MB_EINVAL;
 }
 
 #endif /* MEMBRANE_H */

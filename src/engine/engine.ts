@@ -35,6 +35,10 @@ import { HostServices, type Caller, type ProcessRun } from './host-services.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from './command-abi.ts';
+import { Brokers } from './brokers/index.ts';
+import type { Principal } from './brokers/cadence.ts';
+import { AuditLog } from '../storage/audit.ts';
+import type { Database } from '../storage/sqlite.ts';
 
 export interface GuestOptions extends PolicyOptions {
   /** Who the guest runs for; captured at start, never named by the guest. Default "default". */
@@ -90,6 +94,7 @@ export class Engine {
   private readonly modules: ModuleCache;
   private readonly pool: WorkerPool;
   private readonly services: HostServices;
+  private readonly brokers: Brokers;
   private queries: QueryService | null = null;
   private readonly instances = new Map<string, Instance>();
   private readonly starting = new Set<string>();
@@ -112,12 +117,16 @@ export class Engine {
       },
     });
     this.pool.warm();
+    this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase);
     this.services = new HostServices({
       registry: options.commands ?? CommandRegistry.withBuiltins(),
       onLog: this.config.onLog,
       prepare: (bytes, policy) => this.prepare(bytes, policy),
       runProcess: (caller, run) => this.runProcess(caller, run),
       query: (caller, sql, snapshot) => this.query(caller, sql, snapshot),
+      broker: (caller, name, args, cap) => this.brokers.call(caller, name, args, cap),
+      admit: (caller, cap, op, bytes, max) => this.brokers.cadence.admit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, { bytes, max }),
+      parallelism: Math.max(1, Math.min(16, this.config.maxWorkers)),
     });
   }
 
@@ -135,6 +144,7 @@ export class Engine {
       policy = inherited?.policy ?? resolvePolicy(opts, this.config);
       const id = checkName('id', opts.id ?? `run-${++this.runs}`);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
+      if (!inherited) this.auditFallback(policy, tenant, id);
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps);
       const { entry, isCommand } = chooseEntry(prepared, opts);
@@ -221,6 +231,7 @@ export class Engine {
     try {
       const policy = resolvePolicy(opts, this.config);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
+      this.auditFallback(policy, tenant, id);
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps);
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant }, opts);
@@ -271,6 +282,20 @@ export class Engine {
     return this.instances.get(id);
   }
 
+  /**
+   * Revoke a principal — a tenant, or one instance of it: every later broker call (and a long
+   * one in flight, at its next step) answers REVOKED; secrets scoped to that tenant alone are
+   * zeroized. Held by the engine, so it survives instance restarts. Audited.
+   */
+  revoke(principal: Principal): void {
+    this.brokers.revoke(principal);
+  }
+
+  /** Lift a revocation (secrets zeroized by it stay gone). Audited. */
+  restore(principal: Principal): void {
+    this.brokers.restore(principal);
+  }
+
   /** A tenant's running execs and live processes (the exec cap's per-principal counters). */
   principalUsage(tenant: string): { execs: number; processes: number } {
     return this.services.usage(tenant);
@@ -285,6 +310,13 @@ export class Engine {
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
     await this.queries?.close();
+    this.brokers.close();
+  }
+
+  /** An unknown profile that ran as the fallback leaves an audit record, not just a warning. */
+  private auditFallback(policy: PolicyConfig, tenant: string, instance: string): void {
+    if (policy.requestedProfile === policy.profile) return;
+    this.brokers.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile } });
   }
 
   private assertOpen(): void {
@@ -349,6 +381,12 @@ export class Engine {
       },
     };
   }
+}
+
+/** The default audit sink: the tamper-evident log in the engine database, opened on first record. */
+function auditInDatabase(db: () => Database): { append: AuditLog['append'] } {
+  let log: AuditLog | null = null;
+  return { append: (event) => (log ??= new AuditLog(db())).append(event) };
 }
 
 export function createEngine(options: EngineOptions = {}): Engine {

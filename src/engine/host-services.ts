@@ -1,6 +1,6 @@
 /**
  * The main thread's side of a guest's host calls: `log`, the command lanes (`run_command`,
- * `exec`, `process_*`) and `vfs_query`.
+ * `exec`, `process_*`), `vfs_query`, and the brokers (handed to engine/brokers/hub.ts).
  *
  * Owns: resolving a command name in the operator's registry and preparing its module with the
  * caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
@@ -19,12 +19,16 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
 import { planLinks } from './linker.ts';
 import type { PreparedModule } from './module-cache.ts';
-import { GUEST_ERR, MAX_EXEC_DEPTH, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from './command-abi.ts';
+import { createHash } from 'node:crypto';
+import type { CapWord } from '../policy/profiles.ts';
+import { decodeManyRequest, encodeManyResponse, fanOut } from './brokers/parallel.ts';
+import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from './command-abi.ts';
 import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from './registry.ts';
 import type { RunResult } from './results.ts';
 import type { HostHandler, WorkerHandle } from './worker-handle.ts';
 import type { LogEntry } from './options.ts';
+import type { BrokerAnswer } from './brokers/hub.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
 export const MAX_CONCURRENT_EXECS = 64;
@@ -54,6 +58,12 @@ export interface HostServicesDeps {
   /** Run a spawned process on its own worker, as the caller, against the caller's VFS. */
   readonly runProcess: (caller: Caller, run: ProcessRun) => Promise<RunResult>;
   readonly query: (caller: Caller, sql: string, snapshot: Uint8Array) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
+  /** A main-thread broker call (kv, queue, secrets, …) after the cadence. */
+  readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer;
+  /** The cadence's first four steps for a call served here (`run_command_many`): null = go. */
+  readonly admit: (caller: Caller, cap: CapWord, op: string, bytes: number, max: number) => number | null;
+  /** Tasks `run_command_many` runs at once. */
+  readonly parallelism: number;
 }
 
 interface Process {
@@ -85,6 +95,9 @@ export class HostServices {
     let nextSlot = 1;
     let nextPid = 1;
     let ended = false;
+    const stop = new AbortController();
+    /** An answer too big for the guest's buffer, kept for the retry with the same request. */
+    let pending: { key: string; answer: Uint8Array } | null = null;
     const ok = (value: number, payload?: Uint8Array): HostReply =>
       payload ? { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value, payload } : { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value };
     const err = (errno: number): HostReply => ({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno });
@@ -159,6 +172,27 @@ export class HostServices {
           reap(req.pid);
           return ok(0);
         }
+        case 'broker': {
+          if (req.name === 'run_command_many') {
+            const request = blobs[0] ?? new Uint8Array(0);
+            const key = createHash('sha256').update(request).digest('hex');
+            if (pending?.key === key) {
+              const kept = pending.answer;
+              if (kept.length > req.cap) return ok(kept.length);
+              pending = null;
+              return ok(kept.length, kept);
+            }
+            const answer = await this.runMany(caller, request, stop.signal);
+            if (typeof answer === 'number') return err(answer);
+            if (answer.length > req.cap) {
+              pending = { key, answer };
+              return ok(answer.length);
+            }
+            return ok(answer.length, answer);
+          }
+          const answer = this.deps.broker(caller, req.name, blobs, req.cap);
+          return answer.ok ? ok(answer.value, answer.payload) : err(answer.errno);
+        }
         case 'vfs_query': {
           if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);
           const answer = await this.deps.query(caller, req.sql, blobs[0] ?? new Uint8Array(0));
@@ -171,10 +205,30 @@ export class HostServices {
       handle,
       end: () => {
         ended = true;
+        stop.abort();
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
     };
+  }
+
+  /** `run_command_many`: the cadence, then one task per input on the pool; the encoded responses. */
+  private async runMany(caller: Caller, raw: Uint8Array, stop: AbortSignal): Promise<Uint8Array | number> {
+    const refused = this.deps.admit(caller, 'parallel', 'run_command_many', raw.byteLength, MAX_REQUEST_BYTES);
+    if (refused !== null) return refused;
+    const many = decodeManyRequest(raw);
+    if (typeof many === 'number') return many;
+    const depth = caller.spec.depth + 1;
+    if (depth > MAX_EXEC_DEPTH) return GUEST_ERR.QUOTA;
+    const bytes = this.deps.registry.get(many.request.name);
+    if (!bytes) return GUEST_ERR.NOT_FOUND;
+    const perTask = Math.min(many.timeoutMs || caller.policy.timeoutMs, caller.policy.timeoutMs);
+    const responses = await fanOut(many.inputs.length, this.deps.parallelism, perTask, stop, (i, signal) =>
+      this.deps
+        .runProcess(caller, { request: { ...many.request, stdin: many.inputs[i]! }, bytes, depth, signal })
+        .then((r) => encodeResponse(responseOf(r))),
+    );
+    return encodeManyResponse(responses);
   }
 
   /** A registered command prepared and linked as the caller: its module message, or a guest error. */

@@ -14,6 +14,7 @@ import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/
 import { MAX_MOUNT_FILES } from './mounts.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 import type { CommandRegistry } from './registry.ts';
+import type { BrokerOptions } from './brokers/index.ts';
 
 export interface LogEntry {
   readonly tenant: string;
@@ -68,6 +69,8 @@ export interface EngineOptions {
   maxMountFiles?: number;
   /** The commands guests may run (`commands`/`exec` caps). Default: the built-in set. */
   commands?: CommandRegistry;
+  /** Secrets, rate limits, the engine database and audit sink of the brokers (engine/brokers). */
+  brokers?: BrokerOptions;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */

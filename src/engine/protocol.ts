@@ -127,7 +127,9 @@ export type HostOp =
   | { readonly op: 'vfs_query'; readonly sql: string }
   | { readonly op: 'process_spawn'; readonly depth: number }
   | { readonly op: 'process_wait'; readonly pid: number; readonly cap: number }
-  | { readonly op: 'process_kill'; readonly pid: number };
+  | { readonly op: 'process_kill'; readonly pid: number }
+  /** A broker import (catalog entry with an `abi`): its string arguments are the blobs. */
+  | { readonly op: 'broker'; readonly name: string; readonly cap: number };
 
 /**
  * main → worker: the reply. `value` is op-specific; `errno` is a guest error code (DESIGN §4).
@@ -263,6 +265,9 @@ export function parseHostRequest(x: unknown): HostRequest {
       break;
     case 'process_kill':
       ok = num('pid');
+      break;
+    case 'broker':
+      ok = typeof o['name'] === 'string' && num('cap');
       break;
     default:
       throw invalid('unknown host op');

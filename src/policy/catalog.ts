@@ -38,6 +38,16 @@ export interface CatalogEntry {
   readonly signature: Signature | null;
   /** Where the missing piece lands, for `planned` entries. */
   readonly note?: string;
+  /**
+   * For broker imports served by the main thread: how many `(ptr, len)` strings the call takes
+   * and whether it ends with `(out_ptr, out_cap)` (DESIGN §4 conventions).
+   */
+  readonly abi?: BrokerAbi;
+}
+
+export interface BrokerAbi {
+  readonly strings: number;
+  readonly out: boolean;
 }
 
 export const MEMBRANE_MODULE = 'membrane';
@@ -59,21 +69,25 @@ const sig = (params: readonly ValType[], results: readonly ValType[] = []): Sign
 const errno = (...params: ValType[]): Signature => sig(params, [I]);
 
 const PLANNED_NOTES: Partial<Record<CapWord, string>> = {
-  kv: 'the kv broker (issue #5)',
-  secrets: 'the secrets broker (issue #5)',
-  queue: 'the queue broker (issue #5)',
   tcp: 'the tcp broker (issue #5)',
   udp: 'the udp broker (issue #5)',
   tls: 'the tls broker (issue #5)',
   net: 'the net broker (issue #5)',
   browse: 'the browse broker (issue #5)',
   llm: 'the llm broker (issue #5)',
-  parallel: 'the parallel broker (issue #5)',
 };
 
-function membrane(name: string, grant: Grant, status: LinkStatus, signature: Signature | null): CatalogEntry {
+function membrane(name: string, grant: Grant, status: LinkStatus, signature: Signature | null, abi?: BrokerAbi): CatalogEntry {
   const note = status === 'planned' && grant !== 'ambient' && grant !== 'never' ? PLANNED_NOTES[grant] : undefined;
-  return { module: MEMBRANE_MODULE, name, kind: 'function', grant, status, signature, ...(note ? { note } : {}) };
+  return { module: MEMBRANE_MODULE, name, kind: 'function', grant, status, signature, ...(note ? { note } : {}), ...(abi ? { abi } : {}) };
+}
+
+/** A broker call of `strings` string arguments, returning bytes through `out` or a status. */
+function brokered(name: string, grant: Grant, strings: number, out: boolean): CatalogEntry {
+  const params: ValType[] = [];
+  for (let i = 0; i < strings; i++) params.push(I, I);
+  if (out) params.push(I, I);
+  return membrane(name, grant, 'linked', errno(...params), { strings, out });
 }
 
 function wasi(name: string, grant: Grant, status: LinkStatus, signature: Signature): CatalogEntry {
@@ -156,14 +170,14 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
   membrane('process_spawn', 'exec', 'linked', errno(...STR)),
   membrane('process_wait', 'exec', 'linked', errno(I, ...OUT)),
   membrane('process_kill', 'exec', 'linked', errno(I)),
-  membrane('kv_get', 'kv', 'planned', errno(...STR, ...OUT)),
-  membrane('kv_put', 'kv', 'planned', errno(...STR, ...STR)),
-  membrane('kv_delete', 'kv', 'planned', errno(...STR)),
-  membrane('kv_list', 'kv', 'planned', errno(...STR, ...OUT)),
-  membrane('secret_sign', 'secrets', 'planned', errno(...STR, ...STR, ...OUT)),
-  membrane('queue_push', 'queue', 'planned', errno(...STR, ...STR)),
-  membrane('queue_pop', 'queue', 'planned', errno(...STR, ...OUT)),
-  membrane('queue_len', 'queue', 'planned', errno(...STR)),
+  brokered('kv_get', 'kv', 1, true),
+  brokered('kv_put', 'kv', 2, false),
+  brokered('kv_delete', 'kv', 1, false),
+  brokered('kv_list', 'kv', 1, true),
+  brokered('secret_sign', 'secrets', 2, true),
+  brokered('queue_push', 'queue', 2, false),
+  brokered('queue_pop', 'queue', 1, true),
+  brokered('queue_len', 'queue', 1, false),
   membrane('tcp_request', 'tcp', 'planned', null),
   membrane('udp_request', 'udp', 'planned', null),
   membrane('tls_request', 'tls', 'planned', null),
@@ -171,7 +185,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
   membrane('http_fetch_many', 'net', 'planned', errno(...STR, ...OUT)),
   membrane('browse_fetch', 'browse', 'planned', null),
   membrane('llm_complete', 'llm', 'planned', null),
-  membrane('run_command_many', 'parallel', 'planned', null),
+  brokered('run_command_many', 'parallel', 1, true),
   // WASI preview 1
   ...WASI_AMBIENT.map(([n, s]) => wasi(n, 'ambient', 'linked', s)),
   ...WASI_FS.map(([n, s]) => wasi(n, 'vfs', 'linked', s)),

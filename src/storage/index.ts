@@ -8,3 +8,4 @@ export { membraneHome, openDatabase, removeDatabase, storageDir, BUSY_TIMEOUT_MS
 export { WASI_ERRNO, VfsError, type ErrnoName } from './errno.ts';
 export { MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_SYMLINK_HOPS } from './vfs-path.ts';
 export * from './vfs.ts';
+export * from './audit.ts';

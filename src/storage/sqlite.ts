@@ -28,6 +28,8 @@ export interface Statement<Row = unknown> {
   all(...params: unknown[]): Row[];
   iterate(...params: unknown[]): IterableIterator<Row>;
   safeIntegers(toggle?: boolean): this;
+  /** Rows as arrays of column values instead of objects. */
+  raw(toggle?: boolean): this;
 }
 
 /** A transaction function: call it (BEGIN), or its `deferred` / `immediate` / `exclusive` forms. */

@@ -55,7 +55,9 @@ test('every missing import is named, not just the first', async () => {
 });
 
 test('a granted cap whose broker is not built yet still does not link (absent, not a stub)', async () => {
-  const r = await engine.run(await wat('kv-import'), { invoke: 'run', profile: 'minimal' });
+  const m = await watText(`(module (import "membrane" "llm_complete" (func (param i32 i32 i32 i32) (result i32)))
+    (func (export "run")))`);
+  const r = await engine.run(m, { invoke: 'run', profile: 'network' });
   assert.equal(r.error?.code, 'LINK_UNSATISFIED');
   assert.match(missingOf(r.error!.details)[0]!.reason, /granted, but its import is not linked in this version/);
 });

@@ -17,6 +17,7 @@ import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMOR
 import { fromWire, wireFromResult, type Budget, type CommandModuleMessage, type GuestSpec, type HostOp, type Outcome, type WireValue } from '../protocol.ts';
 import { Commands } from './commands.ts';
 import { vfsImports } from './vfs-imports.ts';
+import { brokerImports } from './broker-imports.ts';
 import { FuelMeter } from './fuel.ts';
 import { GuestMemory, FaultError } from './memory.ts';
 import { CappedStream } from './output.ts';
@@ -237,6 +238,7 @@ export class Guest {
       });
       out = { ...out, ...commands.imports() };
     }
+    out = { ...out, ...brokerImports(this.spec.link, this.host, this.memory, this.state) };
     if (uses('vfs_read', 'vfs_write', 'vfs_list', 'vfs_delete', 'vfs_query') && this.spec.vfs) {
       out = { ...out, ...vfsImports({ host: this.host, memory: this.memory, state: this.state, spec: this.spec.vfs, vfs: () => this.openVfs()! }) };
     }

@@ -4,6 +4,7 @@
 
 import { ERROR_CODES, ERROR_TABLE } from '../../errors.ts';
 import { reportError, USAGE_EXIT } from './args.ts';
+import { auditCommand, TAMPERED_EXIT } from './audit.ts';
 import { inspectCommand } from './inspect.ts';
 import { instrumentCommand } from './instrument.ts';
 import { shCommand } from './sh.ts';
@@ -16,6 +17,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   profiles: profilesCommand,
   instrument: instrumentCommand,
   sh: shCommand,
+  audit: auditCommand,
 };
 
 export function helpText(): string {
@@ -25,10 +27,11 @@ export function helpText(): string {
 Usage:
   membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N | --no-fuel] [--memory BYTES]
                [--invoke EXPORT [--arg V]...] [--stdin FILE] [--env K=V]... [--tenant T]
-               [--mount HOSTDIR:/guest[:ro]]... [--register NAME=FILE.wasm]...
+               [--mount HOSTDIR:/guest[:ro]]... [--register NAME=FILE.wasm]... [--secrets-file F]
                [--caps W,W] [--vfs NAME] [--strict-profiles] [--json] [-- ARGS...]
       Run _start (a WASI command) or the named export in a fresh sandbox. --register adds a
-      command the guest may run (commands/exec caps) besides the built-in set.
+      command the guest may run (commands/exec caps) besides the built-in set. Secrets for
+      secret_sign come from MEMBRANE_SECRET_<NAME> variables and --secrets-file (JSON).
   membrane inspect MODULE [--json]
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.
   membrane profiles [--json]
@@ -39,9 +42,16 @@ Usage:
       mv sha256sum base64 seq, plus --register'ed ones). An unknown command exits 127.
   membrane instrument IN.wasm -o OUT.wasm [--json]
       Write the fuel-metered module the engine would run (sizes, functions, loops, time).
+  membrane audit verify [--json]
+      Check the audit log's HMAC chain in $MEMBRANE_HOME/engine.sqlite: "ok: N records", or
+      "tampered at seq S: REASON" and exit ${TAMPERED_EXIT}. The key is $MEMBRANE_AUDIT_KEY (64 hex
+      digits or base64 of 32 bytes) or $MEMBRANE_HOME/audit.key (mode 0600, created on first use).
+  membrane audit tail [--tenant T] [--kind K] [--limit N] [--json]
+      The newest N (default 20) audit records, oldest first; JSON lines with --json.
 
 Exit codes:
     0  success (run: a WASI guest's own exit status is passed through)
+    ${TAMPERED_EXIT}  audit verify: the audit log was tampered with
     ${USAGE_EXIT}  usage error
 ${codes}
 `;

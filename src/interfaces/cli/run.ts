@@ -5,6 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { createEngine } from '../../engine/index.ts';
+import { SecretStore } from '../../engine/brokers/secrets.ts';
 import type { RunResult } from '../../engine/results.ts';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { failure } from '../../engine/results.ts';
@@ -24,6 +25,7 @@ export const RUN_OPTIONS = {
   tenant: { type: 'string' },
   vfs: { type: 'string' },
   register: { type: 'string', multiple: true },
+  'secrets-file': { type: 'string' },
   caps: { type: 'string' },
   json: { type: 'boolean' },
   'strict-profiles': { type: 'boolean' },
@@ -45,7 +47,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (noFuel && fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
   const commands = await commandRegistry(strs(values['register']));
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands });
+  // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
+  const secretsFile = str(values['secrets-file']);
+  const secrets = { ...SecretStore.fromEnv(), ...(secretsFile ? SecretStore.fromFile(secretsFile) : {}) };
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets } });
   let result: RunResult;
   try {
     const bytes = await loadModule(file);
