@@ -2,20 +2,26 @@
  * Opening SQLite databases the one way Membrane opens them.
  *
  * Owns: the `better-sqlite3` binding (through a small typed surface, so nothing else imports the
- * untyped package), the pragmas every database gets, file and directory permissions, and where
- * data lives (`$MEMBRANE_HOME`, default `~/.membrane`).
+ * untyped package), the pragmas every database gets, file and directory permissions, where data
+ * lives (`$MEMBRANE_HOME`, default `~/.membrane`), and the durability levels.
  *
- * Invariant: a database returned by `openDatabase` is in WAL mode with `synchronous=FULL` (a
- * committed transaction is fsynced before `run()` returns, so it survives `kill -9` and power
- * loss of the host), has foreign keys on and `trusted_schema=OFF`, cannot load extensions, and
- * its file (and the -wal/-shm files SQLite derives from it) is mode 0600 in a 0700 directory
- * when we created that directory.
+ * Invariant: a database returned by `openDatabase` is in WAL mode, has foreign keys on and
+ * `trusted_schema=OFF`, cannot load extensions, and its file (and the -wal/-shm files SQLite
+ * derives from it) is mode 0600 in a 0700 directory when we created that directory. Durability
+ * (`DatabaseDurability`, default `'power-loss'`):
+ * - `'power-loss'` — `synchronous=FULL`: a transaction is fsynced before `run()` returns, so it
+ *   survives `kill -9` of the process and power loss of the host.
+ * - `'process-crash'` — `synchronous=NORMAL`: a committed transaction is in the WAL file (in the
+ *   OS page cache) before `run()` returns, so it survives `kill -9` or a crash of the process, but
+ *   the last transactions before a power loss or kernel crash may roll back (never corrupt: WAL
+ *   checkpoints are still fsynced). `syncDatabase()` makes everything committed so far survive
+ *   power loss too.
  *
  * Does not protect against: another process of the same OS user opening the file; a disk that
  * lies about fsync; modes on directories that already existed outside `$MEMBRANE_HOME`.
  */
 
-import { chmodSync, closeSync, mkdirSync, openSync, statSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, statSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -47,6 +53,7 @@ export interface Database {
   readonly open: boolean;
   readonly inTransaction: boolean;
   readonly name: string;
+  readonly memory: boolean;
 }
 
 interface DatabaseOptions {
@@ -101,9 +108,14 @@ export function storageDir(...parts: string[]): string {
   return dir;
 }
 
+/** What a committed transaction survives: see the module header. */
+export type DatabaseDurability = 'power-loss' | 'process-crash';
+
 export interface OpenDatabaseOptions {
   /** Open read-only (the file must exist). Default false. */
   readonly readonly?: boolean;
+  /** Default `'power-loss'` (`synchronous=FULL`). */
+  readonly durability?: DatabaseDurability;
 }
 
 /**
@@ -131,7 +143,7 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
     throw new SandboxError('INTERNAL', 'could not open a database', {}, err);
   }
   try {
-    configure(db, memory || options.readonly === true);
+    configure(db, memory || options.readonly === true, options.durability ?? 'power-loss');
   } catch (err) {
     db.close();
     throw err instanceof SandboxError ? err : new SandboxError('INTERNAL', 'could not configure a database', {}, err);
@@ -139,7 +151,7 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
   return db;
 }
 
-function configure(db: Database & { loadExtension?: unknown }, skipWal: boolean): void {
+function configure(db: Database & { loadExtension?: unknown }, skipWal: boolean, durability: DatabaseDurability): void {
   // The binding's loadExtension is the only door to native extensions (the SQL function
   // load_extension() is disabled by SQLite's default); remove it from this connection.
   Object.defineProperty(db, 'loadExtension', {
@@ -157,8 +169,31 @@ function configure(db: Database & { loadExtension?: unknown }, skipWal: boolean)
       throw new SandboxError('INTERNAL', `could not enable WAL (journal_mode=${String(mode)})`);
     }
   }
-  db.pragma('synchronous = FULL');
+  db.pragma(durability === 'power-loss' ? 'synchronous = FULL' : 'synchronous = NORMAL');
   if (db.pragma('foreign_keys', { simple: true }) !== 1) throw new SandboxError('INTERNAL', 'foreign keys are off');
+}
+
+/**
+ * Make every transaction committed so far survive power loss: fsync the WAL (which holds the
+ * transactions not yet checkpointed), then the database file (which holds the rest). Nothing to
+ * do for an in-memory database.
+ */
+export function syncDatabase(db: Database): void {
+  if (db.memory) return;
+  for (const file of [`${db.name}-wal`, db.name]) {
+    let fd: number;
+    try {
+      fd = openSync(file, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // no WAL: nothing pending
+      throw err;
+    }
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
 }
 
 /** Remove a database file and its WAL companions (for temporary VFS databases). */

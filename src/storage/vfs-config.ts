@@ -12,13 +12,15 @@
 
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
-import { storageDir } from './sqlite.ts';
+import { storageDir, type DatabaseDurability } from './sqlite.ts';
 import type { InodeKind, VolumeName } from './vfs-schema.ts';
 
 /** Default quota: total bytes of all files in one VFS. */
 export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
 /** Default quota: inodes (files, directories, symlinks, the three roots) in one VFS. */
 export const DEFAULT_MAX_INODES = 100_000;
+/** Default durability of VFS writes (see `VfsOptions.durability` and `sqlite.ts`). */
+export const DEFAULT_DURABILITY: DatabaseDurability = 'process-crash';
 /** Largest file offset accepted (beyond it: EFBIG); keeps every offset an exact JS number. */
 export const MAX_FILE_SIZE = 2 ** 48;
 /** Largest single read, so one call cannot allocate without bound. */
@@ -37,12 +39,18 @@ export interface VfsOptions {
   readonly name?: string;
   readonly maxBytes?: number;
   readonly maxInodes?: number;
+  /**
+   * What an acknowledged write survives until `sync()`: default `'process-crash'` (a `kill -9` of
+   * the engine; `sync()` extends that to power loss); `'power-loss'` fsyncs every write.
+   */
+  readonly durability?: DatabaseDurability;
 }
 
 export interface VfsConfig {
   readonly file: string;
   readonly maxBytes: number;
   readonly maxInodes: number;
+  readonly durability: DatabaseDurability;
 }
 
 const VFS_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -63,6 +71,7 @@ export function resolveVfs(o: VfsOptions = {}): VfsConfig {
     file,
     maxBytes: limit(o.maxBytes, DEFAULT_MAX_BYTES, 'maxBytes'),
     maxInodes: limit(o.maxInodes, DEFAULT_MAX_INODES, 'maxInodes'),
+    durability: o.durability === 'power-loss' ? 'power-loss' : DEFAULT_DURABILITY,
   });
 }
 

@@ -2,179 +2,52 @@
  * The instance VFS: a POSIX-like filesystem with three volumes in one SQLite database.
  *
  * Owns: the `Vfs` class — path operations (stat, mkdir, rmdir, open, unlink, rename, symlink,
- * readlink, link, readdir), inode I/O (read, write, truncate, times), quotas and volume clearing.
- * The API is synchronous: WASI calls it from a blocked worker thread or from the host.
+ * readlink, link, readdir), inode I/O (read, readInto, write, append, truncate, times), quotas
+ * and volume clearing; the machinery under them (transactions, resolution, accounting) is
+ * `VfsCore` in `vfs-core.ts`. The API is synchronous: WASI calls it from a blocked worker thread
+ * or from the host.
  *
- * Invariant: every public operation is one SQLite transaction (all or nothing, durable once it
- * returns — see `sqlite.ts`); every guest-supplied path is resolved by `walk()` inside the VFS
- * and never reaches the host filesystem; every failure is a `VfsError` with a WASI errno;
- * `maxBytes` (sum of file and symlink sizes, holes included) and `maxInodes` are never exceeded
- * (ENOSPC for both).
+ * Invariant: every public operation is one SQLite transaction, all or nothing. Once it returns
+ * it survives a crash or `kill -9` of the process; after `sync()` it survives power loss too
+ * (`durability: 'power-loss'` fsyncs every operation instead — see `sqlite.ts`). Every
+ * guest-supplied path is resolved by `walk()` inside the VFS and never reaches the host
+ * filesystem; every failure is a `VfsError` with a WASI errno; `maxBytes` (sum of file and
+ * symlink sizes, holes included) and `maxInodes` are never exceeded (ENOSPC for both).
  *
  * Does not protect against: permission bits — `mode` is stored and reported, not enforced (the
  * WASI layer's rights decide who may write); POSIX "unlinked but still open" files — unlinking
  * the last link deletes the contents at once and later inode I/O fails with EBADF; hard links
- * to directories (EPERM).
+ * to directories (EPERM); a power loss or kernel crash between a write and the next `sync()`
+ * (with the default durability such a write may roll back — whole, never torn).
  */
 
-import { SandboxError } from '../errors.ts';
-import { fail, VfsError } from './errno.ts';
-import { openDatabase, type Database } from './sqlite.ts';
+import { fail } from './errno.ts';
+import { openDatabase } from './sqlite.ts';
 import {
-  MAX_FILE_SIZE, MAX_READ_BYTES, O_CREAT, O_DIRECTORY, O_EXCL, O_TRUNC, resolveVfs,
-  type DirEntry, type PathOptions, type Usage, type VfsConfig, type VfsOptions, type VfsStat,
+  MAX_READ_BYTES, O_CREAT, O_DIRECTORY, O_EXCL, O_TRUNC, resolveVfs,
+  type DirEntry, type PathOptions, type Usage, type VfsOptions, type VfsStat,
 } from './vfs-config.ts';
-import { readChunks, truncateChunks, writeChunks } from './vfs-data.ts';
-import { byteLength, checkSymlinkTarget } from './vfs-path.ts';
-import { walk, type WalkResult } from './vfs-resolve.ts';
-import {
-  initSchema, nowNs, prepareStatements, readInode, VOLUMES,
-  type InodeKind, type InodeRow, type Statements, type VolumeName,
-} from './vfs-schema.ts';
+import { checkFile, toStat, VfsCore } from './vfs-core.ts';
+import { readChunks, readChunksInto, readWithinChunk } from './vfs-data.ts';
+import { checkSymlinkTarget } from './vfs-path.ts';
+import type { Found } from './vfs-resolve.ts';
+import { CHUNK_SIZE, nowNs, VOLUMES, type InodeRow, type VolumeName } from './vfs-schema.ts';
+
+type OpenOptions = PathOptions & { mode?: number };
 
 export { VOLUMES, CHUNK_SIZE, type VolumeName, type InodeKind } from './vfs-schema.ts';
 export * from './vfs-config.ts';
 
-function toStat(r: InodeRow): VfsStat {
-  return Object.freeze({
-    ino: r.ino, volume: r.volume, kind: r.kind, mode: r.mode, nlink: r.nlink, size: r.size,
-    atimeNs: r.atime_ns, mtimeNs: r.mtime_ns, ctimeNs: r.ctime_ns,
-  });
-}
-
-export class Vfs {
-  readonly config: VfsConfig;
-  private readonly db: Database;
-  private readonly st: Statements;
-  private readonly roots: ReadonlyMap<VolumeName, number>;
-
-  private constructor(config: VfsConfig, db: Database) {
-    this.config = config;
-    this.db = db;
-    initSchema(db);
-    this.st = prepareStatements(db);
-    this.roots = new Map(this.st.volumeRoots.all().map((r) => [r.name, r.root] as const));
-  }
-
+export class Vfs extends VfsCore {
   static open(options: VfsOptions = {}): Vfs {
     const config = resolveVfs(options);
-    const db = openDatabase(config.file);
+    const db = openDatabase(config.file, { durability: config.durability });
     try {
       return new Vfs(config, db);
     } catch (err) {
       db.close();
       throw err;
     }
-  }
-
-  close(): void {
-    if (this.db.open) this.db.close();
-  }
-
-  /** The whole database as bytes (a snapshot of an in-memory VFS for a read-only query). */
-  serialize(): Uint8Array {
-    return this.db.serialize();
-  }
-
-  // ---- transactions -------------------------------------------------------------------------
-
-  private mutate<R>(fn: () => R): R {
-    return this.atomic(fn, true);
-  }
-
-  private readonly txWrite = this.dbTx(true);
-  private readonly txRead = this.dbTx(false);
-
-  private dbTx(immediate: boolean): (fn: () => unknown) => unknown {
-    let tx: ((fn: () => unknown) => unknown) | undefined;
-    return (fn) => {
-      if (tx === undefined) {
-        const t = this.db.transaction((f: () => unknown) => f());
-        tx = immediate ? t.immediate : t.deferred;
-      }
-      return tx(fn);
-    };
-  }
-
-  private atomic<R>(fn: () => R, write: boolean): R {
-    if (!this.db.open) fail('EBADF', 'the VFS is closed');
-    try {
-      return (write ? this.txWrite : this.txRead)(fn) as R;
-    } catch (err) {
-      if (err instanceof VfsError || err instanceof SandboxError) throw err;
-      throw new SandboxError('INTERNAL', 'VFS storage error', {}, err);
-    }
-  }
-
-  // ---- helpers -----------------------------------------------------------------------------
-
-  private root(volume: VolumeName): number {
-    const root = this.roots.get(volume);
-    if (root === undefined) fail('ENOTCAPABLE', 'unknown volume');
-    return root;
-  }
-
-  private walkIn(volume: VolumeName, path: string, followFinal: boolean, from?: number): WalkResult {
-    const root = this.root(volume);
-    if (from !== undefined) {
-      const dir = this.inode(from);
-      if (dir.volume !== volume) fail('EXDEV', 'directory is in another volume');
-      if (dir.kind !== 'dir') fail('ENOTDIR', 'not a directory');
-    }
-    return walk(this.st, root, path, from === undefined ? { followFinal } : { followFinal, from });
-  }
-
-  private inode(ino: number): InodeRow {
-    return (Number.isSafeInteger(ino) ? readInode(this.st, ino) : undefined) ?? fail('EBADF', 'no such inode');
-  }
-
-  private usage(): { bytes: number; inodes: number } {
-    let bytes = 0;
-    let inodes = 0;
-    for (const r of this.st.getUsage.all()) {
-      if (r.key === 'used_bytes') bytes = r.value;
-      else inodes = r.value;
-    }
-    return { bytes, inodes };
-  }
-
-  private charge(bytes: number, inodes: number): void {
-    if (bytes > 0 || inodes > 0) {
-      const u = this.usage();
-      if (u.bytes + bytes > this.config.maxBytes) fail('ENOSPC', 'VFS byte quota exceeded');
-      if (u.inodes + inodes > this.config.maxInodes) fail('ENOSPC', 'VFS inode quota exceeded');
-    }
-    if (bytes !== 0) this.st.addUsage.run(bytes, 'used_bytes');
-    if (inodes !== 0) this.st.addUsage.run(inodes, 'used_inodes');
-  }
-
-  private create(volume: VolumeName, parent: number, name: string, kind: InodeKind, mode: number, target: string | null): number {
-    const size = target === null ? 0 : byteLength(target);
-    this.charge(size, 1);
-    const t = nowNs();
-    const ino = Number(this.st.insertInode.run(volume, kind, mode & 0o7777, kind === 'dir' ? 2 : 1, size, t, t, t, target).lastInsertRowid);
-    this.st.insertEntry.run(parent, name, ino);
-    this.st.touchDir.run(t, t, parent);
-    if (kind === 'dir') this.st.addLinks.run(1, t, parent);
-    return ino;
-  }
-
-  /** Remove the entry (parent, name) naming `node`; delete the inode with its last link. */
-  private dropEntry(parent: number, name: string, node: InodeRow): void {
-    const t = nowNs();
-    this.st.deleteEntry.run(parent, name);
-    this.st.touchDir.run(t, t, parent);
-    if (node.kind === 'dir') this.st.addLinks.run(-1, t, parent);
-    if (node.kind === 'dir' || node.nlink <= 1) {
-      this.st.deleteInode.run(node.ino);
-      this.charge(-node.size, -1);
-    } else {
-      this.st.addLinks.run(-1, t, node.ino);
-    }
-  }
-
-  private nameOf(w: WalkResult, whenNull: 'EEXIST' | 'EINVAL' | 'EISDIR' | 'EBUSY'): string {
-    return w.name ?? fail(whenNull, 'path names no entry');
   }
 
   // ---- path operations ---------------------------------------------------------------------
@@ -201,8 +74,7 @@ export class Vfs {
     return this.mutate(() => {
       const w = this.walkIn(volume, path, false, o.from);
       if (w.node !== null) fail('EEXIST', 'file exists');
-      const ino = this.create(volume, w.parent, this.nameOf(w, 'EEXIST'), 'dir', mode, null);
-      return toStat(this.inode(ino));
+      return toStat(this.create(volume, w.parent, this.nameOf(w, 'EEXIST'), 'dir', mode, null));
     });
   }
 
@@ -218,25 +90,44 @@ export class Vfs {
   }
 
   /** Open (and maybe create or truncate) a file or directory; `oflags` are WASI's bits. */
-  open(volume: VolumeName, path: string, oflags = 0, o: PathOptions & { mode?: number } = {}): VfsStat {
-    const creating = (oflags & O_CREAT) !== 0;
-    const op = (): VfsStat => {
-      const w = this.walkIn(volume, path, o.followFinal ?? true, o.from);
-      if (w.node === null) {
-        if (!creating) fail('ENOENT', 'no such file or directory');
-        if ((oflags & O_DIRECTORY) !== 0 || w.trailingSlash) fail('EISDIR', 'cannot create a directory with open');
-        const ino = this.create(volume, w.parent, this.nameOf(w, 'EISDIR'), 'file', o.mode ?? 0o644, null);
-        return toStat(this.inode(ino));
-      }
-      if (creating && (oflags & O_EXCL) !== 0) fail('EEXIST', 'file exists');
-      const node = this.inode(w.node.ino);
-      if (node.kind === 'symlink') fail('ELOOP', 'final component is a symbolic link');
-      if ((oflags & O_DIRECTORY) !== 0 && node.kind !== 'dir') fail('ENOTDIR', 'not a directory');
-      if (node.kind === 'dir' && (oflags & (O_TRUNC | O_CREAT)) !== 0) fail('EISDIR', 'is a directory');
-      if ((oflags & O_TRUNC) !== 0 && node.size !== 0) this.resize(node, 0);
-      return toStat(this.inode(node.ino));
-    };
-    return creating || (oflags & O_TRUNC) !== 0 ? this.mutate(op) : this.atomic(op, false);
+  open(volume: VolumeName, path: string, oflags = 0, o: OpenOptions = {}): VfsStat {
+    return this.opening(oflags, () => {
+      const r = this.openNode(volume, path, oflags, o);
+      return toStat('nlink' in r ? r : this.inode(r.ino));
+    });
+  }
+
+  /** `open` for a caller that needs only the inode and its kind (WASI `path_open`). */
+  openInode(volume: VolumeName, path: string, oflags = 0, o: OpenOptions = {}): Found {
+    return this.opening(oflags, () => {
+      const r = this.openNode(volume, path, oflags, o);
+      return { ino: r.ino, kind: r.kind };
+    });
+  }
+
+  /** Run an open in a write transaction when it may create or truncate, a read one otherwise. */
+  private opening<R>(oflags: number, op: () => R): R {
+    return (oflags & (O_CREAT | O_TRUNC)) !== 0 ? this.mutate(op) : this.atomic(op, false);
+  }
+
+  /** The opened node: its full row when created or truncated, else what the walk found. */
+  private openNode(volume: VolumeName, path: string, oflags: number, o: OpenOptions): InodeRow | Found {
+    const w = this.walkIn(volume, path, o.followFinal ?? true, o.from);
+    if (w.node === null) {
+      if ((oflags & O_CREAT) === 0) fail('ENOENT', 'no such file or directory');
+      if ((oflags & O_DIRECTORY) !== 0 || w.trailingSlash) fail('EISDIR', 'cannot create a directory with open');
+      return this.create(volume, w.parent, this.nameOf(w, 'EISDIR'), 'file', o.mode ?? 0o644, null);
+    }
+    if ((oflags & O_CREAT) !== 0 && (oflags & O_EXCL) !== 0) fail('EEXIST', 'file exists');
+    const { kind } = w.node;
+    if (kind === 'symlink') fail('ELOOP', 'final component is a symbolic link');
+    if ((oflags & O_DIRECTORY) !== 0 && kind !== 'dir') fail('ENOTDIR', 'not a directory');
+    if (kind === 'dir' && (oflags & (O_TRUNC | O_CREAT)) !== 0) fail('EISDIR', 'is a directory');
+    if ((oflags & O_TRUNC) === 0) return w.node;
+    const node = this.inode(w.node.ino);
+    if (node.size === 0) return node;
+    this.resize(node, 0);
+    return this.inode(node.ino);
   }
 
   unlink(volume: VolumeName, path: string, o: Pick<PathOptions, 'from'> = {}): void {
@@ -295,8 +186,7 @@ export class Vfs {
     return this.mutate(() => {
       const w = this.walkIn(volume, path, false, o.from);
       if (w.node !== null) fail('EEXIST', 'file exists');
-      const ino = this.create(volume, w.parent, this.nameOf(w, 'EEXIST'), 'symlink', 0o777, target);
-      return toStat(this.inode(ino));
+      return toStat(this.create(volume, w.parent, this.nameOf(w, 'EEXIST'), 'symlink', 0o777, target));
     });
   }
 
@@ -341,39 +231,59 @@ export class Vfs {
 
   // ---- inode I/O ---------------------------------------------------------------------------
 
-  private fileNode(ino: number): InodeRow {
-    const node = this.inode(ino);
-    if (node.kind === 'dir') fail('EISDIR', 'is a directory');
-    if (node.kind !== 'file') fail('EINVAL', 'not a regular file');
-    return node;
-  }
-
-  private checkRange(offset: number, len: number): void {
-    if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(len) || len < 0) fail('EINVAL', 'bad offset or length');
-    if (offset + len > MAX_FILE_SIZE) fail('EFBIG', 'file too large');
-  }
-
   read(ino: number, offset: number, len: number): Uint8Array {
     if (!Number.isSafeInteger(len) || len < 0) fail('EINVAL', 'bad length');
     const want = Math.min(len, MAX_READ_BYTES);
     return this.atomic(() => {
       this.checkRange(offset, 0);
-      const node = this.fileNode(ino);
-      return readChunks(this.st, ino, node.size, offset, want);
+      return readChunks(this.st, ino, this.fileSize(ino), offset, want);
     }, false);
+  }
+
+  /**
+   * Read from `offset` straight into `targets` (e.g. views of a guest's iovecs), filling them in
+   * order; returns the byte count (short at end of file; at most `MAX_READ_BYTES` in all).
+   */
+  readInto(ino: number, offset: number, targets: readonly Uint8Array[]): number {
+    let room = MAX_READ_BYTES;
+    const capped: Uint8Array[] = [];
+    for (const t of targets) {
+      if (room === 0) break;
+      capped.push(t.length <= room ? t : t.subarray(0, room));
+      room -= Math.min(t.length, room);
+    }
+    this.checkRange(offset, 0);
+    if (!this.memo.holds(ino)) {
+      // Most reads of small files, and every read at end of file, need one chunk at most: try
+      // that in one statement (the chunk holding `offset`, with the file's size).
+      const idx = Math.floor(offset / CHUNK_SIZE);
+      const end = offset + capped.reduce((n, t) => n + t.length, 0);
+      const n = this.single(() => {
+        const row = Number.isSafeInteger(ino) ? this.st.fileChunk.get(end, (idx + 1) * CHUNK_SIZE, ino, idx, ino) : undefined;
+        const [, size, chunk] = checkFile(row);
+        return readWithinChunk(size, chunk, offset, capped);
+      });
+      if (n !== null) return n;
+    }
+    return this.atomic(() => readChunksInto(this.st, ino, this.fileSize(ino), offset, capped, this.memo), false);
   }
 
   /** Write all of `bytes` at `offset` (growing the file); returns the byte count. */
   write(ino: number, at: number, data: Uint8Array): number {
     return this.atomic(() => {
       this.checkRange(at, data.byteLength);
-      const node = this.fileNode(ino);
-      const end = at + data.byteLength;
-      if (end > node.size) this.charge(end - node.size, 0);
-      writeChunks(this.st, ino, at, data);
-      const t = nowNs();
-      this.st.setSize.run(Math.max(end, node.size), t, t, ino);
+      this.writeAt(ino, this.fileSize(ino), at, data);
       return data.byteLength;
+    }, true);
+  }
+
+  /** Write all of `data` at the end of the file, in one transaction; returns where it landed. */
+  append(ino: number, data: Uint8Array): number {
+    return this.atomic(() => {
+      const size = this.fileSize(ino);
+      this.checkRange(size, data.byteLength);
+      this.writeAt(ino, size, size, data);
+      return size;
     }, true);
   }
 
@@ -382,16 +292,6 @@ export class Vfs {
       this.checkRange(size, 0);
       this.resize(this.fileNode(ino), size);
     }, true);
-  }
-
-  private resize(node: InodeRow, size: number): void {
-    if (size > node.size) this.charge(size - node.size, 0);
-    else if (size < node.size) {
-      truncateChunks(this.st, node.ino, size);
-      this.charge(size - node.size, 0);
-    }
-    const t = nowNs();
-    this.st.setSize.run(size, t, t, node.ino);
   }
 
   /** Set access and/or modification time (ns since the epoch); ctime becomes now. */

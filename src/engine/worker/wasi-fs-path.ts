@@ -50,7 +50,7 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       if ((want & ~d.rightsInheriting & (FILE_RIGHTS | DIR_RIGHTS)) !== 0n) refuse(E.NOTCAPABLE);
       memory.check(out, 4);
       table.reserve();
-      const st = vfs.open(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0 });
+      const st = vfs.openInode(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0 });
       if (st.kind === 'dir') {
         if ((fdflags & FDFLAG_APPEND) !== 0) refuse(E.ISDIR);
       } else if ((oflags & O_DIRECTORY) !== 0) {

@@ -12,8 +12,9 @@
  *
  * Invariant: every guest pointer is bounds-checked (EFAULT), every VFS failure is its errno, every
  * write needs FD_WRITE on its descriptor and none is possible on a read-only mount (EROFS); any
- * other exception propagates as a bug. Writes are durable when the call returns (one VFS
- * transaction each), so `fd_sync`/`fd_datasync` have nothing left to do.
+ * other exception propagates as a bug. Each write is one VFS transaction: when the call returns
+ * it survives a crash or `kill -9` of the engine; `fd_sync`/`fd_datasync` make every write so far
+ * survive power loss too (an fsync of the VFS database; a no-op for an in-memory VFS).
  *
  * Does not protect against: a guest filling its VFS quota (the VFS answers ENOSPC) or holding
  * `MAX_FDS` descriptors open (EMFILE for itself only).
@@ -53,22 +54,17 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
   /** A non-stdio fd of any kind. */
   const anyFd = (fd: number): OpenFd => table.get(fd);
 
-  const readInto = (f: OpenFd, iovs: number, count: number, at: number): number => {
-    const vecs = memory.iovecs(iovs, count);
-    const want = vecs.reduce((n, [, l]) => n + l, 0);
-    const data = vfs.read(f.ino, at, want);
-    let done = 0;
-    for (const [p, l] of vecs) {
-      if (done >= data.length) break;
-      const part = data.subarray(done, done + l);
-      memory.write(p, part);
-      done += part.length;
-    }
-    return done;
-  };
+  /** Read at `at` straight into the guest's iovecs (one VFS transaction, no staging copy). */
+  const readInto = (f: OpenFd, iovs: number, count: number, at: number): number =>
+    vfs.readInto(f.ino, at, memory.iovecs(iovs, count).map(([p, l]) => memory.bytes(p, l)));
 
+  /**
+   * The bytes of the guest's iovecs: a view of guest memory when one iovec is non-empty (the VFS
+   * copies what it stores before the guest runs again), a gathered copy otherwise.
+   */
   const gather = (iovs: number, count: number): Uint8Array => {
-    const vecs = memory.iovecs(iovs, count);
+    const vecs = memory.iovecs(iovs, count).filter(([, l]) => l > 0);
+    if (vecs.length === 1) return memory.bytes(...(vecs[0] as [number, number]));
     const out = new Uint8Array(vecs.reduce((n, [, l]) => n + l, 0));
     let at = 0;
     for (const [p, l] of vecs) {
@@ -110,10 +106,11 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       const f = fileFd(table, fd, R.FD_WRITE);
       memory.check(nwritten, 4);
       const data = gather(iovs, count);
-      const at = (f.fdflags & FDFLAG_APPEND) !== 0 ? vfs.statIno(f.ino).size : f.offset;
-      const n = vfs.write(f.ino, at, data);
-      f.offset = at + n;
-      memory.setU32(nwritten, n);
+      let at = f.offset;
+      if ((f.fdflags & FDFLAG_APPEND) !== 0) at = vfs.append(f.ino, data);
+      else vfs.write(f.ino, at, data);
+      f.offset = at + data.length;
+      memory.setU32(nwritten, data.length);
       return E.SUCCESS;
     }),
 
@@ -164,12 +161,14 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return delegate('fd_fdstat_get', fd, out);
       const f = anyFd(fd);
       memory.check(out, 24);
-      memory.setU8(out, f.kind === 'dir' ? FILETYPE.DIRECTORY : FILETYPE.REGULAR_FILE);
-      memory.setU8(out + 1, 0);
-      memory.setU16(out + 2, f.fdflags);
-      memory.setU32(out + 4, 0);
-      memory.setU64(out + 8, f.rightsBase);
-      memory.setU64(out + 16, f.rightsInheriting);
+      const v = memory.view(); // one view for the whole record (wasi-libc asks on every fopen)
+      const p = out >>> 0;
+      v.setUint8(p, f.kind === 'dir' ? FILETYPE.DIRECTORY : FILETYPE.REGULAR_FILE);
+      v.setUint8(p + 1, 0);
+      v.setUint16(p + 2, f.fdflags, true);
+      v.setUint32(p + 4, 0, true);
+      v.setBigUint64(p + 8, f.rightsBase, true);
+      v.setBigUint64(p + 16, f.rightsInheriting, true);
       return E.SUCCESS;
     }),
 
@@ -196,13 +195,15 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
 
     fd_sync: g((fd: number) => {
       if (isStdio(fd)) return delegate('fd_sync', fd);
-      anyFd(fd);
+      if ((anyFd(fd).rightsBase & R.FD_SYNC) === 0n) return E.NOTCAPABLE;
+      vfs.sync();
       return E.SUCCESS;
     }),
 
     fd_datasync: g((fd: number) => {
       if (isStdio(fd)) return delegate('fd_datasync', fd);
-      anyFd(fd);
+      if ((anyFd(fd).rightsBase & R.FD_DATASYNC) === 0n) return E.NOTCAPABLE;
+      vfs.sync();
       return E.SUCCESS;
     }),
 
