@@ -4,10 +4,12 @@
  * re-encoded with renumbered indices, bulk instructions replaced by calls to their helpers.
  *
  * Owns: the code sequences the host contract depends on ($fuel is the exported global, $refill
- * the imported function, $f the appended i64 local, C the block's static cost):
+ * the imported function, $refill_local the module's own function that stores its argument in
+ * $fuel and returns `call $refill` of it (twins.ts), $f the appended i64 local, C the block's
+ * static cost):
  * - fast path (no exception handling; the counter lives in $f):
  *   entry   `global.get $fuel; i64.const C; i64.sub; local.tee $f; i64.const 0; i64.lt_s;
- *            if; local.get $f; global.set $fuel; local.get $f; call $refill; local.set $f; end`
+ *            if; local.get $f; call $refill_local; local.set $f; end`
  *   block   `local.get $f; i64.const C; i64.sub; local.set $f`
  *   loop    the loop is wrapped and its refill moved out of its body, because a call inside a
  *           hot loop, even on a path never taken, makes V8 spill registers around it (measured:
@@ -20,26 +22,38 @@
  *               end
  *               br 2                                            ;; results out of $done
  *             end
- *             local.get $f; global.set $fuel; local.get $f; call $refill;
+ *             local.get $f; call $refill_local;
  *             i64.const C; i64.add; local.set $f; br 0          ;; re-enter: re-charges C
  *             end end
  *           which charges and refills exactly as the inline check would. A loop that takes
  *           parameters keeps the inline form: `local.get $f; i64.const C; i64.sub; local.tee $f;
- *           i64.const 0; i64.lt_s; if; local.get $f; global.set $fuel; local.get $f;
- *           call $refill; local.set $f; end`.
+ *           i64.const 0; i64.lt_s; if; local.get $f; call $refill_local; local.set $f; end`.
  *   spill   `local.get $f; global.set $fuel` before every call-like instruction, `return`,
- *           the final `end` and any branch that can leave the function; also before every
- *           refill, so if refill throws the deficit is in $fuel and a guest that catches the
- *           host's exception (`catch_all`) is refused again at its next check point;
+ *           the final `end` and any branch that can leave the function; $refill_local also
+ *           stores the counter before it calls refill, so if refill throws the deficit is in
+ *           $fuel and a guest that catches the host's exception (`catch_all`) is refused again
+ *           at its next check point;
  *   reload  `global.get $fuel; local.set $f` after a call returns;
+ * - threaded path (a fast-path body with no tail call, written as its function's twin F′, see
+ *   twins.ts): as the fast path, but $f is the extra last parameter, so it arrives holding the
+ *   counter and declared locals move up by one (every local.get/set/tee past the parameters is
+ *   renumbered); the entry reads $f instead of the global
+ *   (`local.get $f; i64.const C; i64.sub; local.tee $f; …`, the same check); a direct call to a
+ *   defined function G becomes `local.get $f; call G′; local.set $f` (no spill, no reload); the
+ *   body after the entry check is wrapped in `block bt … end` (bt: [] → the results), so a branch
+ *   out of the function lands there, and `local.get $f` follows that block and precedes every
+ *   `return`, which returns the counter after the results. Calls to imports, helpers and
+ *   indirect calls, and every refill, spill and reload as on the fast path.
  * - slow path (the body uses exception handling, or is at V8's locals limit; every charge works
  *   on $fuel, so unwinding never loses one; the code's structure is untouched): block
  *   `global.get $fuel; i64.const C; i64.sub; global.set $fuel`, entry and loop add
  *   `global.get $fuel; i64.const 0; i64.lt_s; if; global.get $fuel; call $refill;
  *   global.set $fuel; end`.
  *
- * Invariant: every inserted sequence is stack-neutral, and the only branches added are the
- * outlined loops' (whose wrappers shift the labels that cross them, nesting.ts), so every block
+ * Invariant: every inserted sequence is stack-neutral (on the threaded path, apart from the
+ * counter pushed after the results where the function returns), and the only branches added are
+ * the outlined loops' (whose wrappers shift the labels that cross them, nesting.ts; the threaded
+ * path's outer block adds a level outside every label, so none moves), so every block
  * type, operand stack and validation result of the original is preserved. A body is written
  * straight into the output after a 5-byte gap for its size, then moved back over the unused part
  * of the gap (one native memmove instead of a copy through a scratch buffer).
@@ -53,6 +67,7 @@ import type { CodeBody } from '../code.ts';
 import * as scan from './scan.ts';
 import type { BodyScanner } from './scan.ts';
 import type { Sink } from './sink.ts';
+import type { ThreadedBody } from './twins.ts';
 
 // Module-local copies: under loaders such as tsx every access to an imported binding is a getter
 // call, which would dominate the per-record loops below.
@@ -69,6 +84,9 @@ const R_LOOP_OUT = scan.R_LOOP_OUT;
 const R_LOOP_OPEN = scan.R_LOOP_OPEN;
 const R_LOOP_CLOSE = scan.R_LOOP_CLOSE;
 const R_BRANCH = scan.R_BRANCH;
+const R_LOCAL = scan.R_LOCAL;
+const SPILL_RETURN = scan.SPILL_RETURN;
+const SPILL_FINAL_END = scan.SPILL_FINAL_END;
 const STRIDE = scan.STRIDE;
 
 const LOCAL_GET = 0x20;
@@ -136,10 +154,18 @@ export class BodyEmitter {
   private readonly r: number[];
   private readonly slow: Templates;
   private readonly fast = new Map<number, Templates>();
+  private readonly threaded = new Map<number, Templates>();
 
-  constructor(fuelGlobal: number, refillFunction: number) {
+  /**
+   * `refillFunction` is the import; `localRefill` the module's own `(i64) -> (i64)` function that
+   * writes its argument to $fuel, then calls the import and returns its result (twins.ts), which the fast paths
+   * call instead, so their cold path needs neither the global's address nor the import's target
+   * (V8 hoists both out of loops and keeps them live, spilled, across every other call).
+   */
+  constructor(fuelGlobal: number, refillFunction: number, localRefill: number) {
     const g = (this.g = leb(fuelGlobal));
-    const r = (this.r = leb(refillFunction));
+    const r = leb(refillFunction);
+    this.r = leb(localRefill);
     const get = [GLOBAL_GET, ...g];
     const set = [GLOBAL_SET, ...g];
     this.slow = {
@@ -165,26 +191,43 @@ export class BodyEmitter {
     t = {
       entryPre: bytes(GLOBAL_GET, g, I64_CONST),
       loopPre: bytes(LOCAL_GET, f, I64_CONST),
-      checkPost: bytes(I64_SUB, LOCAL_TEE, f, I64_CONST, 0, I64_LT_S, IF, EMPTY, spill, LOCAL_GET, f, CALL, this.r, LOCAL_SET, f, END),
+      checkPost: bytes(I64_SUB, LOCAL_TEE, f, I64_CONST, 0, I64_LT_S, IF, EMPTY, LOCAL_GET, f, CALL, this.r, LOCAL_SET, f, END),
       chargePre: bytes(LOCAL_GET, f, I64_CONST),
       chargePost: bytes(I64_SUB, LOCAL_SET, f),
       spill: bytes(spill),
       reload: bytes(GLOBAL_GET, g, LOCAL_SET, f),
       outPost: bytes(I64_SUB, LOCAL_TEE, f, I64_CONST, 0, I64_LT_S, BR_IF, 1),
-      closePre: bytes(BR, 2, END, spill, LOCAL_GET, f, CALL, this.r, I64_CONST),
+      closePre: bytes(BR, 2, END, LOCAL_GET, f, CALL, this.r, I64_CONST),
       closePost: bytes(I64_ADD, LOCAL_SET, f, BR, 0, END, END),
     };
     this.fast.set(local, t);
     return t;
   }
 
+  /** The fast templates with the counter in parameter `param`, which arrives holding it. */
+  private threadedTemplates(param: number): Templates {
+    let t = this.threaded.get(param);
+    if (t !== undefined) return t;
+    const fast = this.templates(param);
+    t = { ...fast, entryPre: bytes(LOCAL_GET, leb(param), I64_CONST) };
+    this.threaded.set(param, t);
+    return t;
+  }
+
   /**
    * Writes the code entry (size prefix, locals, code) described by `scan` to `out`.
    * `counterLocal` is the index of the appended i64 local, or -1 for the slow path.
+   * With `thread`, the body is written as its threaded twin (see the module doc): the counter is
+   * parameter `thread.param` (so locals from there on move up by one), direct calls to defined
+   * functions go to their twins `thread.twinOffset` further on, and the body is wrapped in a
+   * block of type `thread.blockType` so that every exit can push the counter after the results.
    */
-  write(out: Sink, src: Uint8Array, code: CodeBody, scan: BodyScanner, counterLocal: number): void {
-    const fast = counterLocal >= 0;
-    const t = fast ? this.templates(counterLocal) : this.slow;
+  write(out: Sink, src: Uint8Array, code: CodeBody, scan: BodyScanner, counterLocal: number, thread?: ThreadedBody): void {
+    const threaded = thread !== undefined;
+    const fast = threaded || counterLocal >= 0;
+    const t = threaded ? this.threadedTemplates(thread.param) : fast ? this.templates(counterLocal) : this.slow;
+    const f = threaded ? leb(thread.param) : [];
+    const twinOffset = threaded ? thread.twinOffset : 0;
     const recs = scan.recs;
     const side = scan.side.buf;
     const n = scan.count * STRIDE;
@@ -197,7 +240,8 @@ export class BodyEmitter {
     const start = out.len + 5;
     let p = start;
 
-    if (fast) {
+    if (threaded) p = copy(buf, p, src, code.bodyStart, code.codeStart);
+    else if (fast) {
       p = putLeb(buf, p, code.locals.length + 1);
       p = copy(buf, p, src, groupsStart, code.codeStart);
       buf[p++] = 1;
@@ -214,6 +258,18 @@ export class BodyEmitter {
         if (kind === R_LOOP_OUT) kind = R_LOOP;
         else if (kind === R_LOOP_OPEN || kind === R_LOOP_CLOSE || kind === R_BRANCH || kind === R_WRAP || kind === R_SPILL) continue;
       }
+      if (kind === R_CALL && threaded && recs[i + 4] === 1 && thread.twinned[value] === 1) {
+        // A direct call to a defined function goes to its twin: `local.get $f; call F'; local.set $f`.
+        p = copy(buf, p, src, from, offset);
+        buf[p++] = LOCAL_GET;
+        p = putBytes(buf, p, f);
+        buf[p++] = CALL;
+        p = putLeb(buf, p, value + twinOffset);
+        buf[p++] = LOCAL_SET;
+        p = putBytes(buf, p, f);
+        from = recs[i + 2]!;
+        continue;
+      }
       switch (kind) {
         case R_ENTRY:
         case R_LOOP:
@@ -222,6 +278,10 @@ export class BodyEmitter {
           p = put(buf, p, kind === R_ENTRY ? t.entryPre : t.loopPre);
           p = putSleb(buf, p, value);
           p = put(buf, p, t.checkPost);
+          if (kind === R_ENTRY && threaded) {
+            buf[p++] = BLOCK;
+            p = put(buf, p, thread.blockType);
+          }
           break;
         case R_LOOP_OUT:
           p = copy(buf, p, src, from, offset);
@@ -289,7 +349,24 @@ export class BodyEmitter {
         case R_SPILL:
           p = copy(buf, p, src, from, offset);
           from = offset;
-          p = put(buf, p, t.spill);
+          if (!threaded) p = put(buf, p, t.spill);
+          else {
+            // A branch out of the function now leaves the wrapping block; `return` and the end of
+            // that block push the counter after the results.
+            const why = recs[i + 4]!;
+            if (why === SPILL_FINAL_END) buf[p++] = END;
+            if (why === SPILL_RETURN || why === SPILL_FINAL_END) {
+              buf[p++] = LOCAL_GET;
+              p = putBytes(buf, p, f);
+            }
+          }
+          break;
+        case R_LOCAL:
+          if (!threaded) break;
+          p = copy(buf, p, src, from, offset);
+          buf[p++] = recs[i + 4]!;
+          p = putLeb(buf, p, value);
+          from = recs[i + 2]!;
           break;
       }
     }
@@ -301,6 +378,11 @@ export class BodyEmitter {
     if (prefix < start) buf.copyWithin(prefix, start, p);
     out.len = p - (start - prefix);
   }
+}
+
+function putBytes(buf: Uint8Array, p: number, t: readonly number[]): number {
+  for (let i = 0; i < t.length; i++) buf[p++] = t[i]!;
+  return p;
 }
 
 function put(buf: Uint8Array, p: number, t: Uint8Array): number {
@@ -334,24 +416,6 @@ function putSleb(buf: Uint8Array, p: number, n: number): number {
   }
   buf[p++] = n;
   return p;
-}
-
-/** `global.get; i64.const 0; i64.lt_s; if; global.get; call $refill; global.set; end` (LEBs given). */
-export function writeGlobalCheck(out: Sink, fuel: Uint8Array, refill: Uint8Array): void {
-  out.byte(GLOBAL_GET);
-  out.bytes(fuel);
-  out.byte(I64_CONST);
-  out.byte(0);
-  out.byte(I64_LT_S);
-  out.byte(IF);
-  out.byte(EMPTY);
-  out.byte(GLOBAL_GET);
-  out.bytes(fuel);
-  out.byte(CALL);
-  out.bytes(refill);
-  out.byte(GLOBAL_SET);
-  out.bytes(fuel);
-  out.byte(END);
 }
 
 /** The position after the u32 LEB at `p` (already validated by the parser). */

@@ -4,7 +4,7 @@
  *
  * Owns: one helper per distinct instruction (opcode and immediates: memory.init per data
  * segment, table.* per table index, …), appended to the function index space in order of first
- * use. A helper takes the instruction's operands as parameters, subtracts the size charge
+ * use, after the threaded twins and `__membrane_fuel_refill` (twins.ts). A helper takes the instruction's operands as parameters, subtracts the size charge
  * (cost.ts) from $fuel, refills if $fuel went negative, then executes the original instruction
  * on its parameters and returns its result:
  *   `global.get $fuel; <extra as i64>; i64.sub; global.set $fuel;
@@ -24,7 +24,6 @@
 import { Reader } from '../bytes.ts';
 import type { ParsedModule } from '../module.ts';
 import type { FuncType, ValType } from '../types.ts';
-import { writeGlobalCheck } from './body.ts';
 import type { CostModel } from './cost.ts';
 import { Sink } from './sink.ts';
 import type { TypeTable } from './type-table.ts';
@@ -56,6 +55,10 @@ const I64_DIV_U = 0x80;
 const I64_SHR_U = 0x88;
 const I64_EXTEND_I32_U = 0xad;
 const END = 0x0b;
+const I64_LT_S = 0x53;
+const IF = 0x04;
+const EMPTY = 0x40;
+const CALL = 0x10;
 
 const NAMES: Readonly<Record<number, string>> = {
   8: 'memory.init',
@@ -209,4 +212,22 @@ function divideRoundingUp(out: Sink, k: number): void {
     out.s64(k);
     out.byte(I64_DIV_U);
   }
+}
+
+/** `global.get; i64.const 0; i64.lt_s; if; global.get; call $refill; global.set; end` (LEBs given). */
+function writeGlobalCheck(out: Sink, fuel: Uint8Array, refill: Uint8Array): void {
+  out.byte(GLOBAL_GET);
+  out.bytes(fuel);
+  out.byte(I64_CONST);
+  out.byte(0);
+  out.byte(I64_LT_S);
+  out.byte(IF);
+  out.byte(EMPTY);
+  out.byte(GLOBAL_GET);
+  out.bytes(fuel);
+  out.byte(CALL);
+  out.bytes(refill);
+  out.byte(GLOBAL_SET);
+  out.bytes(fuel);
+  out.byte(END);
 }

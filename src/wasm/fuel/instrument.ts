@@ -15,7 +15,14 @@
  *   global holds the deficit and fuelUsed = granted − global still holds. The host must keep
  *   throwing at every later refill of that call: a guest's `catch_all` can catch the host's
  *   exception, but the counter stays negative, so its next check point asks again.
- * - Costs and charge points: cost.ts, scan.ts; the inserted code: body.ts, helpers.ts.
+ * - Every defined function F gets a threaded twin F′ = F + N (N defined functions) of type
+ *   (params, i64) → (results, i64) that takes and returns the counter, so direct calls between
+ *   instrumented functions pass it in registers (twins.ts); bulk helpers follow the twins. The
+ *   host only ever sees original indices (exports, tables, start); the counter is in the global
+ *   whenever control is outside threaded code.
+ * - The fast paths refill through the module's own `__membrane_fuel_refill`, which writes the
+ *   counter to the global and calls the import (twins.ts).
+ * - Costs and charge points: cost.ts, scan.ts; the inserted code: body.ts, helpers.ts, twins.ts.
  *
  * Invariant: for a run that returns, fuelUsed is exactly the sum of the static costs of the basic
  * blocks it entered plus its size charges — the same on every machine, for every chunk size.
@@ -23,8 +30,10 @@
  * like the original: same results, traps, memory and host calls.
  *
  * Does not protect against: time spent in host calls or in `memory.atomic.wait` (the time wall's
- * job); the exact count after a trap (a fast-path body's charges since its last call or exit are
- * in a local that a trap discards, so the global can be a few blocks behind); custom sections that
+ * job); the exact count after a trap (charges since the counter was last written to the global —
+ * at a host, helper or indirect call, a refill or a return to the host — are in locals and
+ * parameters that a trap discards, so the global can be behind; the host bills every unit it
+ * granted instead); custom sections that
  * hold code offsets or function indices other than `name` (DWARF, source maps, branch hints) —
  * they are kept verbatim and go stale; 64-bit memories and tables (refused: INVALID_MODULE).
  * The names `membrane:fuel` (import module) and `__membrane_fuel` (export) are reserved: a module
@@ -46,13 +55,14 @@ import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT } from '../../policy/catalog.ts'
 import { Renumber } from './renumber.ts';
 import { BodyScanner } from './scan.ts';
 import { Sink, lebSize } from './sink.ts';
+import { LOCAL_REFILL_NAME, TwinTypes, canTwin, twinsFit, writeAdapter, writeLocalRefill, writePlaceholder, writeWrapper } from './twins.ts';
 import { TypeTable } from './type-table.ts';
 
 /** V8's limit on one function body (kV8MaxWasmFunctionSize), size prefix included. */
 export const MAX_FUNCTION_BODY_BYTES = 7_654_321;
 
 /** Bump whenever the output bytes for the same input and options could change. */
-export const FUEL_REWRITER_VERSION = 3;
+export const FUEL_REWRITER_VERSION = 4;
 /** The names live with the import catalog (policy), the one place engine-internal names are kept. */
 export const FUEL_IMPORT_MODULE = FUEL_REFILL_IMPORT.module;
 /** Type (i64) -> (i64): takes the current counter, returns the new one. */
@@ -96,31 +106,56 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   const refillType = types.index({ params: ['i64'], results: ['i64'] });
   const refill = funcImports;
   const fuelGlobal = globalImports + m.globals.length;
-  const helpers = new BulkHelpers(m, types, funcImports + 1 + m.functions.length);
+  // Threaded twins (twins.ts): F' = F + N, helpers after them.
+  const defined = m.codes.length;
+  const twins = twinsFit(funcImports, defined) ? new TwinTypes(m.types, types) : null;
+  const twinOffset = twins === null ? 0 : defined;
+  const localRefill = funcImports + 1 + m.functions.length + twinOffset;
+  const helpers = new BulkHelpers(m, types, localRefill + 1);
   const renumber = new Renumber(m, funcImports);
 
   // Code first: it discovers the helpers, whose types and functions the other sections list.
   const scanner = new BodyScanner(bytes, costs, funcImports, m.types, helpers.resolve);
-  const emitter = new BodyEmitter(fuelGlobal, refill);
+  const emitter = new BodyEmitter(fuelGlobal, refill, localRefill);
   const codeSection = findSection(m, SectionId.CODE);
   // Instrumented code is typically 1.5–2× the original: reserve 2× so the buffer rarely grows.
   const bodies = new Sink(codeSection === undefined ? 64 : (codeSection.end - codeSection.offset) * 2 + 1024);
+  // The twins' entries (threaded bodies and adapters), then the helpers'.
+  const twinBodies = new Sink(twins === null ? 64 : (codeSection === undefined ? 64 : (codeSection.end - codeSection.offset) * 2 + 1024));
+  const twinTypes: number[] = [];
+  const fuelLeb = leb(fuelGlobal);
+  // By renumbered function index: the defined functions that have a twin to call.
+  const twinned = new Uint8Array(twins === null ? 0 : funcImports + 1 + defined);
+  if (twins !== null) m.functions.forEach((t, i) => (twinned[funcImports + 1 + i] = m.types[t] !== undefined && canTwin(m.types[t]) ? 1 : 0));
   let loops = 0;
   let chargePoints = 0;
   let bulkSites = 0;
   for (let i = 0; i < m.codes.length; i++) {
     const code = m.codes[i]!;
-    scanner.scan(code.codeStart, code.end);
-    const type = m.types[m.functions[i]!];
+    const typeIndex = m.functions[i]!;
+    const type = m.types[typeIndex];
     if (type === undefined) throw invalidModule(`function ${funcImports + i} has an unknown type index`, code.offset, 'code');
-    const locals = localCount(type.params.length, code);
+    const params = type.params.length;
+    scanner.scan(code.codeStart, code.end, params);
+    const locals = localCount(params, code);
     const fast = !scanner.eh && locals < MAX_FUNCTION_LOCALS;
-    const before = bodies.len;
-    emitter.write(bodies, bytes, code, scanner, fast ? locals : -1);
+    const self = funcImports + 1 + i;
+    const threaded = twins !== null && fast && !scanner.tail && twinned[self] === 1;
+    const into = threaded ? twinBodies : bodies;
+    const before = into.len;
+    if (threaded) {
+      emitter.write(into, bytes, code, scanner, -1, { param: params, twinOffset, blockType: twins.blockType(typeIndex), twinned });
+      writeWrapper(bodies, params, self + twinOffset, fuelLeb);
+    } else {
+      emitter.write(into, bytes, code, scanner, fast ? locals : -1);
+      if (twins !== null && twinned[self] === 1) writeAdapter(twinBodies, params, self, fuelLeb);
+      else if (twins !== null) writePlaceholder(twinBodies);
+    }
+    if (twins !== null) twinTypes.push(twins.twinType(typeIndex));
     // V8 refuses a function body over its size limit; say so here, naming the function.
-    if (bodies.len - before > MAX_FUNCTION_BODY_BYTES) {
+    if (into.len - before > MAX_FUNCTION_BODY_BYTES) {
       throw invalidModule(
-        `function ${funcImports + i} would exceed ${MAX_FUNCTION_BODY_BYTES} bytes once metered (${bodies.len - before})`,
+        `function ${funcImports + i} would exceed ${MAX_FUNCTION_BODY_BYTES} bytes once metered (${into.len - before})`,
         code.offset,
         'code',
       );
@@ -129,7 +164,8 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
     chargePoints += scanner.chargePoints;
     bulkSites += scanner.bulkSites;
   }
-  helpers.writeBodies(bodies, costs, leb(fuelGlobal), leb(refill));
+  writeLocalRefill(twinBodies, fuelLeb, refill);
+  helpers.writeBodies(twinBodies, costs, fuelLeb, leb(refill));
 
   const edits = new Map<number, readonly Uint8Array[]>();
   edits.set(SectionId.IMPORT, [renumber.imports(findSection(m, SectionId.IMPORT), FUEL_IMPORT_MODULE, FUEL_IMPORT_NAME, refillType)]);
@@ -141,11 +177,12 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   if (elements !== undefined) edits.set(SectionId.ELEMENT, [renumber.elements(elements)]);
   const tables = renumber.tables(findSection(m, SectionId.TABLE));
   if (tables !== null) edits.set(SectionId.TABLE, [tables]);
-  const functionCount = m.codes.length + helpers.count;
-  if (helpers.count > 0) edits.set(SectionId.FUNCTION, [functionSection(m, helpers.typeIndices())]);
-  if (functionCount > 0) edits.set(SectionId.CODE, [leb(functionCount), bodies.view()]);
+  const added = [...twinTypes, refillType, ...helpers.typeIndices()];
+  const functionCount = m.codes.length + added.length;
+  if (added.length > 0) edits.set(SectionId.FUNCTION, [functionSection(m, added)]);
+  if (functionCount > 0) edits.set(SectionId.CODE, [leb(functionCount), bodies.view(), twinBodies.view()]);
 
-  const extraNames: [number, string][] = [[refill, `${FUEL_IMPORT_MODULE}.${FUEL_IMPORT_NAME}`], ...helpers.names()];
+  const extraNames: [number, string][] = [[refill, `${FUEL_IMPORT_MODULE}.${FUEL_IMPORT_NAME}`], [localRefill, LOCAL_REFILL_NAME], ...helpers.names()];
   const out = assemble(m, edits, (start, end) => rewriteNames(bytes, start, end, (i) => renumber.map(i), extraNames));
   return {
     bytes: out,

@@ -18,11 +18,16 @@
  *   the position of the header's record, whose cost the refill path needs;
  * - BRANCH: replace `[offset, end)` by `side[value, extra)` (labels renumbered, nesting.ts);
  * - CALL / RETURN_CALL / REF_FUNC: replace `[offset, end)` by the opcode with function index
- *   `value` (already renumbered);
+ *   `value` (already renumbered); a CALL's `extra` is 1 when the callee is a defined function
+ *   (a threaded body calls its twin instead, twins.ts);
+ * - LOCAL: `local.get/set/tee` (opcode in `extra`) of a declared local: a threaded body, whose
+ *   counter is an extra parameter, replaces `[offset, end)` by the opcode with index `value`
+ *   (the original + 1); other bodies ignore it;
  * - BULK: replace `[offset, end)` by `call value` (a size-charging helper);
  * - WRAP: a call that needs the counter spilled before and reloaded after (call_indirect,
  *   call_ref); SPILL: spill before `offset` (return, return_call_indirect/ref, the final end, a
- *   branch that can leave the function).
+ *   branch that can leave the function; `extra` says which: SPILL_*).
+ * `tail` reports whether the body makes a tail call (such a body is never threaded).
  * The emitter ignores WRAP, SPILL, LOOP_OPEN, LOOP_CLOSE and BRANCH, and treats LOOP_OUT as LOOP,
  * for a body that keeps its counter in the global (the slow path).
  *
@@ -54,6 +59,12 @@ export const R_LOOP_OUT = 9;
 export const R_LOOP_OPEN = 10;
 export const R_LOOP_CLOSE = 11;
 export const R_BRANCH = 12;
+export const R_LOCAL = 13;
+/** `extra` of an R_SPILL record: why the counter must be written back there. */
+export const SPILL_BRANCH = 0;
+export const SPILL_RETURN = 1;
+export const SPILL_FINAL_END = 2;
+export const SPILL_TAIL_CALL = 3;
 /** Fields per record. */
 export const STRIDE = 5;
 
@@ -74,6 +85,7 @@ const K_RETURN_CALL_INDIRECT = 12; // return_call_indirect, return_call_ref
 const K_REF_FUNC = 13;
 const K_BULK = 14;
 const K_END = 15; // end, delegate: end this block and close a construct
+const K_LOCAL = 16; // local.get, local.set, local.tee: renumbered in a threaded body
 
 const CLASS = new Uint8Array(256);
 /** Exception-handling opcodes: a body using any of them keeps its counter in the global. */
@@ -96,6 +108,7 @@ const CLASS_FC = new Uint8Array(32);
   set(K_RETURN_CALL_INDIRECT, 0x13, 0x15);
   set(K_REF_FUNC, 0xd2);
   set(K_BULK, 0x40); // memory.grow
+  set(K_LOCAL, 0x20, 0x21, 0x22);
   for (const op of [0x06, 0x07, 0x08, 0x09, 0x0a, 0x18, 0x19, 0x1f]) EH[op] = 1;
   // 0xFC: memory.init, memory.copy, memory.fill, table.init, table.copy, table.grow, table.fill.
   for (const sub of [8, 10, 11, 12, 14, 15, 17]) CLASS_FC[sub] = K_BULK;
@@ -136,6 +149,8 @@ export class BodyScanner {
   readonly side = new Sink(256);
   /** The body uses exception handling. */
   eh = false;
+  /** The body makes a tail call (return_call, return_call_indirect, return_call_ref). */
+  tail = false;
   loops = 0;
   chargePoints = 0;
   bulkSites = 0;
@@ -176,8 +191,11 @@ export class BodyScanner {
     return i;
   }
 
-  /** Scans the instruction stream `[codeStart, end)` of one body, replacing earlier results. */
-  scan(codeStart: number, end: number): void {
+  /**
+   * Scans the instruction stream `[codeStart, end)` of one body, replacing earlier results.
+   * `params` is the function's parameter count: locals from there on get LOCAL records.
+   */
+  scan(codeStart: number, end: number, params: number): void {
     const c = this.cursor;
     const b = this.bytes;
     const cls = CLASS;
@@ -192,6 +210,7 @@ export class BodyScanner {
     this.count = 0;
     this.side.len = 0;
     this.eh = false;
+    let tail = false;
     let usesEh = 0;
     let loops = 0;
     let charges = 0;
@@ -211,6 +230,11 @@ export class BodyScanner {
         k = op >>> 16 === 0xfc && (op & 0xffff) < 32 ? clsFc[op & 0xffff]! : K_PLAIN;
       }
       if (k === K_PLAIN) continue;
+      if (k === K_LOCAL) {
+        const x = u32At(b, c.offset + 1);
+        if (x >= params) this.push(R_LOCAL, c.offset, c.end, x + 1, op);
+        continue;
+      }
       switch (k) {
         case K_BLOCK:
           nesting.open(c.depth, -1);
@@ -236,7 +260,7 @@ export class BodyScanner {
           break;
         case K_END:
           if (c.done) {
-            this.push(R_SPILL, c.offset, c.offset, 0);
+            this.push(R_SPILL, c.offset, c.offset, 0, SPILL_FINAL_END);
             next = -1;
             break;
           }
@@ -262,7 +286,7 @@ export class BodyScanner {
           next = -1;
           break;
         case K_RETURN:
-          this.push(R_SPILL, c.offset, c.offset, 0);
+          this.push(R_SPILL, c.offset, c.offset, 0, SPILL_RETURN);
           next = -1;
           break;
         case K_DEAD:
@@ -271,13 +295,14 @@ export class BodyScanner {
         case K_CALL: {
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
-          this.push(R_CALL, c.offset, c.end, f < imports ? f : f + 1);
+          this.push(R_CALL, c.offset, c.end, f < imports ? f : f + 1, f < imports ? 0 : 1);
           continue;
         }
         case K_RETURN_CALL: {
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
           this.push(R_RETURN_CALL, c.offset, c.end, f < imports ? f : f + 1);
+          tail = true;
           next = -1;
           break;
         }
@@ -287,7 +312,8 @@ export class BodyScanner {
           continue;
         case K_RETURN_CALL_INDIRECT:
           cost += callUnit;
-          this.push(R_SPILL, c.offset, c.offset, 0);
+          this.push(R_SPILL, c.offset, c.offset, 0, SPILL_TAIL_CALL);
+          tail = true;
           next = -1;
           break;
         case K_REF_FUNC: {
@@ -309,6 +335,7 @@ export class BodyScanner {
       charge = next < 0 ? -1 : this.push(next, c.end, c.end, 0);
     }
     this.eh = usesEh !== 0;
+    this.tail = tail;
     this.loops = loops;
     this.chargePoints = charges;
     this.bulkSites = bulkSites;
@@ -317,7 +344,7 @@ export class BodyScanner {
   /** br / br_if / br_on_null / br_on_non_null: spill if it can leave the function; renumber. */
   private branch(op: number, offset: number, end: number, depth: number): void {
     const label = u32At(this.bytes, offset + 1);
-    if (label === depth) this.push(R_SPILL, offset, offset, 0);
+    if (label === depth) this.push(R_SPILL, offset, offset, 0, SPILL_BRANCH);
     const shift = this.nesting.shift(depth, label);
     if (shift === 0) return;
     const side = this.side;
@@ -339,7 +366,7 @@ export class BodyScanner {
       if (label === depth) leaves = true;
       if (this.nesting.shift(depth, label) !== 0) shifted = true;
     }
-    if (leaves) this.push(R_SPILL, offset, offset, 0);
+    if (leaves) this.push(R_SPILL, offset, offset, 0, SPILL_BRANCH);
     if (!shifted) return;
     const side = this.side;
     const from = side.len;

@@ -39,9 +39,15 @@ test('function names move with their functions; the refill import and helpers ge
   const shift = funcImports(parseModule(input));
   const moved = (before.get(1) as [number, string][]).map(([i, n]): [number, string] => [i < shift ? i : i + 1, n]);
   const expected = [...moved.slice(0, shift), [shift, `${FUEL_IMPORT_MODULE}.${FUEL_IMPORT_NAME}`], ...moved.slice(shift)];
-  // …followed by the helper for `table.init $t $p1` and `table.init $t $p2`, after every defined function.
-  const functions = funcImports(parseModule(input)) + 1 + parseModule(input).codes.length;
-  assert.deepEqual(after.get(1), [...expected, [functions, '__membrane_fuel_table.init_1_0'], [functions + 1, '__membrane_fuel_table.init_5_0']]);
+  // …followed by the local refill and the helpers for `table.init $t $p1` and `table.init $t $p2`,
+  // after every defined function and its threaded twin (unnamed).
+  const functions = funcImports(parseModule(input)) + 1 + 2 * parseModule(input).codes.length;
+  assert.deepEqual(after.get(1), [
+    ...expected,
+    [functions, '__membrane_fuel_refill'],
+    [functions + 1, '__membrane_fuel_table.init_1_0'],
+    [functions + 2, '__membrane_fuel_table.init_5_0'],
+  ]);
   assert.deepEqual(
     (after.get(1) as [number, string][]).find(([, n]) => n === 'e'),
     [(before.get(1) as [number, string][]).find(([, n]) => n === 'e')![0] + 1, 'e'],
@@ -79,7 +85,8 @@ test('label names move, other name subsections are kept byte for byte, a malform
   const input = new Writer().bytes(base).u8(0).u32(payload.length).bytes(payload).finish();
   const after = nameSection(instrumentFuel(input).bytes);
   assert.deepEqual(after.get(0), Array.from(names[0]!.subarray(2)));
-  assert.deepEqual(after.get(1), [[0, 'imp'], [1, 'membrane:fuel.refill'], [2, 'one'], [3, 'two']]);
+  // (the two twins at 4 and 5 are unnamed; the local refill follows them)
+  assert.deepEqual(after.get(1), [[0, 'imp'], [1, 'membrane:fuel.refill'], [2, 'one'], [3, 'two'], [6, '__membrane_fuel_refill']]);
   assert.deepEqual(after.get(2), [[3, [[0, 'x']]]]);
   assert.deepEqual(after.get(3), [[2, [[0, 'L1']]], [3, [[0, 'L2']]]]);
   assert.deepEqual(after.get(7), Array.from(names[4]!.subarray(2)));
@@ -145,18 +152,29 @@ test('element segments in all 8 encodings, exports, start, global initializers a
   assert.equal(refFunc(b, output, 0), map(refFunc(a, input, 0)));
 
   // Calls and ref.func in code: every call target of the original, moved, in the same order.
-  const targets = (m: ParsedModule, bytes: Uint8Array, count: number): number[] =>
-    m.codes.slice(0, count).flatMap((c) =>
+  const n = a.codes.length;
+  const targets = (bytes: Uint8Array, codes: ParsedModule['codes']): number[] =>
+    codes.flatMap((c) =>
       [...decodeInstructions(bytes, c.codeStart, c.end)]
         .filter((i) => ['call', 'return_call', 'ref.func'].includes(i.name))
         .map((i) => new Reader(bytes, i.offset + 1).u32()),
     );
-  // (minus the calls the rewrite adds: to refill, and to the helpers after the last function)
+  // Each function's real body is at its index or at its twin's (N further on); the other holds
+  // glue (local.get / global.get / global.set and one call), which no metered body is.
+  const glue = (c: ParsedModule['codes'][number]): boolean =>
+    [...decodeInstructions(output, c.codeStart, c.end)].every((i) => ['local.get', 'global.get', 'global.set', 'call', 'end'].includes(i.name));
+  const real = b.codes.slice(0, n).map((c, i) => (glue(c) ? b.codes[n + i]! : c));
+  assert.equal(real.filter(glue).length, 0);
+  // (minus the calls the rewrite adds: to refill, and to the local refill and helpers after the twins; a call to a
+  // twin counts as a call to its function)
   const refill = shift;
-  const firstHelper = shift + 1 + a.codes.length;
+  const firstTwin = shift + 1 + n;
+  const firstHelper = firstTwin + n;
   assert.deepEqual(
-    targets(b, output, a.codes.length).filter((t) => t !== refill && t < firstHelper),
-    targets(a, input, a.codes.length).map((t) => map(t)!),
+    targets(output, real)
+      .filter((t) => t !== refill && t < firstHelper)
+      .map((t) => (t >= firstTwin ? t - n : t)),
+    targets(input, a.codes).map((t) => map(t)!),
   );
 });
 
@@ -179,7 +197,11 @@ test('the refill import is the last import; the counter is the last global, expo
 test('an existing (i64) -> (i64) type is reused; a module with nothing in it still gets the contract', async () => {
   const input = await wat('(module (type (func (param i64) (result i64))) (func (export "f") (param i64) (result i64) local.get 0))');
   const out = parseModule(instrumentFuel(input).bytes);
-  assert.equal(out.types.length, 1);
+  // The refill import reuses type 0; the only type added is f's threaded twin.
+  const refillImport = out.imports.at(-1)!;
+  assert.ok(refillImport.kind === 'func');
+  assert.equal(refillImport.typeIndex, 0);
+  assert.deepEqual(out.types.slice(1), [{ params: ['i64', 'i64'], results: ['i64', 'i64'] }]);
   const empty = instrumentFuel(await wat('(module)'));
   const m = parseModule(empty.bytes);
   assert.equal(m.imports.length, 1);
