@@ -26,7 +26,7 @@ function imports(file: string): string[] {
 function layer(rel: string): number {
   if (rel === 'errors.ts') return 0;
   if (rel.startsWith('policy/')) return 1;
-  if (rel.startsWith('wasm/') || rel.startsWith('storage/')) return 2;
+  if (rel.startsWith('wasm/') || rel.startsWith('storage/') || rel.startsWith('net/')) return 2;
   if (rel.startsWith('engine/')) return 3;
   if (rel.startsWith('shell/')) return 4;
   if (rel.startsWith('interfaces/')) return 5;
