@@ -1,7 +1,7 @@
 // Loopback test servers for the network guard: each counts the TCP connections it accepts, so a
 // refused request can be shown to have reached nobody. Also: an observer of every outgoing TCP
 // socket the process opens (Node's `net.client.socket` diagnostics channel), scripted resolvers,
-// and a throwaway test CA made with the openssl CLI (null when openssl is missing).
+// and a throwaway test CA made with the openssl CLI (a test that needs it fails, saying what to install).
 import { execFileSync } from 'node:child_process';
 import dc from 'node:diagnostics_channel';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -121,9 +121,9 @@ function hasOpenssl(): boolean {
   }
 }
 
-/** A fresh CA in a temp dir (EC P-256, valid 2 days); null when the openssl CLI is missing. */
-export function makeTestPki(): TestPki | null {
-  if (!hasOpenssl()) return null;
+/** A fresh CA in a temp dir (EC P-256, valid 2 days). Throws when the openssl CLI is missing. */
+export function makeTestPki(): TestPki {
+  if (!hasOpenssl()) throw new Error('the TLS tests need the openssl CLI: apt-get install -y openssl');
   const dir = mkdtempSync(join(tmpdir(), 'membrane-pki-'));
   const ssl = (...args: string[]): void => {
     execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
