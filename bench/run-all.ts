@@ -8,6 +8,7 @@ import { hostCall } from './host-call.ts';
 import { timeoutOvershoot } from './timeout-overshoot.ts';
 import { wasiIo } from './wasi-io.ts';
 import { shellLatency } from './shell.ts';
+import { brokers } from './brokers.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
@@ -18,3 +19,4 @@ await fuelOverhead();
 await rewriterSpeed();
 await wasiIo();
 await shellLatency();
+await brokers();

@@ -63,6 +63,27 @@ MB_IMPORT(queue_len) int32_t mb_queue_len(const char *queue, uint32_t queue_len)
  * way to read a secret. */
 MB_IMPORT(secret_sign) int32_t mb_secret_sign(const char *name, uint32_t name_len, const uint8_t *msg, uint32_t msg_len, uint8_t *out, uint32_t out_cap);
 
+/* `net`: HTTP(S) through the host's guard (public addresses only, pinned IP, redirects re-checked,
+ * body <= 1 MiB, 10 s). Request JSON {"url","method"?,"headers"?,"body"? | "bodyBase64"?};
+ * response JSON {"status","headers","body"} ("bodyBase64" when the body is not UTF-8).
+ * A refused destination is MB_EDENIED. A response larger than out_cap is kept for the retry. */
+MB_IMPORT(http_fetch) int32_t mb_http_fetch(const char *request_json, uint32_t request_len, uint8_t *out, uint32_t out_cap);
+/* A JSON array of up to 64 requests (16 at once, 15 s each) -> a JSON array of responses or
+ * {"error","errno"} per request, in order. */
+MB_IMPORT(http_fetch_many) int32_t mb_http_fetch_many(const char *requests_json, uint32_t requests_len, uint8_t *out, uint32_t out_cap);
+/* `browse`: a page's readable text (title, URL, status, then the text), through the same guard. */
+MB_IMPORT(browse_fetch) int32_t mb_browse_fetch(const char *url, uint32_t url_len, uint8_t *out, uint32_t out_cap);
+/* `tcp` / `udp` / `tls`: one request, one response (<= 1 MiB, 10 s) to "host:port", same guard and
+ * pin; TLS verifies the peer with SNI = host. */
+MB_IMPORT(tcp_request) int32_t mb_tcp_request(const char *target, uint32_t target_len, const uint8_t *data, uint32_t data_len, uint8_t *out, uint32_t out_cap);
+MB_IMPORT(udp_request) int32_t mb_udp_request(const char *target, uint32_t target_len, const uint8_t *data, uint32_t data_len, uint8_t *out, uint32_t out_cap);
+MB_IMPORT(tls_request) int32_t mb_tls_request(const char *target, uint32_t target_len, const uint8_t *data, uint32_t data_len, uint8_t *out, uint32_t out_cap);
+
+/* `llm`: one chat completion from the operator's OpenAI-compatible endpoint (the host holds the
+ * key). Request JSON {"messages":[...], "model"?, "max_tokens"?, "temperature"?, "top_p"?, "stop"?};
+ * the answer is the endpoint's JSON (<= 1 MiB). */
+MB_IMPORT(llm_complete) int32_t mb_llm_complete(const char *request_json, uint32_t request_len, uint8_t *out, uint32_t out_cap);
+
 /* `commands`: run a registered command; request/response layouts below. */
 MB_IMPORT(run_command) int32_t mb_run_command(const uint8_t *req, uint32_t req_len, uint8_t *out, uint32_t out_cap);
 /* `exec`: the same, counted and logged (depth <= 8, <= 64 concurrent per principal). */

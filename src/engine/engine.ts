@@ -127,6 +127,7 @@ export class Engine {
       broker: (caller, name, args, cap) => this.brokers.call(caller, name, args, cap),
       admit: (caller, cap, op, bytes, max) => this.brokers.cadence.admit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, { bytes, max }),
       parallelism: Math.max(1, Math.min(16, this.config.maxWorkers)),
+      net: (caller, name, args, stop) => this.brokers.net(caller, name, args, stop),
     });
   }
 

@@ -22,6 +22,7 @@ import type { PreparedModule } from './module-cache.ts';
 import { createHash } from 'node:crypto';
 import type { CapWord } from '../policy/profiles.ts';
 import { decodeManyRequest, encodeManyResponse, fanOut } from './brokers/parallel.ts';
+import { REMOTE_CALLS } from './brokers/index.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from './command-abi.ts';
 import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from './registry.ts';
@@ -64,6 +65,8 @@ export interface HostServicesDeps {
   readonly admit: (caller: Caller, cap: CapWord, op: string, bytes: number, max: number) => number | null;
   /** Tasks `run_command_many` runs at once. */
   readonly parallelism: number;
+  /** A remote broker call (network, llm; the cadence runs inside): its answer bytes or a guest error. */
+  readonly net: (caller: Caller, name: string, args: readonly Uint8Array[], stop: AbortSignal) => Promise<Uint8Array | number>;
 }
 
 interface Process {
@@ -173,16 +176,18 @@ export class HostServices {
           return ok(0);
         }
         case 'broker': {
-          if (req.name === 'run_command_many') {
-            const request = blobs[0] ?? new Uint8Array(0);
-            const key = createHash('sha256').update(request).digest('hex');
+          if (req.name === 'run_command_many' || REMOTE_CALLS[req.name] !== undefined) {
+            // Long calls: what they fetched or ran is kept for the retry with a bigger buffer.
+            const hash = createHash('sha256').update(req.name);
+            for (const b of blobs) hash.update(String(b.length)).update(':').update(b);
+            const key = hash.digest('hex');
             if (pending?.key === key) {
               const kept = pending.answer;
               if (kept.length > req.cap) return ok(kept.length);
               pending = null;
               return ok(kept.length, kept);
             }
-            const answer = await this.runMany(caller, request, stop.signal);
+            const answer = req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), stop.signal) : await this.deps.net(caller, req.name, blobs, stop.signal);
             if (typeof answer === 'number') return err(answer);
             if (answer.length > req.cap) {
               pending = { key, answer };

@@ -68,13 +68,8 @@ const J = 'i64' as const;
 const sig = (params: readonly ValType[], results: readonly ValType[] = []): Signature => ({ params, results });
 const errno = (...params: ValType[]): Signature => sig(params, [I]);
 
+/** Where a planned cap word's broker will land (none pending: every cap word links its imports). */
 const PLANNED_NOTES: Partial<Record<CapWord, string>> = {
-  tcp: 'the tcp broker (issue #5)',
-  udp: 'the udp broker (issue #5)',
-  tls: 'the tls broker (issue #5)',
-  net: 'the net broker (issue #5)',
-  browse: 'the browse broker (issue #5)',
-  llm: 'the llm broker (issue #5)',
 };
 
 function membrane(name: string, grant: Grant, status: LinkStatus, signature: Signature | null, abi?: BrokerAbi): CatalogEntry {
@@ -178,13 +173,13 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
   brokered('queue_push', 'queue', 2, false),
   brokered('queue_pop', 'queue', 1, true),
   brokered('queue_len', 'queue', 1, false),
-  membrane('tcp_request', 'tcp', 'planned', null),
-  membrane('udp_request', 'udp', 'planned', null),
-  membrane('tls_request', 'tls', 'planned', null),
-  membrane('http_fetch', 'net', 'planned', errno(...STR, ...OUT)),
-  membrane('http_fetch_many', 'net', 'planned', errno(...STR, ...OUT)),
-  membrane('browse_fetch', 'browse', 'planned', null),
-  membrane('llm_complete', 'llm', 'planned', null),
+  brokered('tcp_request', 'tcp', 2, true),
+  brokered('udp_request', 'udp', 2, true),
+  brokered('tls_request', 'tls', 2, true),
+  brokered('http_fetch', 'net', 1, true),
+  brokered('http_fetch_many', 'net', 1, true),
+  brokered('browse_fetch', 'browse', 1, true),
+  brokered('llm_complete', 'llm', 1, true),
   brokered('run_command_many', 'parallel', 1, true),
   // WASI preview 1
   ...WASI_AMBIENT.map(([n, s]) => wasi(n, 'ambient', 'linked', s)),

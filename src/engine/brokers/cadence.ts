@@ -54,6 +54,7 @@ export class Cadence {
   /** Rate denials are recorded once per principal, broker and window, then only counted. */
   private readonly rateRecorded = new Map<string, number>();
   private readonly now: () => number;
+  private readonly watchers = new Set<{ tenant: string; instance: string; onRevoke: () => void }>();
 
   constructor(private readonly options: CadenceOptions) {
     this.now = options.now ?? Date.now;
@@ -62,6 +63,16 @@ export class Cadence {
   revoke(p: Principal): void {
     this.revoked.add(principalKey(p));
     this.options.audit.append({ tenant: p.tenant, instance: p.instance ?? '', kind: 'revoke', detail: {} });
+    for (const w of [...this.watchers]) {
+      if (w.tenant === p.tenant && (p.instance === undefined || p.instance === w.instance)) w.onRevoke();
+    }
+  }
+
+  /** Call `onRevoke` if the caller's principal is revoked while a long operation runs; returns the unwatch. */
+  watch(caller: CallerOf, onRevoke: () => void): () => void {
+    const w = { tenant: caller.tenant, instance: caller.instance, onRevoke };
+    this.watchers.add(w);
+    return () => void this.watchers.delete(w);
   }
 
   restore(p: Principal): void {

@@ -17,6 +17,14 @@ import type { Caller } from '../host-services.ts';
 import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './cadence.ts';
 import { BrokerHub, type BrokerAnswer } from './hub.ts';
 import { SecretStore, type SecretSpec } from './secrets.ts';
+import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
+import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
+
+/** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
+export const REMOTE_CALLS: Readonly<Record<string, number>> = { ...NET_CALLS, llm_complete: LLM_MAX_REQUEST_BYTES };
+import { GUEST_ERR } from '../command-abi.ts';
+import { lookupImport, MEMBRANE_MODULE } from '../../policy/catalog.ts';
+import type { CapWord } from '../../policy/profiles.ts';
 
 export interface BrokerOptions {
   /** Operator secrets (names → values); `SecretStore.fromEnv()` / `fromFile()` build these. */
@@ -24,8 +32,26 @@ export interface BrokerOptions {
   readonly rate?: CadenceOptions['rate'];
   /** The engine database file. Default `$MEMBRANE_HOME/engine.sqlite`. */
   readonly databaseFile?: string;
+  /** The network guard's operator settings (allowCidrs, resolver; tests: a CA). */
+  readonly net?: NetBrokerOptions;
+  /** The operator's OpenAI-compatible endpoint for `llm_complete` (absent: UNAVAILABLE). */
+  readonly llm?: LlmOptions;
   /** Where audit records go; default the tamper-evident log in the engine database. */
   readonly audit?: (db: () => Database) => AuditSink;
+}
+
+/** What a denied network call was aimed at, for its audit record (the URL or host:port, cut short). */
+function describeTarget(name: string, first: Uint8Array | undefined): string {
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(first?.subarray(0, 2048) ?? new Uint8Array(0));
+  if (name === 'http_fetch') {
+    try {
+      const url = (JSON.parse(text) as { url?: unknown }).url;
+      return typeof url === 'string' ? url.slice(0, 512) : '';
+    } catch {
+      return '';
+    }
+  }
+  return text.slice(0, 512);
 }
 
 export class Brokers {
@@ -33,6 +59,8 @@ export class Brokers {
   private readonly audit: AuditSink;
   private readonly secrets: SecretStore;
   private readonly hub: BrokerHub;
+  private readonly network: NetBroker;
+  private readonly llm: LlmBroker;
   private database: Database | null = null;
 
   constructor(private readonly options: BrokerOptions, defaultAudit: (db: () => Database) => AuditSink) {
@@ -41,6 +69,42 @@ export class Brokers {
     this.audit = (options.audit ?? defaultAudit)(db);
     this.cadence = new Cadence({ audit: this.audit, ...(options.rate ? { rate: options.rate } : {}) });
     this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db });
+    this.network = new NetBroker(options.net ?? {});
+    this.llm = new LlmBroker(options.llm ?? null);
+  }
+
+  /**
+   * A remote call (network brokers, `llm_complete`): the cadence, then the call; revoking the
+   * principal (or the job ending) aborts it in flight. Guard refusals are audited like cadence
+   * denials.
+   */
+  async net(caller: Caller, name: string, args: readonly Uint8Array[], stop: AbortSignal): Promise<Uint8Array | number> {
+    const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps };
+    const cap = lookupImport(MEMBRANE_MODULE, name)?.grant as CapWord;
+    const bytes = args.reduce((n, a) => n + a.byteLength, 0);
+    const refused = this.cadence.admit(who, cap, name, { bytes, max: REMOTE_CALLS[name] ?? 0 });
+    if (refused !== null) return refused;
+    const abort = new AbortController();
+    const onStop = (): void => abort.abort();
+    stop.addEventListener('abort', onStop);
+    const unwatch = this.cadence.watch(who, onStop);
+    try {
+      if (name === 'llm_complete') return await this.llm.complete(args[0] ?? new Uint8Array(0), abort.signal);
+      const answer = await this.network.call(name, args, abort.signal);
+      if (answer.ok) {
+        for (const target of answer.denied) {
+          this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: 'DENIED', why: 'network guard', target } });
+        }
+        return answer.bytes;
+      }
+      if (answer.errno === GUEST_ERR.DENIED || answer.errno === GUEST_ERR.REVOKED) {
+        this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: answer.errno === GUEST_ERR.DENIED ? 'DENIED' : 'REVOKED', why: answer.errno === GUEST_ERR.DENIED ? 'network guard' : 'revoked in flight', target: describeTarget(name, args[0]) } });
+      }
+      return answer.errno;
+    } finally {
+      unwatch();
+      stop.removeEventListener('abort', onStop);
+    }
   }
 
   private db(): Database {
@@ -68,6 +132,7 @@ export class Brokers {
 
   close(): void {
     this.secrets.zeroize();
+    this.llm.zeroize();
     if (this.database?.open) this.database.close();
     this.database = null;
   }
