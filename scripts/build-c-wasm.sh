@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds every DIR/*.c into DIR/*.wasm with Debian's clang for wasm32-wasi, or with --check
-# rebuilds into a temp dir and fails if a committed .wasm differs from its source.
+# rebuilds into a temp dir and fails if a committed .wasm differs from its source. A source may add
+# flags of its own with a line `// clang-flags: ...` (e.g. -mexec-model=reactor for a library guest).
 #   bash scripts/build-c-wasm.sh DIR [--check] -- CLANG_FLAGS...
 # Needs: apt-get install clang lld wasi-libc libclang-rt-dev-wasm32
 set -euo pipefail
@@ -17,7 +18,9 @@ out=$dir
 [ $check -eq 1 ] && out=$(mktemp -d)
 for src in "$dir"/*.c; do
   name=$(basename "$src" .c)
-  clang --target=wasm32-wasi "$@" -o "$out/$name.wasm" "$src"
+  extra=$(sed -n 's#^// clang-flags: ##p' "$src" | head -1)
+  # shellcheck disable=SC2086
+  clang --target=wasm32-wasi "$@" $extra -o "$out/$name.wasm" "$src"
 done
 if [ $check -eq 0 ]; then
   ls -l "$out"/*.wasm

@@ -79,6 +79,13 @@ MB_IMPORT(tcp_request) int32_t mb_tcp_request(const char *target, uint32_t targe
 MB_IMPORT(udp_request) int32_t mb_udp_request(const char *target, uint32_t target_len, const uint8_t *data, uint32_t data_len, uint8_t *out, uint32_t out_cap);
 MB_IMPORT(tls_request) int32_t mb_tls_request(const char *target, uint32_t target_len, const uint8_t *data, uint32_t data_len, uint8_t *out, uint32_t out_cap);
 
+/* `net`, serving: a guest that exports `int serve_handle(int request_len)` answers inbound HTTP
+ * when the operator serves it (engine.serve). serve_request copies the current request JSON
+ * {"method","path","query","headers","body"|"bodyBase64","client"}; serve_respond sets the answer
+ * JSON {"status","headers"?,"body"? | "bodyBase64"?} (<= 1 MiB). */
+MB_IMPORT(serve_request) int32_t mb_serve_request(uint8_t *out, uint32_t out_cap);
+MB_IMPORT(serve_respond) int32_t mb_serve_respond(const uint8_t *response_json, uint32_t response_len);
+
 /* `llm`: one chat completion from the operator's OpenAI-compatible endpoint (the host holds the
  * key). Request JSON {"messages":[...], "model"?, "max_tokens"?, "temperature"?, "top_p"?, "stop"?};
  * the answer is the endpoint's JSON (<= 1 MiB). */

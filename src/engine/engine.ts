@@ -23,15 +23,16 @@ import { budgetOf, graceFor } from './budget.ts';
 import { WorkerPool } from './pool.ts';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { Vfs, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
-import { checkMount, copyIn, parseMount, writeBack, type MountSnapshot, type MountSpec } from './mounts.ts';
+import { removeDatabase, storageDir } from '../storage/index.ts';
+import { mountForRun, type MountSpec } from './mounts.ts';
 import { PROTOCOL_VERSION } from './protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import type { ArgValue } from './values.ts';
 import { locateWorker } from './worker-file.ts';
 import { buildSpec, checkName, chooseEntry, spawnsProcesses } from './guest-spec.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
-import { HostServices, type Caller, type ProcessRun } from './host-services.ts';
+import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
+import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from './command-abi.ts';
@@ -97,6 +98,8 @@ export class Engine {
   private readonly brokers: Brokers;
   private queries: QueryService | null = null;
   private readonly instances = new Map<string, Instance>();
+  private readonly instanceJobs = new Map<string, JobHost>();
+  private readonly servers = new Set<ServeHandle>();
   private readonly starting = new Set<string>();
   private runs = 0;
   private closed = false;
@@ -149,7 +152,7 @@ export class Engine {
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps);
       const { entry, isCommand } = chooseEntry(prepared, opts);
-      const mounted = this.mount(opts, policy, id);
+      const mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
       else if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
@@ -241,6 +244,7 @@ export class Engine {
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
       }
       const job = this.services.job({ tenant, instance: id, policy, spec });
+      this.instanceJobs.set(id, job);
       const file = scratch;
       const instance = new Instance({
         id,
@@ -254,6 +258,7 @@ export class Engine {
         onGone: () => {
           job.end();
           this.instances.delete(id);
+          this.instanceJobs.delete(id);
           if (file) removeDatabase(file);
         },
       });
@@ -297,6 +302,40 @@ export class Engine {
     this.brokers.restore(principal);
   }
 
+  /**
+   * Serve inbound HTTP with a persistent instance (granted `net`) that exports
+   * `serve_handle(request_len)`: each request passes revocation, a per-client rate and a size
+   * cap, then reaches the guest as JSON (docs/abi.md). Closed with the engine.
+   */
+  async serve(id: string, options: ServeOptions = {}): Promise<ServeHandle> {
+    this.assertOpen();
+    const instance = this.instances.get(id);
+    const job = this.instanceJobs.get(id);
+    if (!instance || !job) throw new SandboxError('INSTANCE_DEAD', `no instance named "${id}"`, { id });
+    const info = instance.info();
+    if (!info.caps.includes('net')) throw new SandboxError('NOT_CAPABLE', 'serving HTTP needs the net cap', { id, caps: [...info.caps] });
+    const handle = await serveInstance(
+      {
+        instance,
+        tenant: info.tenant,
+        id,
+        slot: job.serving,
+        cadence: this.brokers.cadence,
+        record: (kind, detail) => this.brokers.record({ tenant: info.tenant, instance: id, kind, detail }),
+      },
+      options,
+    );
+    this.servers.add(handle);
+    return {
+      url: handle.url,
+      port: handle.port,
+      close: async () => {
+        this.servers.delete(handle);
+        await handle.close();
+      },
+    };
+  }
+
   /** A tenant's running execs and live processes (the exec cap's per-principal counters). */
   principalUsage(tenant: string): { execs: number; processes: number } {
     return this.services.usage(tenant);
@@ -308,6 +347,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all([...this.servers].map((h) => h.close()));
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
     await this.queries?.close();
@@ -334,54 +374,7 @@ export class Engine {
     });
   }
 
-  /**
-   * Copy mounts into the run's VFS (a named one, or a private file removed after the run) and
-   * return what to do when the run ends: write read-write mounts back after a success.
-   */
-  private mount(opts: RunOptions, policy: PolicyConfig, id: string): { file: string; finish: (r: RunResult) => RunResult } | null {
-    const specs = (opts.mounts ?? []).map((m) => (typeof m === 'string' ? parseMount(m) : checkMount(m)));
-    if (specs.length === 0) return null;
-    if (!policy.caps.includes('vfs')) throw new SandboxError('POLICY_INVALID', 'mounts need the vfs cap', { caps: [...policy.caps] });
-    const temporary = opts.vfs === undefined;
-    const file = temporary ? join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`) : resolveVfs({ name: opts.vfs }).file;
-    const cleanup = (): void => {
-      if (temporary) removeDatabase(file);
-    };
-    let snapshots: MountSnapshot[];
-    try {
-      const vfs = Vfs.open({ file });
-      try {
-        snapshots = copyIn(vfs, specs, this.config.maxMountFiles);
-      } finally {
-        vfs.close();
-      }
-    } catch (e) {
-      cleanup();
-      throw e;
-    }
-    const skipped = snapshots.filter((s) => s.skipped.length).map((s) => `mount ${s.mount.guestPath}: skipped ${s.skipped.length} entries that are not regular files or directories`);
-    return {
-      file,
-      finish: (r) => {
-        try {
-          const warnings = [...r.warnings, ...skipped];
-          if (!r.ok || (r.exitCode ?? 0) !== 0) return { ...r, warnings };
-          const vfs = Vfs.open({ file });
-          try {
-            for (const s of snapshots) writeBack(vfs, s);
-          } finally {
-            vfs.close();
-          }
-          return { ...r, warnings };
-        } catch (e) {
-          const err = toSandboxError(e);
-          return { ...r, ok: false, error: err.toPublic(), warnings: [...r.warnings, 'the mount write-back failed'] };
-        } finally {
-          cleanup();
-        }
-      },
-    };
-  }
+
 }
 
 /** The default audit sink: the tamper-evident log in the engine database, opened on first record. */

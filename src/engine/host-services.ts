@@ -75,11 +75,21 @@ interface Process {
   response: Uint8Array | null;
 }
 
+/** The inbound HTTP request an instance is serving right now (engine.serve), and its answer. */
+export interface ServeSlot {
+  request: Uint8Array | null;
+  response: Uint8Array | null;
+}
+
 /** One job's host calls; `end()` when the job is over, whatever way it ended. */
 export interface JobHost {
   readonly handle: HostHandler;
+  readonly serving: ServeSlot;
   end(): void;
 }
+
+/** The largest answer a served guest may give (serve_respond). */
+export const MAX_SERVE_RESPONSE_BYTES = 1024 * 1024;
 
 export class HostServices {
   private readonly execs = new Map<string, number>();
@@ -98,6 +108,7 @@ export class HostServices {
     let nextSlot = 1;
     let nextPid = 1;
     let ended = false;
+    const serving: ServeSlot = { request: null, response: null };
     const stop = new AbortController();
     /** An answer too big for the guest's buffer, kept for the retry with the same request. */
     let pending: { key: string; answer: Uint8Array } | null = null;
@@ -176,6 +187,19 @@ export class HostServices {
           return ok(0);
         }
         case 'broker': {
+          if (req.name === 'serve_request' || req.name === 'serve_respond') {
+            if (!caller.policy.caps.includes('net')) return err(GUEST_ERR.DENIED);
+            if (req.name === 'serve_request') {
+              const r = serving.request;
+              if (!r) return err(GUEST_ERR.NOT_FOUND);
+              return r.length > req.cap ? ok(r.length) : ok(r.length, r);
+            }
+            const answer = blobs[0] ?? new Uint8Array(0);
+            if (!serving.request) return err(GUEST_ERR.NOT_FOUND);
+            if (answer.length > MAX_SERVE_RESPONSE_BYTES) return err(GUEST_ERR.TOO_LARGE);
+            serving.response = answer.slice();
+            return ok(0);
+          }
           if (req.name === 'run_command_many' || REMOTE_CALLS[req.name] !== undefined) {
             // Long calls: what they fetched or ran is kept for the retry with a bigger buffer.
             const hash = createHash('sha256').update(req.name);
@@ -208,6 +232,7 @@ export class HostServices {
 
     return {
       handle,
+      serving,
       end: () => {
         ended = true;
         stop.abort();

@@ -16,8 +16,11 @@
 
 import { lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
-import { SandboxError } from '../errors.ts';
-import { O_CREAT, O_TRUNC, Vfs, VfsError } from '../storage/index.ts';
+import { SandboxError, toSandboxError } from '../errors.ts';
+import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
+import { randomUUID } from 'node:crypto';
+import type { PolicyConfig } from '../policy/resolve.ts';
+import type { RunResult } from './results.ts';
 
 export interface MountSpec {
   readonly hostDir: string;
@@ -187,4 +190,59 @@ function refuseSymlink(host: string): void {
   } catch (e) {
     if (e instanceof SandboxError) throw e;
   }
+}
+
+/**
+ * Copy mounts into the run's VFS (a named one, or a private file removed after the run) and
+ * return what to do when the run ends: write read-write mounts back after a success.
+ */
+export function mountForRun(
+  mounts: readonly (string | MountSpec)[],
+  vfsName: string | undefined,
+  policy: PolicyConfig,
+  id: string,
+  maxMountFiles: number,
+): { file: string; finish: (r: RunResult) => RunResult } | null {
+  const specs = mounts.map((m) => (typeof m === 'string' ? parseMount(m) : checkMount(m)));
+  if (specs.length === 0) return null;
+  if (!policy.caps.includes('vfs')) throw new SandboxError('POLICY_INVALID', 'mounts need the vfs cap', { caps: [...policy.caps] });
+  const temporary = vfsName === undefined;
+  const file = temporary ? join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`) : resolveVfs({ name: vfsName }).file;
+  const cleanup = (): void => {
+    if (temporary) removeDatabase(file);
+  };
+  let snapshots: MountSnapshot[];
+  try {
+    const vfs = Vfs.open({ file });
+    try {
+      snapshots = copyIn(vfs, specs, maxMountFiles);
+    } finally {
+      vfs.close();
+    }
+  } catch (e) {
+    cleanup();
+    throw e;
+  }
+  const skipped = snapshots.filter((s) => s.skipped.length).map((s) => `mount ${s.mount.guestPath}: skipped ${s.skipped.length} entries that are not regular files or directories`);
+  return {
+    file,
+    finish: (r) => {
+      try {
+        const warnings = [...r.warnings, ...skipped];
+        if (!r.ok || (r.exitCode ?? 0) !== 0) return { ...r, warnings };
+        const vfs = Vfs.open({ file });
+        try {
+          for (const s of snapshots) writeBack(vfs, s);
+        } finally {
+          vfs.close();
+        }
+        return { ...r, warnings };
+      } catch (e) {
+        const err = toSandboxError(e);
+        return { ...r, ok: false, error: err.toPublic(), warnings: [...r.warnings, 'the mount write-back failed'] };
+      } finally {
+        cleanup();
+      }
+    },
+  };
 }

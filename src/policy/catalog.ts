@@ -178,6 +178,9 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
   brokered('tls_request', 'tls', 2, true),
   brokered('http_fetch', 'net', 1, true),
   brokered('http_fetch_many', 'net', 1, true),
+  // serving inbound HTTP (engine.serve): the request being handled, and the answer to it
+  brokered('serve_request', 'net', 0, true),
+  brokered('serve_respond', 'net', 1, false),
   brokered('browse_fetch', 'browse', 1, true),
   brokered('llm_complete', 'llm', 1, true),
   brokered('run_command_many', 'parallel', 1, true),
