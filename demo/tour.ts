@@ -61,6 +61,18 @@ const acts: Act[] = [
   },
   { guest: 'nest.c', tried: 'run_command `seq 1 1e6` on 2e5 fuel', run: () => engine.run(c('nest'), { profile: 'minimal', fuel: 200_000, argv: ['run', 'seq', '1', '1000000'] }) },
   {
+    guest: 'netfetch.c',
+    tried: 'http_fetch the cloud metadata service',
+    run: () => engine.run(c('netfetch'), { profile: 'network', argv: ['fetch', 'http://169.254.169.254/latest/meta-data/'] }),
+    saw: (r) => `refused: ${lastLine(r).replace('error ', '')} (DENIED), audited; no socket opened`,
+  },
+  {
+    guest: 'netfetch.c',
+    tried: 'http_fetch http://0x7f.1/ (loopback, disguised)',
+    run: () => engine.run(c('netfetch'), { profile: 'network', argv: ['fetch', 'http://0x7f.1/'] }),
+    saw: (r) => `refused: ${lastLine(r).replace('error ', '')} (DENIED), audited`,
+  },
+  {
     guest: 'vfsapi.c',
     tried: "vfs_query: ATTACH '/etc/passwd'",
     run: () => engine.run(c('vfsapi'), { argv: ['query', "ATTACH '/etc/passwd' AS host"] }),

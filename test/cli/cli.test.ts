@@ -1,6 +1,8 @@
 // The CLI end to end, as a user runs it: `membrane run|inspect|profiles|sh|instrument`, JSON shape, exit codes.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,4 +197,18 @@ test('--register adds a command guests may run (run) and the shell may resolve (
   const bad = await membrane(['sh', '--register', 'no-file', '-c', 'echo']);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--register expects NAME=FILE\.wasm/);
+});
+
+test('run: the network guard refuses loopback unless --allow-cidr admits it', async () => {
+  const server = createServer((_req, res) => res.end('local service'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const refused = await membrane(['run', C('netfetch'), '--profile', 'network', '--', 'fetch', url]);
+    assert.equal(refused.stdout, 'error -1\n');
+    const allowed = await membrane(['run', C('netfetch'), '--profile', 'network', '--allow-cidr', '127.0.0.1/32', '--', 'fetch', url]);
+    assert.match(allowed.stdout, /"status":200.*"body":"local service"/);
+  } finally {
+    server.close();
+  }
 });

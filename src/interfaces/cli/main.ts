@@ -28,10 +28,13 @@ Usage:
   membrane run MODULE.wasm|.wat [--profile P] [--timeout MS] [--fuel N | --no-fuel] [--memory BYTES]
                [--invoke EXPORT [--arg V]...] [--stdin FILE] [--env K=V]... [--tenant T]
                [--mount HOSTDIR:/guest[:ro]]... [--register NAME=FILE.wasm]... [--secrets-file F]
+               [--allow-cidr CIDR]...
                [--caps W,W] [--vfs NAME] [--strict-profiles] [--json] [-- ARGS...]
       Run _start (a WASI command) or the named export in a fresh sandbox. --register adds a
       command the guest may run (commands/exec caps) besides the built-in set. Secrets for
       secret_sign come from MEMBRANE_SECRET_<NAME> variables and --secrets-file (JSON).
+      --allow-cidr admits an address range the network guard refuses by default (e.g. a
+      service on 127.0.0.1/32); nothing private is reachable without it.
   membrane inspect MODULE [--json]
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.
   membrane profiles [--json]

@@ -26,6 +26,7 @@ export const RUN_OPTIONS = {
   vfs: { type: 'string' },
   register: { type: 'string', multiple: true },
   'secrets-file': { type: 'string' },
+  'allow-cidr': { type: 'string', multiple: true },
   caps: { type: 'string' },
   json: { type: 'boolean' },
   'strict-profiles': { type: 'boolean' },
@@ -50,7 +51,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
   const secretsFile = str(values['secrets-file']);
   const secrets = { ...SecretStore.fromEnv(), ...(secretsFile ? SecretStore.fromFile(secretsFile) : {}) };
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets } });
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } } });
   let result: RunResult;
   try {
     const bytes = await loadModule(file);
