@@ -28,7 +28,7 @@ function layer(rel: string): number {
   if (rel.startsWith('policy/')) return 1;
   if (rel.startsWith('wasm/') || rel.startsWith('storage/') || rel.startsWith('net/')) return 2;
   if (rel.startsWith('engine/')) return 3;
-  if (rel.startsWith('shell/')) return 4;
+  if (rel.startsWith('shell/') || rel.startsWith('lanes/')) return 4;
   if (rel.startsWith('interfaces/')) return 5;
   if (rel === 'index.ts') return 6;
   throw new Error(`no layer for ${rel}`);
