@@ -1,4 +1,4 @@
-// The dependency direction of STYLE.md, enforced: interfaces → engine → (lanes → brokers/storage)
+// The dependency direction of STYLE.md, enforced: interfaces → shell → engine/lanes → (brokers/storage, net, wasm)
 // → wasm → policy → errors, and the worker talks to the host only through the protocol.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -27,8 +27,8 @@ function layer(rel: string): number {
   if (rel === 'errors.ts') return 0;
   if (rel.startsWith('policy/')) return 1;
   if (rel.startsWith('wasm/') || rel.startsWith('storage/') || rel.startsWith('net/')) return 2;
-  if (rel.startsWith('engine/')) return 3;
-  if (rel.startsWith('shell/') || rel.startsWith('lanes/')) return 4;
+  if (rel.startsWith('engine/') || rel.startsWith('lanes/')) return 3;
+  if (rel.startsWith('shell/')) return 4;
   if (rel.startsWith('interfaces/')) return 5;
   if (rel === 'index.ts') return 6;
   throw new Error(`no layer for ${rel}`);
