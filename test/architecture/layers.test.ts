@@ -1,5 +1,5 @@
-// The dependency direction of STYLE.md, enforced: interfaces → shell → engine/lanes → (brokers/storage, net, wasm)
-// → wasm → policy → errors, and the worker talks to the host only through the protocol.
+// The dependency direction of STYLE.md, enforced: interfaces → shell → engine/lanes → storage/net/wasm
+// → policy → errors, and the worker talks to the host only through the protocol.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
