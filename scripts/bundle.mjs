@@ -1,7 +1,9 @@
 // Builds dist/ from src/ with esbuild (a dependency of tsx) whenever a source file is newer than
 // the outputs: dist/worker.cjs (the guest worker thread: plain JS, so a new worker boots in tens
 // of milliseconds instead of the ~300 ms a TypeScript loader costs), dist/cli.mjs (the CLI) and
-// dist/query-child.mjs (the vfs_query child process, found beside the bundle that spawns it).
+// dist/query-child.mjs (the vfs_query child process, found beside the bundle that spawns it),
+// dist/js-lane-worker.cjs (the JS lane's worker thread) and dist/js-transpiler.js (sucrase as a
+// plain script with no imports, evaluated only inside QuickJS by the JS lane, never on the host).
 // Outputs are written to a temporary name and renamed, so concurrent builders never see a torn file.
 import { build } from 'esbuild';
 import { readdirSync, statSync, renameSync, mkdirSync, existsSync } from 'node:fs';
@@ -14,6 +16,10 @@ const TARGETS = [
   { entry: 'src/engine/worker/main.ts', out: 'dist/worker.cjs', format: 'cjs' },
   { entry: 'src/interfaces/cli/main.ts', out: 'dist/cli.mjs', format: 'esm' },
   { entry: 'src/storage/query-child.mjs', out: 'dist/query-child.mjs', format: 'esm' },
+  // The Python lane's interpreter child; it loads Pyodide from node_modules at run time.
+  { entry: 'src/lanes/python/child.mjs', out: 'dist/python-child.mjs', format: 'esm' },
+  { entry: 'src/lanes/js/worker.ts', out: 'dist/js-lane-worker.cjs', format: 'cjs' },
+  { entry: 'src/lanes/js/transpiler.ts', out: 'dist/js-transpiler.js', format: 'iife', globalName: '__membraneTranspiler', guest: true },
 ];
 
 function newestSource(dir) {
@@ -28,12 +34,29 @@ function newestSource(dir) {
 
 /** Rebuild stale outputs; returns absolute paths of the worker and CLI bundles. */
 export async function ensureBuilt() {
+  await buildStale(TARGETS);
+  return outputs();
+}
+
+/** Only the JS lane's two outputs (so the lane starts even while another target is broken). */
+export async function ensureJsLaneBuilt() {
+  await buildStale(TARGETS.filter((t) => t.out.startsWith('dist/js-')));
+  return outputs();
+}
+
+async function buildStale(targets) {
   const newest = Math.max(newestSource(join(root, 'src')), statSync(fileURLToPath(import.meta.url)).mtimeMs);
-  for (const t of TARGETS) {
+  for (const t of targets) {
     const out = join(root, t.out);
     if (existsSync(out) && statSync(out).mtimeMs >= newest) continue;
     mkdirSync(dirname(out), { recursive: true });
     const tmp = `${out}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    if (t.guest) {
+      // Guest code: self-contained, no Node built-ins, no banner (it never runs on the host).
+      await build({ entryPoints: [join(root, t.entry)], outfile: tmp, bundle: true, platform: 'neutral', mainFields: ['module', 'main'], target: 'es2020', format: t.format, globalName: t.globalName, minify: true, logLevel: 'error' });
+      renameSync(tmp, out);
+      continue;
+    }
     await build({
       entryPoints: [join(root, t.entry)],
       outfile: tmp,
@@ -54,7 +77,15 @@ export async function ensureBuilt() {
     });
     renameSync(tmp, out);
   }
-  return { worker: join(root, 'dist/worker.cjs'), cli: join(root, 'dist/cli.mjs') };
+}
+
+function outputs() {
+  return {
+    worker: join(root, 'dist/worker.cjs'),
+    cli: join(root, 'dist/cli.mjs'),
+    jsWorker: join(root, 'dist/js-lane-worker.cjs'),
+    jsTranspiler: join(root, 'dist/js-transpiler.js'),
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -33,6 +33,7 @@ import { buildSpec, checkName, chooseEntry, spawnsProcesses } from './guest-spec
 import { Instance, type InstanceInfo } from './instance.ts';
 import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
+import { Lanes, runExec, type ExecOptions, type ExecOutcome } from './exec.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from './command-abi.ts';
@@ -100,6 +101,7 @@ export class Engine {
   private readonly instances = new Map<string, Instance>();
   private readonly instanceJobs = new Map<string, JobHost>();
   private readonly servers = new Set<ServeHandle>();
+  private readonly lanes: Lanes;
   private readonly starting = new Set<string>();
   private runs = 0;
   private closed = false;
@@ -121,6 +123,7 @@ export class Engine {
     });
     this.pool.warm();
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase);
+    this.lanes = new Lanes(this.config);
     this.services = new HostServices({
       registry: options.commands ?? CommandRegistry.withBuiltins(),
       onLog: this.config.onLog,
@@ -129,6 +132,7 @@ export class Engine {
       query: (caller, sql, snapshot) => this.query(caller, sql, snapshot),
       broker: (caller, name, args, cap) => this.brokers.call(caller, name, args, cap),
       admit: (caller, cap, op, bytes, max) => this.brokers.cadence.admit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, { bytes, max }),
+      record: (caller, kind, detail) => this.brokers.record({ tenant: caller.tenant, instance: caller.instance, kind, detail }),
       parallelism: Math.max(1, Math.min(16, this.config.maxWorkers)),
       net: (caller, name, args, stop) => this.brokers.net(caller, name, args, stop),
     });
@@ -303,6 +307,20 @@ export class Engine {
   }
 
   /**
+   * Run untrusted source — JavaScript, TypeScript (stripped inside the sandbox) or Python — in a
+   * fresh interpreter under a profile: `{ ok, result?, stdout, stderr, error?, fuelUsed, ... }`.
+   */
+  exec(opts: ExecOptions): Promise<ExecOutcome> {
+    this.assertOpen();
+    return runExec(
+      opts,
+      this.config,
+      (language, onProgress) => this.lanes.get(language, onProgress),
+      (tenant, requested, ran) => this.brokers.record({ tenant, instance: '', kind: 'profile-fallback', detail: { requested: requested.slice(0, 64), ran } }),
+    );
+  }
+
+  /**
    * Serve inbound HTTP with a persistent instance (granted `net`) that exports
    * `serve_handle(request_len)`: each request passes revocation, a per-client rate and a size
    * cap, then reaches the guest as JSON (docs/abi.md). Closed with the engine.
@@ -348,6 +366,7 @@ export class Engine {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
+    await this.lanes.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
     await this.queries?.close();

@@ -63,6 +63,8 @@ export interface HostServicesDeps {
   readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer;
   /** The cadence's first four steps for a call served here (`run_command_many`): null = go. */
   readonly admit: (caller: Caller, cap: CapWord, op: string, bytes: number, max: number) => number | null;
+  /** An audit record for a refusal decided here (depth, concurrency, live processes). */
+  readonly record: (caller: Caller, kind: string, detail: Record<string, unknown>) => void;
   /** Tasks `run_command_many` runs at once. */
   readonly parallelism: number;
   /** A remote broker call (network, llm; the cadence runs inside): its answer bytes or a guest error. */
@@ -115,6 +117,10 @@ export class HostServices {
     const ok = (value: number, payload?: Uint8Array): HostReply =>
       payload ? { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value, payload } : { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value };
     const err = (errno: number): HostReply => ({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno });
+    const quota = (broker: string, op: string, why: string): HostReply => {
+      this.deps.record(caller, 'denied', { broker, op, code: 'QUOTA', why });
+      return err(GUEST_ERR.QUOTA);
+    };
     const releaseExec = (slot: number): void => {
       if (slots.delete(slot)) this.bump(this.execs, caller.tenant, -1);
     };
@@ -132,11 +138,15 @@ export class HostServices {
           this.log(caller, req.level, req.message);
           return ok(0);
         case 'command': {
+          const cap = req.mode === 'exec' ? 'exec' : 'commands';
+          const op = req.mode === 'exec' ? 'exec' : 'run_command';
+          const refused = this.deps.admit(caller, cap, op, 0, 1);
+          if (refused !== null) return err(refused);
           // Nested commands on the caller's worker call with their own depth: deeper, never past the cap.
-          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return err(GUEST_ERR.QUOTA);
+          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota(cap, op, `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
           let slot = 0;
           if (req.mode === 'exec') {
-            if ((this.execs.get(caller.tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return err(GUEST_ERR.QUOTA);
+            if ((this.execs.get(caller.tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return quota(cap, op, `${MAX_CONCURRENT_EXECS} execs in flight`);
             slot = nextSlot++;
             slots.add(slot);
             this.bump(this.execs, caller.tenant, 1);
@@ -158,10 +168,12 @@ export class HostServices {
           releaseExec(req.slot);
           return ok(0);
         case 'process_spawn': {
-          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return err(GUEST_ERR.QUOTA);
+          const refused = this.deps.admit(caller, 'exec', 'process_spawn', blobs[0]?.length ?? 0, MAX_REQUEST_BYTES);
+          if (refused !== null) return err(refused);
+          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota('exec', 'process_spawn', `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
           const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
           if (typeof request === 'number') return err(request);
-          if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return err(GUEST_ERR.QUOTA);
+          if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
           const bytes = this.deps.registry.get(request.name);
           if (!bytes) return err(GUEST_ERR.NOT_FOUND);
           if (ended) return err(GUEST_ERR.UNAVAILABLE);

@@ -10,6 +10,8 @@ import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH } from '../../src/engine/command-abi.ts';
 import { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES } from '../../src/engine/host-services.ts';
 import { Vfs, resolveVfs } from '../../src/storage/index.ts';
+import { AuditLog } from '../../src/storage/audit.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
 
 const nest = new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url)));
 let engine: Engine;
@@ -38,6 +40,10 @@ test(`exec recursion stops at depth ${MAX_EXEC_DEPTH}: the exec that would be de
   assert.deepEqual(lines.slice(0, MAX_EXEC_DEPTH + 1), Array.from({ length: MAX_EXEC_DEPTH + 1 }, (_, d) => `depth ${d}`));
   assert.equal(lines[MAX_EXEC_DEPTH + 1], `refused ${GUEST_ERR.QUOTA}`);
   assert.equal(lines.length, MAX_EXEC_DEPTH + 2);
+  const log = new AuditLog(openDatabase(join(process.env['MEMBRANE_HOME']!, 'engine.sqlite')));
+  const denied = log.tail({ kind: 'denied' }).filter((r) => r.detail['op'] === 'exec');
+  log.close();
+  assert.deepEqual(denied.map((r) => [r.detail['code'], r.detail['why']]), [['QUOTA', `depth ${MAX_EXEC_DEPTH + 1} > ${MAX_EXEC_DEPTH}`]]);
 });
 
 test(`${MAX_CONCURRENT_EXECS + 1} concurrent execs from one tenant: the last is refused with QUOTA, then all slots return`, { timeout: 120_000 }, async () => {

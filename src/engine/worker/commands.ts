@@ -21,7 +21,6 @@ import { SandboxError } from '../../errors.ts';
 import { Vfs } from '../../storage/index.ts';
 import {
   GUEST_ERR,
-  MAX_EXEC_DEPTH,
   MAX_REQUEST_BYTES,
   STATUS_ABNORMAL,
   decodeRequest,
@@ -102,7 +101,7 @@ export class Commands {
       if (mode === 'exec') this.step({ op: 'exec', depth, argv: [request.name, ...request.args], refused: errName(code) });
       return code;
     };
-    if (depth > MAX_EXEC_DEPTH) return refuse(GUEST_ERR.QUOTA);
+    // The main thread decides (and audits) the depth limit; the worker only reports its depth.
     const answer = ctx.host.call({ op: 'command', mode, name: request.name, depth });
     if (!answer.ok) return refuse(answer.errno);
     const slot = answer.value;
@@ -164,10 +163,6 @@ export class Commands {
     if (typeof request === 'number') return request;
     const depth = this.ctx.spec.depth + 1;
     const argv = [request.name, ...request.args];
-    if (depth > MAX_EXEC_DEPTH) {
-      this.step({ op: 'spawn', depth, argv, refused: 'QUOTA' });
-      return GUEST_ERR.QUOTA;
-    }
     const answer = this.ctx.host.call({ op: 'process_spawn', depth }, [raw]);
     this.step(answer.ok ? { op: 'spawn', depth, argv, pid: answer.value } : { op: 'spawn', depth, argv, refused: errName(answer.errno) });
     return answer.ok ? answer.value : answer.errno;

@@ -5,6 +5,7 @@
 import { ERROR_CODES, ERROR_TABLE } from '../../errors.ts';
 import { reportError, USAGE_EXIT } from './args.ts';
 import { auditCommand, TAMPERED_EXIT } from './audit.ts';
+import { execCommand } from './exec.ts';
 import { inspectCommand } from './inspect.ts';
 import { instrumentCommand } from './instrument.ts';
 import { shCommand } from './sh.ts';
@@ -13,6 +14,7 @@ import { runCommand } from './run.ts';
 
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   run: runCommand,
+  exec: execCommand,
   inspect: inspectCommand,
   profiles: profilesCommand,
   instrument: instrumentCommand,
@@ -35,6 +37,11 @@ Usage:
       secret_sign come from MEMBRANE_SECRET_<NAME> variables and --secrets-file (JSON).
       --allow-cidr admits an address range the network guard refuses by default (e.g. a
       service on 127.0.0.1/32); nothing private is reachable without it.
+  membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout MS] [--fuel N]
+               [--memory BYTES] [--context JSON] [--tenant T] [--json]
+      Run untrusted source in a fresh interpreter: JavaScript/TypeScript in fuel-metered QuickJS,
+      Python in hardened Pyodide in a child process. Prints stdout/stderr, then the value of the
+      last expression as JSON.
   membrane inspect MODULE [--json]
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.
   membrane profiles [--json]

@@ -86,3 +86,36 @@ test('a function at V8’s 1 000-parameter limit gets no twin and is called with
   // f = [1000 × i32.const, call(+1), end] 1003; big = [local.get end] 2
   assert.deepEqual(m.call('f'), { result: 999, fuel: 1003 + 2 });
 });
+
+test('declared locals at LEB length boundaries, and padded indices, move up by one and keep their values', () => {
+  // Built by hand: wat tools only write minimal LEBs. $f (param i32) (result i32) with 16 400
+  // declared i32 locals gives each local x a distinct value, then sums `local.get` and
+  // `local.tee` of each x through several encodings (minimal, and padded to 2, 3 and 5 bytes).
+  const leb = (n: number, width = 0): number[] => {
+    const out: number[] = [];
+    do {
+      out.push(n % 128);
+      n = Math.floor(n / 128);
+    } while (n > 0 || out.length < width);
+    return out.map((b, i) => (i < out.length - 1 ? b | 0x80 : b));
+  };
+  const indices = [1, 125, 126, 127, 128, 16382, 16383, 16384];
+  const encodings = (x: number): number[][] => [leb(x), leb(x, 2), leb(x, 3), leb(x, 5)];
+  const code: number[] = [1, ...leb(16400), 0x7f];
+  indices.forEach((x, i) => code.push(0x20, 0, 0x41, i + 1, 0x6a, 0x21, ...leb(x, 3))); // local x = p + i + 1
+  code.push(0x41, 0); // the sum
+  for (const x of indices) for (const e of encodings(x)) code.push(0x20, ...e, 0x6a, 0x20, ...e, 0x22, ...e, 0x6a);
+  code.push(0x0b);
+  const section = (id: number, payload: number[]): number[] => [id, ...leb(payload.length), ...payload];
+  const bytes = new Uint8Array([
+    ...[0, 0x61, 0x73, 0x6d, 1, 0, 0, 0],
+    ...section(1, [1, 0x60, 1, 0x7f, 1, 0x7f]), // one type: (i32) -> (i32)
+    ...section(3, [1, 0]),
+    ...section(7, [1, 1, 0x66, 0, 0]), // export "f"
+    ...section(10, [1, ...leb(code.length), ...code]),
+  ]);
+  const original = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports.f as (p: number) => number;
+  const expected = indices.reduce((sum, x, i) => sum + encodings(x).length * 2 * (7 + i + 1), 0);
+  assert.equal(original(7), expected);
+  assert.equal(metered(bytes).call('f', 7).result, expected);
+});

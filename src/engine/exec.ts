@@ -1,0 +1,129 @@
+/**
+ * `engine.exec({ language, code, context, ... })`: untrusted source in the JS/TS lane (QuickJS on
+ * wasm) or the Python lane (hardened Pyodide in the os_process tier), under a profile like any
+ * other guest (DESIGN §7, §8).
+ *
+ * Owns: resolving the profile into the lane request (time, fuel, memory, caps — a caller can only
+ * lower them), starting each lane on first use (and warming its pool), the profile fallback's
+ * audit record, and the result shape `{ ok, result?, stdout, stderr, error?, fuelUsed,
+ * durationMs, profile, warnings, poolHit }`.
+ * Invariant: one lane object per language per engine, closed with the engine; a request never
+ * reaches a lane with more than its profile grants.
+ *
+ * Does not protect against: what each lane's layers do not (see src/lanes/js, src/lanes/python).
+ */
+
+import { SandboxError, toSandboxError } from '../errors.ts';
+import { resolvePolicy, type PolicyOptions } from '../policy/resolve.ts';
+import type { EngineConfig } from './options.ts';
+import type { ExecRequest, ExecResult, Language } from '../lanes/types.ts';
+
+export interface ExecOptions extends PolicyOptions {
+  readonly language: Language | string;
+  readonly code: string;
+  /** JSON-serializable; a read-only value named `context` in the snippet. */
+  readonly context?: unknown;
+  readonly tenant?: string;
+  /** Told what is happening while a lane starts (the CLI prints it). */
+  readonly onProgress?: ((what: string) => void) | undefined;
+}
+
+export type ExecOutcome = ExecResult & { readonly profile: string };
+
+/** What the engine's lanes look like from here (src/lanes implements them). */
+export interface Lane {
+  exec(req: ExecRequest): Promise<ExecResult>;
+  warm(onProgress?: (done: number, total: number) => void): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const MAX_CODE_BYTES = 1024 * 1024;
+
+/** The engine's lanes: one per interpreter family, started (its pool warmed) on first use. */
+export class Lanes {
+  private readonly started = new Map<'js' | 'python', Promise<Lane>>();
+
+  constructor(private readonly config: EngineConfig) {}
+
+  get(language: Language, onProgress?: (what: string) => void): Promise<Lane> {
+    const key = language === 'python' ? 'python' : 'js';
+    let lane = this.started.get(key);
+    if (!lane) {
+      // The engine's poolSize sizes the lanes' pools too (the CLI, running one snippet, asks for 0 → 1).
+      const poolSize = key === 'python' ? 1 : Math.max(1, Math.min(this.config.poolSize, 4));
+      const options = { poolSize, cacheDir: (this.config.cacheDir ?? false) as string | false, outputLimitBytes: this.config.outputLimitBytes };
+      lane = (async (): Promise<Lane> => {
+        const made: Lane =
+          key === 'python' ? new (await import('../lanes/python/index.ts')).PythonLane(options) : new (await import('../lanes/js/index.ts')).JsLane(options);
+        let last = -1;
+        await made.warm((done, total) => {
+          if (done === last) return;
+          last = done;
+          onProgress?.(`starting the ${key} interpreter pool: ${done}/${total} ready`);
+        });
+        return made;
+      })();
+      // A lane that failed to start is dropped, so the next call tries again.
+      lane.catch(() => this.started.delete(key));
+      this.started.set(key, lane);
+    }
+    return lane;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.started.values()].map(async (l) => (await l.catch(() => null))?.close()));
+    this.started.clear();
+  }
+}
+
+export async function runExec(
+  opts: ExecOptions,
+  config: EngineConfig,
+  lane: (language: Language, onProgress?: (what: string) => void) => Promise<Lane>,
+  audit: (tenant: string, requested: string, ran: string) => void,
+): Promise<ExecOutcome> {
+  const t0 = performance.now();
+  let profile = 'compute';
+  let warnings: readonly string[] = [];
+  try {
+    const language = opts.language;
+    if (language !== 'js' && language !== 'ts' && language !== 'python') {
+      throw new SandboxError('POLICY_INVALID', 'language must be "js", "ts" or "python"', { language: String(language).slice(0, 32) });
+    }
+    if (typeof opts.code !== 'string') throw new SandboxError('POLICY_INVALID', 'code must be a string');
+    if (Buffer.byteLength(opts.code) > MAX_CODE_BYTES) throw new SandboxError('POLICY_INVALID', `code is larger than ${MAX_CODE_BYTES} bytes`);
+    let context: unknown;
+    try {
+      context = opts.context === undefined ? undefined : JSON.parse(JSON.stringify(opts.context));
+    } catch {
+      throw new SandboxError('POLICY_INVALID', 'context must be JSON-serializable');
+    }
+    const policy = resolvePolicy(opts, config);
+    profile = policy.profile;
+    warnings = policy.warnings;
+    if (policy.requestedProfile !== policy.profile) audit(opts.tenant ?? 'default', policy.requestedProfile, policy.profile);
+    const r = await (await lane(language, opts.onProgress)).exec({
+      language,
+      code: opts.code,
+      ...(context !== undefined ? { context } : {}),
+      timeoutMs: policy.timeoutMs,
+      fuel: config.fuel ? policy.fuel : Number.MAX_SAFE_INTEGER,
+      memoryBytes: policy.memoryBytes,
+      caps: policy.caps,
+    });
+    return { ...r, profile, warnings: [...warnings, ...r.warnings] };
+  } catch (e) {
+    const err = toSandboxError(e);
+    return {
+      ok: false,
+      stdout: '',
+      stderr: '',
+      error: { code: err.code, message: err.message },
+      fuelUsed: 0,
+      durationMs: performance.now() - t0,
+      warnings,
+      poolHit: false,
+      profile,
+    };
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * `membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout MS] [--fuel N]
+ * [--memory BYTES] [--context JSON] [--json]`: run untrusted source in its lane (DESIGN §7, §9).
+ * Human output: the snippet's stdout and stderr, then the result (JSON) on its own line.
+ */
+
+import { readFileSync } from 'node:fs';
+import { createEngine } from '../../engine/index.ts';
+import { SandboxError, exitCodeFor } from '../../errors.ts';
+import { UsageError, num, parse, printJson, str } from './args.ts';
+
+export async function execCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    lang: { type: 'string' },
+    command: { type: 'string', short: 'c' },
+    profile: { type: 'string' },
+    timeout: { type: 'string' },
+    fuel: { type: 'string' },
+    memory: { type: 'string' },
+    context: { type: 'string' },
+    tenant: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  const language = str(values['lang']);
+  if (!language) throw new UsageError('exec needs --lang js|ts|python');
+  const inline = str(values['command']);
+  if ((inline === undefined) === (positionals.length === 0) || positionals.length > 1) throw new UsageError("exec takes -c 'CODE' or one FILE");
+  let code: string;
+  if (inline !== undefined) code = inline;
+  else {
+    try {
+      code = readFileSync(positionals[0]!, 'utf8');
+    } catch {
+      throw new SandboxError('POLICY_INVALID', `cannot read "${positionals[0]!}"`);
+    }
+  }
+  let context: unknown;
+  const rawContext = str(values['context']);
+  if (rawContext !== undefined) {
+    try {
+      context = JSON.parse(rawContext);
+    } catch {
+      throw new UsageError('--context expects JSON');
+    }
+  }
+  const json = values['json'] === true;
+  const engine = createEngine({ poolSize: 0 });
+  try {
+    const fuel = num('fuel', values['fuel']);
+    const timeoutMs = num('timeout', values['timeout']);
+    const memoryBytes = num('memory', values['memory']);
+    const r = await engine.exec({
+      language,
+      code,
+      ...(context !== undefined ? { context } : {}),
+      ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
+      ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),
+      ...(fuel !== undefined ? { fuel } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(memoryBytes !== undefined ? { memoryBytes } : {}),
+      // Starting an interpreter can take a moment (Python: a second or two cold): say so.
+      onProgress: json ? undefined : (what: string) => process.stderr.write(`membrane: ${what}\n`),
+    });
+    if (json) printJson(r);
+    else {
+      process.stdout.write(r.stdout);
+      process.stderr.write(r.stderr);
+      for (const w of r.warnings) process.stderr.write(`membrane: warning: ${w}\n`);
+      if (r.ok && r.result !== undefined) process.stdout.write(`${JSON.stringify(r.result)}\n`);
+      if (!r.ok && r.error) process.stderr.write(`membrane: ${r.error.code}: ${r.error.message}\n`);
+    }
+    return r.ok ? 0 : exitCodeFor(r.error?.code as Parameters<typeof exitCodeFor>[0]);
+  } finally {
+    await engine.close();
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * The guest-side half of the JS lane's interpreter: the prelude evaluated into every fresh
+ * context before the snippet, and the host's readers of what it returns.
+ *
+ * The prelude installs `console` and returns `{ setContext, stringify, describe }`, which the host
+ * keeps as a handle — they are never globals, so the snippet cannot see or replace them. They
+ * capture the intrinsics they use (`JSON`, `String`, `Object.freeze`, …) before the snippet runs;
+ * a snippet that later mutates prototypes can only distort its own output. Everything here runs
+ * inside QuickJS and is metered like the snippet once the call has begun.
+ *
+ * Does not protect against: a snippet whose own `toJSON` or getters run during serialization —
+ * that is its code, bounded by fuel and the deadline like the rest of it.
+ */
+
+import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten-core';
+
+/** Largest result (serialized JSON) passed back to the host; larger results are dropped. */
+export const MAX_RESULT_CHARS = 4 * 1024 * 1024;
+/** Longest error message kept. */
+export const MAX_MESSAGE_CHARS = 2000;
+
+export const GUEST_PRELUDE = `(write) => {
+  'use strict';
+  const S = String, JS = JSON.stringify, JP = JSON.parse, freeze = Object.freeze, keys = Object.keys;
+  const define = Object.defineProperty, ErrorCtor = Error;
+  const show = (v) => {
+    if (typeof v === 'string') return v;
+    if (v instanceof ErrorCtor) { try { return S(v.name) + ': ' + S(v.message); } catch { return 'Error'; } }
+    if (v !== null && typeof v === 'object') {
+      try { const s = JS(v); if (s !== undefined) return s; } catch {}
+    }
+    try { return S(v); } catch { return '[value]'; }
+  };
+  const line = (args) => { let out = ''; for (let i = 0; i < args.length; i++) out += (i ? ' ' : '') + show(args[i]); return out + '\\n'; };
+  const log = (...a) => { write(1, line(a)); };
+  const error = (...a) => { write(2, line(a)); };
+  define(globalThis, 'console', { value: freeze({ log, info: log, debug: log, error, warn: error }), writable: true, configurable: true, enumerable: false });
+  const deepFreeze = (v) => { if (v !== null && typeof v === 'object') { freeze(v); for (const k of keys(v)) deepFreeze(v[k]); } return v; };
+  return freeze({
+    setContext(json) {
+      define(globalThis, 'context', { value: json === '' ? undefined : deepFreeze(JP(json)), writable: false, configurable: false, enumerable: false });
+    },
+    stringify(v) {
+      const t = typeof v;
+      if (t === 'undefined') return '';
+      if (t === 'function' || t === 'symbol') return '!the result is a ' + t + ', which JSON cannot carry';
+      let s;
+      try { s = JS(v); } catch (e) { return '!the result is not JSON-serializable: ' + show(e); }
+      return s === undefined ? '!the result is not JSON-serializable' : '=' + s;
+    },
+    describe(e) {
+      try {
+        if (e instanceof ErrorCtor) return JS([S(e.name), S(e.message)]);
+        if (e !== null && typeof e === 'object' && typeof e.message === 'string') return JS([S(e.name ?? ''), e.message]);
+        return JS(['', show(e)]);
+      } catch { return JS(['', 'an exception that cannot be described']); }
+    },
+  });
+}`;
+
+/** Name and message of a thrown value (`helpers` null: read plain properties, for our own code). */
+export function describeError(ctx: QuickJSContext, err: QuickJSHandle, helpers: QuickJSHandle | null): { name: string; message: string } {
+  try {
+    if (helpers) {
+      const fn = ctx.getProp(helpers, 'describe');
+      const r = ctx.callFunction(fn, ctx.undefined, err);
+      fn.dispose();
+      if (!r.error) {
+        const parsed: unknown = JSON.parse(ctx.getString(r.value));
+        r.value.dispose();
+        if (Array.isArray(parsed) && typeof parsed[0] === 'string' && typeof parsed[1] === 'string') {
+          return { name: parsed[0].slice(0, 100), message: parsed[1].slice(0, MAX_MESSAGE_CHARS) };
+        }
+      } else r.error.dispose();
+      return { name: '', message: 'uncaught exception' };
+    }
+    const m = ctx.getProp(err, 'message');
+    const message = ctx.typeof(m) === 'string' ? ctx.getString(m) : 'error';
+    m.dispose();
+    return { name: '', message: message.slice(0, MAX_MESSAGE_CHARS) };
+  } finally {
+    err.dispose();
+  }
+}
+
+/** Serialize `value` inside QuickJS and parse it on the host; problems become warnings. */
+export function readResult(ctx: QuickJSContext, helpers: QuickJSHandle, value: QuickJSHandle, warnings: string[], set: (v: unknown) => void): void {
+  const fn = ctx.getProp(helpers, 'stringify');
+  const r = ctx.callFunction(fn, ctx.undefined, value);
+  fn.dispose();
+  if (r.error) {
+    r.error.dispose();
+    warnings.push('the result could not be serialized');
+    return;
+  }
+  const s = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
+  r.value.dispose();
+  if (s === '') return;
+  if (s.startsWith('!')) {
+    warnings.push(s.slice(1, 1 + MAX_MESSAGE_CHARS));
+    return;
+  }
+  if (s.length > MAX_RESULT_CHARS) {
+    warnings.push(`the result is larger than ${MAX_RESULT_CHARS} characters of JSON and was dropped`);
+    return;
+  }
+  set(JSON.parse(s.slice(1)));
+}

@@ -1,0 +1,237 @@
+/**
+ * One fresh QuickJS interpreter (worker side): a new wasm instance of the fuel-instrumented
+ * QuickJS, its own linear memory, a runtime and a plain context — made ahead of time by
+ * `prepare()` (the pool) and used for exactly one `evaluate()`, then dropped.
+ *
+ * Owns: the snippet's world. Globals are the ECMAScript built-ins QuickJS provides, `console`
+ * (log/info/debug → stdout, error/warn → stderr, captured and capped) and `context` (a deep-frozen
+ * copy parsed from JSON, non-writable). No `std`/`os` modules, no module loader, no host object.
+ * Granted caps add nothing yet: powers (`kv`, `fetch`, …) land with the broker bridge, so today
+ * every power is absent, never a stub. For TypeScript, a second runtime in the same instance holds
+ * sucrase (loaded during preparation, so its load is not metered); stripping the snippet's types
+ * runs inside the wasm and its fuel counts toward the call.
+ * Invariant: an interpreter is never reused — not its context, runtime or linear memory.
+ *
+ * Does not protect against: the snippet mislabelling its own failure (throwing a hand-made
+ * `InternalError('out of memory')` reads as MEMORY_LIMIT); it only fools its own result.
+ */
+
+import { readFileSync } from 'node:fs';
+import * as releaseSyncModule from '@jitl/quickjs-wasmfile-release-sync';
+import { newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten-core';
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core';
+import type { ExecJob } from './protocol.ts';
+import type { ExecResult } from '../types.ts';
+import { FuelStop, LaneMeter } from './meter.ts';
+import { OutputSink } from './output.ts';
+import { GUEST_PRELUDE, describeError, readResult } from './guest.ts';
+
+// Node loads the variant's ESM build, whose default export is the variant itself.
+const RELEASE_SYNC = (releaseSyncModule as unknown as { default: QuickJSSyncVariant }).default;
+
+/** QuickJS's own stack limit for the snippet (its recursion fails with a catchable InternalError). */
+export const MAX_GUEST_STACK_BYTES = 512 * 1024;
+const PAGE = 65536;
+/** Emscripten's QuickJS build declares a 16 MiB minimum memory. */
+const MIN_PAGES = 256;
+
+export interface Interpreter {
+  readonly kind: 'js' | 'ts';
+  readonly meter: LaneMeter;
+  readonly sink: OutputSink;
+  readonly rt: QuickJSRuntime;
+  readonly ctx: QuickJSContext;
+  /** `{ setContext, stringify, describe }`, kept host-side (never a global). */
+  readonly helpers: QuickJSHandle;
+  readonly transpiler: { readonly rt: QuickJSRuntime; readonly ctx: QuickJSContext; readonly transform: QuickJSHandle } | null;
+}
+
+export interface PrepareConfig {
+  readonly module: WebAssembly.Module;
+  readonly interrupt: Int32Array;
+  readonly memoryCeilingBytes: number;
+  readonly outputLimitBytes: number;
+  readonly failOnOutputLimit: boolean;
+  readonly transpilerPath: string;
+}
+
+let transpilerSource: string | null = null;
+const TRANSPILER_WARMUP = 'const f = <T,>(x: T): T => x; class A<T> { p?: T; m(a: number = 1): void {} } [1].map((x) => x * 2); f(async () => 1);';
+
+export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig): Promise<Interpreter> {
+  const meter = new LaneMeter(cfg.interrupt);
+  const maximum = Math.max(MIN_PAGES, Math.floor(cfg.memoryCeilingBytes / PAGE));
+  const variant = newVariant(RELEASE_SYNC, {
+    // Our memory, so its maximum is ours: a grow past it fails and QuickJS reports out of memory.
+    wasmMemory: new WebAssembly.Memory({ initial: MIN_PAGES, maximum }),
+    emscriptenModule: {
+      // Emscripten passes only the imports it knows; the instrumented module also needs refill.
+      instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
+        const instance = new WebAssembly.Instance(cfg.module, { ...imports, ...meter.imports });
+        meter.attach(instance.exports);
+        onSuccess(instance);
+        return instance.exports;
+      },
+    },
+  });
+  const mod = await newQuickJSWASMModuleFromVariant(variant);
+  const rt = mod.newRuntime();
+  const ctx = rt.newContext();
+  const sink = new OutputSink(cfg.outputLimitBytes, cfg.failOnOutputLimit);
+  const write = ctx.newFunction('write', (fd, text) => {
+    if (ctx.typeof(text) === 'string') sink.write(ctx.getNumber(fd) === 2 ? 'stderr' : 'stdout', ctx.getString(text));
+  });
+  const factory = ctx.unwrapResult(ctx.evalCode(GUEST_PRELUDE, 'membrane:prelude'));
+  const helpers = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, write));
+  factory.dispose();
+  write.dispose();
+  let transpiler: Interpreter['transpiler'] = null;
+  if (kind === 'ts') {
+    transpilerSource ??= readFileSync(cfg.transpilerPath, 'utf8');
+    const trt = mod.newRuntime();
+    const tctx = trt.newContext();
+    tctx.unwrapResult(tctx.evalCode(transpilerSource, 'membrane:transpiler')).dispose();
+    const transform = tctx.unwrapResult(tctx.evalCode('globalThis.__membraneTranspiler.transform', 'membrane:transpiler'));
+    tctx.unwrapResult(tctx.evalCode('delete globalThis.__membraneTranspiler')).dispose();
+    // Sucrase initializes lazily on its first parse (arrows, generics, classes); do it now,
+    // unmetered, so the snippet pays only for its own transform.
+    const warmup = tctx.newString(TRANSPILER_WARMUP);
+    tctx.unwrapResult(tctx.callFunction(transform, tctx.undefined, warmup)).dispose();
+    warmup.dispose();
+    transpiler = { rt: trt, ctx: tctx, transform };
+  }
+  return { kind, meter, sink, rt, ctx, helpers, transpiler };
+}
+
+type Failure = { readonly code: string; readonly message: string };
+
+/** Map an uncaught guest error (its name and message) to a SandboxError code. */
+function classify(name: string, message: string): Failure {
+  if (name === 'InternalError' && /out of memory/i.test(message)) return { code: 'MEMORY_LIMIT', message: 'the snippet reached its memory limit' };
+  if (name === 'InternalError' && /stack overflow/i.test(message)) return { code: 'STACK_OVERFLOW', message: 'the snippet overflowed its stack' };
+  return { code: 'GUEST_TRAP', message: message === '' ? name || 'uncaught exception' : message };
+}
+
+/** Map a host-side exception out of the interpreter (a stop, or the wasm itself failing). */
+function classifyHost(e: unknown, budget: number): Failure {
+  if (e instanceof FuelStop) {
+    return e.reason === 'TIMEOUT'
+      ? { code: 'TIMEOUT', message: 'the call ran past its wall-clock budget' }
+      : { code: 'FUEL_EXHAUSTED', message: `the call used its whole fuel budget of ${budget}` };
+  }
+  if (e instanceof RangeError && /call stack/i.test(e.message)) return { code: 'STACK_OVERFLOW', message: 'the snippet overflowed the thread stack' };
+  if (e instanceof WebAssembly.RuntimeError) return { code: 'GUEST_TRAP', message: `the interpreter trapped: ${e.message.slice(0, 200)}` };
+  return { code: 'INTERNAL', message: 'internal error' };
+}
+
+/** Run one job in `it`, which must never be used again afterwards. */
+export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: number): ExecResult {
+  const { ctx, rt, meter, sink } = it;
+  const warnings: string[] = [];
+  let failure: Failure | null = null;
+  let result: unknown;
+  let hasResult = false;
+  rt.setMemoryLimit(job.memoryBytes);
+  rt.setMaxStackSize(MAX_GUEST_STACK_BYTES);
+  rt.setInterruptHandler(meter.shouldInterrupt);
+  if (it.transpiler) {
+    it.transpiler.rt.setMemoryLimit(job.memoryBytes);
+    it.transpiler.rt.setInterruptHandler(meter.shouldInterrupt);
+  }
+  meter.begin(job.fuel, performance.now() + job.timeoutMs);
+  try {
+    failure = run(it, job, warnings, (v) => {
+      result = v;
+      hasResult = true;
+    });
+  } catch (e) {
+    failure = classifyHost(e, job.fuel);
+  }
+  // A stop reported through the interpreter (an "interrupted" error) is still a stop.
+  if (meter.stopped && failure?.code !== meter.stopped) failure = classifyHost(new FuelStop(meter.stopped), job.fuel);
+  const out = sink.finish(warnings);
+  if (out.overLimit && failure === null && sink.failOnLimit) failure = { code: 'OUTPUT_LIMIT', message: 'the snippet wrote more output than allowed' };
+  return {
+    ok: failure === null,
+    ...(failure === null && hasResult ? { result } : {}),
+    stdout: out.stdout,
+    stderr: out.stderr,
+    ...(failure ? { error: failure } : {}),
+    fuelUsed: meter.used(),
+    durationMs: performance.now() - t0,
+    warnings,
+    poolHit,
+  };
+}
+
+function run(it: Interpreter, job: ExecJob, warnings: string[], setResult: (v: unknown) => void): Failure | null {
+  const { ctx, rt, helpers } = it;
+  const call = (name: string, ...args: QuickJSHandle[]) => {
+    const fn = ctx.getProp(helpers, name);
+    try {
+      return ctx.callFunction(fn, ctx.undefined, ...args);
+    } finally {
+      fn.dispose();
+    }
+  };
+  const ctxArg = ctx.newString(job.contextJson);
+  const set = call('setContext', ctxArg);
+  ctxArg.dispose();
+  if (set.error) return { code: 'INTERNAL', message: 'the context could not be set' };
+  set.value.dispose();
+
+  let source = job.code;
+  if (job.language === 'ts') {
+    const t = it.transpiler;
+    if (!t) return { code: 'INTERNAL', message: 'no TypeScript transpiler in this interpreter' };
+    const arg = t.ctx.newString(job.code);
+    const out = t.ctx.callFunction(t.transform, t.ctx.undefined, arg);
+    arg.dispose();
+    if (out.error) {
+      const d = describeError(t.ctx, out.error, null);
+      return { code: 'GUEST_TRAP', message: `TypeScript: ${d.message}` };
+    }
+    source = t.ctx.getString(out.value);
+    out.value.dispose();
+  }
+
+  const evaluated = ctx.evalCode(source, 'snippet.js', { type: 'global' });
+  if (evaluated.error) {
+    const d = describeError(ctx, evaluated.error, helpers);
+    return classify(d.name, d.message);
+  }
+  let value = evaluated.value;
+  // A promise result is settled by running pending jobs (bounded by the meter).
+  for (;;) {
+    const state = ctx.getPromiseState(value);
+    if (state.type === 'rejected') {
+      const d = describeError(ctx, state.error, helpers);
+      return classify(d.name, d.message);
+    }
+    if (state.type === 'fulfilled') {
+      if (!state.notAPromise) {
+        value.dispose();
+        value = state.value;
+      }
+      break;
+    }
+    const ran = rt.executePendingJobs(64);
+    const n = ran.error ? (ran.error.dispose(), 1) : ran.value;
+    if (n === 0) return { code: 'GUEST_TRAP', message: 'the result is a promise that never settles' };
+  }
+  drainJobs(rt);
+  readResult(ctx, helpers, value, warnings, setResult);
+  value.dispose();
+  return null;
+}
+
+function drainJobs(rt: QuickJSRuntime): void {
+  for (;;) {
+    const ran = rt.executePendingJobs(64);
+    if (ran.error) {
+      ran.error.dispose();
+      continue;
+    }
+    if (ran.value === 0) return;
+  }
+}

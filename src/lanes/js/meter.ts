@@ -1,0 +1,95 @@
+/**
+ * The JS lane's fuel meter: the host half of `membrane:fuel.refill` for one QuickJS wasm instance
+ * (the work and time walls, DESIGN §3), running in the lane's worker thread.
+ *
+ * Owns: the refill import and QuickJS's interrupt handler. While the interpreter is being
+ * pre-initialized (our own code: runtime, context, console, the TypeScript stripper) the meter
+ * grants freely and counts nothing. `begin()` arms it for the snippet: each refill then checks,
+ * in order, an earlier stop, the main thread's interrupt flag, the call's deadline and its fuel
+ * budget, and grants the next chunk (10 000 units first, doubling up to 1e6). A stop *throws* out
+ * of the import, which unwinds the wasm; every later refill throws again and the interrupt
+ * handler keeps answering "interrupt", so a snippet cannot catch its way past a stop.
+ * Invariant: after a stop the instance is never used again (its C stack was unwound mid-call).
+ *
+ * Does not protect against: code that never reaches a refill or an interrupt check (none in an
+ * instrumented QuickJS; the main thread's terminate backstop covers the rest).
+ */
+
+export const FIRST_CHUNK = 10_000;
+export const MAX_CHUNK = 1_000_000;
+/** Grants while pre-initializing: our own code, not the snippet's. */
+const SETUP_CHUNK = 100_000_000n;
+
+export type StopReason = 'TIMEOUT' | 'FUEL_EXHAUSTED';
+
+/** Thrown out of the refill import; never reaches the snippet as a value it can inspect. */
+export class FuelStop extends Error {
+  constructor(readonly reason: StopReason) {
+    super(reason);
+  }
+}
+
+export class LaneMeter {
+  private armed = false;
+  private granted = 0;
+  private next = FIRST_CHUNK;
+  private budget = 0;
+  private deadline = 0;
+  private global: WebAssembly.Global | null = null;
+  stopped: StopReason | null = null;
+
+  constructor(private readonly interrupt: Int32Array) {}
+
+  readonly imports: WebAssembly.Imports = {
+    'membrane:fuel': { refill: (current: bigint): bigint => this.refill(current) },
+  };
+
+  attach(exports: WebAssembly.Exports): void {
+    const g = exports['__membrane_fuel'];
+    if (!(g instanceof WebAssembly.Global)) throw new Error('the QuickJS module is not fuel-instrumented');
+    this.global = g;
+  }
+
+  /** Arm for the snippet: `budget` units until `deadline` (this thread's performance.now()). */
+  begin(budget: number, deadline: number): void {
+    if (!this.global) throw new Error('LaneMeter.attach was not called');
+    this.armed = true;
+    this.budget = budget;
+    this.deadline = deadline;
+    const first = Math.min(FIRST_CHUNK, budget);
+    this.next = Math.min(FIRST_CHUNK * 2, MAX_CHUNK);
+    this.global.value = BigInt(first);
+    this.granted = first;
+  }
+
+  /** Fuel the snippet used; after a stop, everything granted to it (never less than it used). */
+  used(): number {
+    if (!this.armed || !this.global) return 0;
+    if (this.stopped) return this.stopped === 'FUEL_EXHAUSTED' ? this.budget : this.granted;
+    return Math.max(0, this.granted - Number(this.global.value as bigint));
+  }
+
+  private timeUp(): boolean {
+    return Atomics.load(this.interrupt, 0) !== 0 || performance.now() >= this.deadline;
+  }
+
+  /** QuickJS's interrupt handler: true ends the evaluation with an uncatchable error. */
+  readonly shouldInterrupt = (): boolean => {
+    if (!this.armed) return false;
+    if (this.stopped) return true;
+    if (this.timeUp()) this.stopped = 'TIMEOUT';
+    return this.stopped !== null;
+  };
+
+  private refill(current: bigint): bigint {
+    if (!this.armed) return current + SETUP_CHUNK;
+    if (this.stopped) throw new FuelStop(this.stopped);
+    if (this.timeUp()) throw new FuelStop((this.stopped = 'TIMEOUT'));
+    const c = Number(current);
+    if (this.granted - c > this.budget) throw new FuelStop((this.stopped = 'FUEL_EXHAUSTED'));
+    const give = Math.min(Math.max(this.next, -c), this.budget - this.granted);
+    this.next = Math.min(this.next * 2, MAX_CHUNK);
+    this.granted += give;
+    return BigInt(c + give);
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The JS lane's worker protocol: what the lane's main-thread half (slot.ts) and its worker thread
+ * (worker.ts) say to each other. Messages are a discriminated union on `kind`, versioned, and
+ * every request carries an `id`; the host parses what the worker sends (`parseWorkerMessage`)
+ * instead of trusting its shape.
+ *
+ * Invariant: only JSON-like data and one compiled `WebAssembly.Module` (the instrumented QuickJS,
+ * shared so a replacement worker need not rewrite it) cross the boundary — never a handle into
+ * an interpreter.
+ */
+
+import type { ExecResult } from '../types.ts';
+
+export const JS_LANE_PROTOCOL_VERSION = 1;
+
+/** Given to each worker at spawn. */
+export interface JsWorkerData {
+  readonly v: typeof JS_LANE_PROTOCOL_VERSION;
+  /** The stock QuickJS wasm file (instrumented in the worker unless `compiled` is given). */
+  readonly wasmPath: string;
+  /** The bundled TypeScript stripper, evaluated inside QuickJS only (dist/js-transpiler.js). */
+  readonly transpilerPath: string;
+  readonly cacheDir: string | null;
+  readonly compiled: WebAssembly.Module | null;
+  readonly poolSize: number;
+  /** Also keep pre-initialized TypeScript interpreters (sucrase loaded). */
+  readonly wantTs: boolean;
+  readonly outputLimitBytes: number;
+  readonly failOnOutputLimit: boolean;
+  readonly memoryCeilingBytes: number;
+  /** Int32[1]: the main thread sets it to 1 at the current job's deadline. */
+  readonly interrupt: SharedArrayBuffer;
+}
+
+/** The per-call part of an `ExecRequest` the worker needs (caps are resolved on the host). */
+export interface ExecJob {
+  readonly language: 'js' | 'ts';
+  readonly code: string;
+  /** `JSON.stringify(context)`, or '' when there is none. */
+  readonly contextJson: string;
+  readonly timeoutMs: number;
+  readonly fuel: number;
+  readonly memoryBytes: number;
+}
+
+export type HostToWorker =
+  | { readonly v: 1; readonly kind: 'exec'; readonly id: number; readonly job: ExecJob }
+  | { readonly v: 1; readonly kind: 'warm'; readonly id: number; readonly ts: boolean };
+
+export type WorkerToHost =
+  | { readonly v: 1; readonly kind: 'ready'; readonly module: WebAssembly.Module }
+  | { readonly v: 1; readonly kind: 'boot-failed'; readonly message: string }
+  | { readonly v: 1; readonly kind: 'result'; readonly id: number; readonly result: ExecResult }
+  | { readonly v: 1; readonly kind: 'pool'; readonly js: number; readonly ts: number }
+  | { readonly v: 1; readonly kind: 'warmed'; readonly id: number };
+
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
+
+function isResult(x: unknown): x is ExecResult {
+  return (
+    isObj(x) &&
+    typeof x['ok'] === 'boolean' &&
+    typeof x['stdout'] === 'string' &&
+    typeof x['stderr'] === 'string' &&
+    typeof x['fuelUsed'] === 'number' &&
+    typeof x['durationMs'] === 'number' &&
+    typeof x['poolHit'] === 'boolean' &&
+    Array.isArray(x['warnings']) &&
+    (x['error'] === undefined || (isObj(x['error']) && typeof x['error']['code'] === 'string' && typeof x['error']['message'] === 'string'))
+  );
+}
+
+/** The worker's message, or null when it is not one this version understands. */
+export function parseWorkerMessage(x: unknown): WorkerToHost | null {
+  if (!isObj(x) || x['v'] !== JS_LANE_PROTOCOL_VERSION) return null;
+  switch (x['kind']) {
+    case 'ready':
+      return x['module'] instanceof WebAssembly.Module ? { v: 1, kind: 'ready', module: x['module'] } : null;
+    case 'boot-failed':
+      return { v: 1, kind: 'boot-failed', message: String(x['message']).slice(0, 500) };
+    case 'result':
+      return typeof x['id'] === 'number' && isResult(x['result']) ? { v: 1, kind: 'result', id: x['id'], result: x['result'] } : null;
+    case 'pool':
+      return typeof x['js'] === 'number' && typeof x['ts'] === 'number' ? { v: 1, kind: 'pool', js: x['js'], ts: x['ts'] } : null;
+    case 'warmed':
+      return typeof x['id'] === 'number' ? { v: 1, kind: 'warmed', id: x['id'] } : null;
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The main thread's end of one JS-lane worker: spawning it (empty environment, no stdio of its
+ * own, bounded heap and stack), running one job at a time on it, and the time wall's backstop.
+ *
+ * Owns: the deadline. At `timeoutMs` the interrupt flag is raised (the interpreter stops at its
+ * next fuel refill or interrupt check, and the worker lives on); if no result has arrived
+ * `TERMINATE_GRACE_MS` later, the worker is terminated — a runaway never keeps a core — and the
+ * slot reports itself dead so the lane replaces it.
+ * Invariant: `run()` always settles: with the worker's result, at the backstop, or when the
+ * worker dies.
+ *
+ * Does not protect against: the worker's own bugs beyond what `resourceLimits` bounds.
+ */
+
+import { Worker } from 'node:worker_threads';
+import type { ExecResult } from '../types.ts';
+import { parseWorkerMessage, type ExecJob, type HostToWorker, type JsWorkerData } from './protocol.ts';
+
+export const TERMINATE_GRACE_MS = 200;
+/** V8 heap of the worker; the interpreters' linear memories are outside it (capped per call). */
+export const WORKER_HEAP_MB = 256;
+export const WORKER_STACK_MB = 4;
+const BOOT_TIMEOUT_MS = 30_000;
+
+const failure = (code: string, message: string, t0: number, warnings: string[] = []): ExecResult => ({
+  ok: false,
+  stdout: '',
+  stderr: '',
+  error: { code, message },
+  fuelUsed: 0,
+  durationMs: performance.now() - t0,
+  warnings,
+  poolHit: false,
+});
+
+export class WorkerSlot {
+  private nextId = 1;
+  private readonly pending = new Map<number, (r: ExecResult) => void>();
+  private readonly warming = new Map<number, () => void>();
+  private readonly flag: Int32Array;
+  alive = true;
+  busy = false;
+  ready = { js: 0, ts: 0 };
+  module: WebAssembly.Module | null = null;
+
+  private constructor(
+    private readonly worker: Worker,
+    interrupt: SharedArrayBuffer,
+    private readonly onPool: () => void,
+  ) {
+    this.flag = new Int32Array(interrupt);
+  }
+
+  static async spawn(file: string, data: JsWorkerData, onPool: () => void): Promise<WorkerSlot> {
+    const worker = new Worker(file, {
+      env: {},
+      argv: [],
+      execArgv: [],
+      stdin: false,
+      stdout: true,
+      stderr: true,
+      workerData: data,
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32, stackSizeMb: WORKER_STACK_MB },
+    });
+    worker.stdout.resume();
+    worker.stderr.resume();
+    worker.unref();
+    const slot = new WorkerSlot(worker, data.interrupt, onPool);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        void worker.terminate();
+        reject(new Error('the JS lane worker did not start in time'));
+      }, BOOT_TIMEOUT_MS);
+      worker.on('message', (raw: unknown) => {
+        const m = parseWorkerMessage(raw);
+        if (m?.kind === 'ready') {
+          clearTimeout(timer);
+          slot.module = m.module;
+          resolve();
+        } else if (m?.kind === 'boot-failed') {
+          clearTimeout(timer);
+          reject(new Error(`the JS lane worker failed to start: ${m.message}`));
+        } else if (m) slot.receive(m);
+      });
+      worker.on('error', () => {});
+      worker.once('exit', (code) => {
+        clearTimeout(timer);
+        slot.died(code);
+        reject(new Error('the JS lane worker exited while starting'));
+      });
+    });
+    return slot;
+  }
+
+  private receive(m: NonNullable<ReturnType<typeof parseWorkerMessage>>): void {
+    if (m.kind === 'result') {
+      this.pending.get(m.id)?.(m.result);
+      this.pending.delete(m.id);
+    } else if (m.kind === 'pool') {
+      this.ready = { js: m.js, ts: m.ts };
+      this.onPool();
+    } else if (m.kind === 'warmed') {
+      this.warming.get(m.id)?.();
+      this.warming.delete(m.id);
+    }
+  }
+
+  private died(_code: number): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.ready = { js: 0, ts: 0 };
+    const t0 = performance.now();
+    for (const settle of this.pending.values()) settle(failure('INTERNAL', 'the JS lane worker exited', t0));
+    this.pending.clear();
+    for (const done of this.warming.values()) done();
+    this.warming.clear();
+    this.onPool();
+  }
+
+  private post(m: HostToWorker): void {
+    this.worker.postMessage(m);
+  }
+
+  /** Fill this worker's pools (TypeScript too when `ts`); resolves when full or dead. */
+  warm(ts: boolean): Promise<void> {
+    if (!this.alive) return Promise.resolve();
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.warming.set(id, resolve);
+      this.post({ v: 1, kind: 'warm', id, ts });
+    });
+  }
+
+  /** Run one job; the caller runs at most one at a time per slot. */
+  run(job: ExecJob): Promise<ExecResult> {
+    const t0 = performance.now();
+    if (!this.alive) return Promise.resolve(failure('INTERNAL', 'the JS lane worker exited', t0));
+    const id = this.nextId++;
+    this.busy = true;
+    Atomics.store(this.flag, 0, 0);
+    return new Promise<ExecResult>((resolve) => {
+      const raise = setTimeout(() => Atomics.store(this.flag, 0, 1), job.timeoutMs);
+      const backstop = setTimeout(() => {
+        this.pending.delete(id);
+        settle(failure('TIMEOUT', 'the call ran past its wall-clock budget', t0, ['the interpreter did not stop at its deadline; its worker was terminated']));
+        void this.terminate();
+      }, job.timeoutMs + TERMINATE_GRACE_MS);
+      const settle = (r: ExecResult): void => {
+        clearTimeout(raise);
+        clearTimeout(backstop);
+        this.busy = false;
+        resolve(r);
+      };
+      this.pending.set(id, settle);
+      this.post({ v: 1, kind: 'exec', id, job });
+    });
+  }
+
+  async terminate(): Promise<void> {
+    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+    const alive = this.alive;
+    this.died(0);
+    if (alive) {
+      await this.worker.terminate();
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 1000).unref())]);
+    }
+  }
+}

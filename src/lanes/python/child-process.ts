@@ -1,0 +1,120 @@
+/**
+ * One interpreter child, seen from the host: spawn it (spawn.ts), wait for `ready`, send it one
+ * exec, collect the one answer, and make sure it is gone afterwards.
+ *
+ * Owns: locating child.mjs (beside this module under tsx, or `python-child.mjs` beside the bundle
+ * in dist/), the boot bound, the deadline kill (SIGKILL at the call's deadline plus
+ * `KILL_GRACE_MS`, for code that never reaches a fuel refill) and the death of the child after
+ * its one call.
+ *
+ * Invariant: a child serves at most one exec and is killed as soon as it has answered, timed out
+ * or misbehaved; every wait has a bound; the child's stdout/stderr are never read into results
+ * (Pyodide's own fatal-error chatter goes nowhere).
+ *
+ * Does not protect against: a host so loaded that a healthy boot takes longer than
+ * `BOOT_TIMEOUT_MS` (the lane reports INTERNAL and replaces the child).
+ */
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseChildMessage, type ChildMessage, type ExecMessage } from './protocol.ts';
+import type { ChildCommand } from './spawn.ts';
+
+/** How long a child may take to load and harden Pyodide. */
+export const BOOT_TIMEOUT_MS = 120_000;
+/** How long past the deadline a child may take to stop itself before it is killed. */
+export const KILL_GRACE_MS = 200;
+
+export type ResultMessage = Extract<ChildMessage, { kind: 'result' }>;
+export type ExecAnswer = ResultMessage | { readonly kind: 'killed'; readonly reason: 'TIMEOUT' | 'DIED' };
+
+export function childScript(): string {
+  for (const name of ['./child.mjs', './python-child.mjs']) {
+    const p = fileURLToPath(new URL(name, import.meta.url));
+    if (existsSync(p)) return p;
+  }
+  throw new Error('python lane: child script not found');
+}
+
+export class PythonChild {
+  readonly ready: Promise<void>;
+  private readonly proc: ChildProcess;
+  private used = false;
+  private dead = false;
+  private onMessage: ((m: ChildMessage) => void) | null = null;
+  private onExit: (() => void) | null = null;
+
+  constructor(cmd: ChildCommand, private readonly maxOutputChars: number) {
+    this.proc = spawn(cmd.command, [...cmd.args], { env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: false });
+    this.ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.kill();
+        reject(new Error('boot timeout'));
+      }, BOOT_TIMEOUT_MS);
+      this.onMessage = (m) => {
+        if (m.kind !== 'ready') return;
+        clearTimeout(timer);
+        resolve();
+      };
+      this.onExit = () => {
+        clearTimeout(timer);
+        reject(new Error('child exited during boot'));
+      };
+    });
+    this.ready.catch(() => undefined);
+    this.proc.on('message', (raw: unknown) => {
+      const m = parseChildMessage(raw, this.maxOutputChars);
+      if (m === null) {
+        this.kill();
+        return;
+      }
+      this.onMessage?.(m);
+    });
+    this.proc.on('exit', () => {
+      this.dead = true;
+      this.onExit?.();
+    });
+    this.proc.on('error', () => {
+      this.dead = true;
+      this.onExit?.();
+    });
+  }
+
+  get alive(): boolean {
+    return !this.dead;
+  }
+
+  /** Run the one exec this child will ever serve; the child is dead when this resolves. */
+  exec(msg: ExecMessage): Promise<ExecAnswer> {
+    if (this.used) throw new Error('python child reused');
+    this.used = true;
+    return new Promise<ExecAnswer>((resolve) => {
+      let settled = false;
+      const finish = (a: ExecAnswer): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.kill();
+        resolve(a);
+      };
+      const timer = setTimeout(() => finish({ kind: 'killed', reason: 'TIMEOUT' }), msg.timeoutMs + KILL_GRACE_MS);
+      this.onMessage = (m) => {
+        if (m.kind === 'result' && m.id === msg.id) finish(m);
+      };
+      this.onExit = () => finish({ kind: 'killed', reason: 'DIED' });
+      if (this.dead) finish({ kind: 'killed', reason: 'DIED' });
+      else this.proc.send(msg, (err) => err && finish({ kind: 'killed', reason: 'DIED' }));
+    });
+  }
+
+  kill(): void {
+    if (!this.dead) {
+      try {
+        this.proc.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}

@@ -1,0 +1,234 @@
+// The process one Python snippet runs in (plain JavaScript, so it starts without a TypeScript
+// loader; scripts/bundle.mjs copies it to dist/ beside the bundles). DESIGN §8, layers 1–3 and 5
+// live here; layer 4 (this process's own confinement) is the parent's job (spawn.ts).
+//
+// Owns: loading Pyodide from its package directory (never the network: no package is ever
+// loaded), hardening it before any guest code exists, and running exactly ONE snippet. Speaks the
+// versioned protocol of protocol.ts over the IPC channel: `{ v: 1, kind: 'ready' }` once
+// hardened, then one `{ v: 1, kind: 'exec', ... }` in, one `{ v: 1, kind: 'result', ... }` out,
+// then exit. A child is never reused.
+//
+// Invariant, before any guest code runs: `jsglobals` is an empty null-prototype object; the `js`
+// and `pyodide_js` modules are unregistered and absent from `sys.modules` (no module holds a
+// JsProxy); emscripten's `_emscripten_system` import returns -1; the heap cannot grow past the
+// call's memory cap (`emscripten_resize_heap` refuses); the wasm is the fuel-instrumented module
+// (when given) whose refill enforces the call's budget and deadline. The process was started
+// with `--disallow-code-generation-from-strings`, so a host `Function`/`eval` reached through a
+// proxy throws. Errors carry Python's last exception line, never a host stack or host path.
+//
+// Does not protect against: code that never reaches a fuel refill (a long host-side JS call, or
+// fuel off) — the parent SIGKILLs at the deadline plus a grace; JS objects reachable from a
+// `to_js` value (Object, Function) — they are harmless only because code generation is off and
+// this process is confined.
+
+import { constants as fsConstants, readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+const [pyodideDir, wasmFile] = process.argv.slice(2);
+const FIRST_CHUNK = 10_000;
+const RUN_CHUNK = 1_000_000;
+const BOOT_CHUNK = 1_000_000_000;
+const FUEL_GLOBAL = '__membrane_fuel';
+
+// Pyodide's NODEFS.staticInit reads fs flag constants through process.binding, which Node's
+// permission model refuses; hand it the same constants. NODEFS itself is never mounted.
+const realBinding = process.binding;
+process.binding = (name) => (name === 'constants' ? { fs: fsConstants } : realBinding.call(process, name));
+
+/** The work and time walls: one refill contract for boot (unbounded) and the call (bounded). */
+const meter = { global: null, granted: 0, budget: Infinity, deadline: Infinity, next: BOOT_CHUNK, chunk: BOOT_CHUNK, fault: null };
+class Stop extends Error {}
+function refill(current) {
+  const c = Number(current);
+  if (meter.fault !== null) throw new Stop(meter.fault);
+  if (performance.now() > meter.deadline) throw new Stop((meter.fault = 'TIMEOUT'));
+  if (meter.granted - c > meter.budget) throw new Stop((meter.fault = 'FUEL_EXHAUSTED'));
+  const give = Math.min(Math.max(meter.next, -c), meter.budget - meter.granted);
+  meter.next = Math.min(meter.next * 2, meter.chunk);
+  meter.granted += give;
+  return current + BigInt(give);
+}
+function fuelUsed() {
+  return meter.global === null ? 0 : Math.max(0, meter.granted - Number(meter.global.value));
+}
+
+/** The space wall: the heap may grow only up to the call's cap (boot runs under the ceiling). */
+const heap = { cap: Infinity, hit: false };
+
+/** Captured output, capped per stream; the rest is counted, not kept. */
+function sink() {
+  return { chunks: [], kept: 0, dropped: 0, limit: 1 << 20 };
+}
+const out = { stdout: sink(), stderr: sink() };
+function writer(s) {
+  return {
+    write(buf) {
+      const room = s.limit - s.kept;
+      if (room > 0) {
+        const take = buf.length <= room ? buf : buf.subarray(0, room);
+        s.chunks.push(Buffer.from(take));
+        s.kept += take.length;
+      }
+      if (buf.length > room) s.dropped += buf.length - Math.max(room, 0);
+      return buf.length;
+    },
+  };
+}
+function drain(s) {
+  // Cut at a UTF-8 boundary: a truncated multi-byte character is dropped, not mangled.
+  let b = Buffer.concat(s.chunks);
+  let end = b.length;
+  if (s.dropped > 0) while (end > 0 && (b[end - 1] & 0xc0) === 0x80) end--;
+  if (s.dropped > 0 && end > 0 && b[end - 1] >= 0xc0) end--;
+  if (end !== b.length && s.dropped > 0) b = b.subarray(0, end);
+  return b.toString('utf8');
+}
+
+const { loadPyodide } = await import(pathToFileURL(`${pyodideDir}/pyodide.mjs`).href);
+const factory = (await import(pathToFileURL(`${pyodideDir}/pyodide.asm.mjs`).href)).default;
+const metered = wasmFile !== undefined && wasmFile !== '-';
+const wasmModule = metered ? await WebAssembly.compile(readFileSync(wasmFile)) : null;
+
+function createPyodideModule(settings) {
+  const instantiateWasm = settings.instantiateWasm;
+  settings.instantiateWasm = (imports, onSuccess) => {
+    imports.env._emscripten_system = () => -1;
+    const resize = imports.env.emscripten_resize_heap;
+    imports.env.emscripten_resize_heap = (requested) => {
+      if (requested >>> 0 > heap.cap) {
+        heap.hit = true;
+        return 0;
+      }
+      return resize(requested);
+    };
+    if (wasmModule !== null) {
+      imports['membrane:fuel'] = { refill };
+      // Pyodide's own hook instantiates the stock bytes it read; hand V8 the instrumented module.
+      const real = WebAssembly.instantiate;
+      WebAssembly.instantiate = async (_bytes, imps) => {
+        WebAssembly.instantiate = real;
+        const instance = await real.call(WebAssembly, wasmModule, imps);
+        return { instance, module: wasmModule };
+      };
+    }
+    return instantiateWasm(imports, (instance, module) => {
+      const g = instance.exports[FUEL_GLOBAL];
+      if (g instanceof WebAssembly.Global) meter.global = g;
+      onSuccess(instance, module);
+    });
+  };
+  return factory(settings);
+}
+
+const pyodide = await loadPyodide({
+  indexURL: `${pyodideDir}/`,
+  jsglobals: Object.create(null),
+  env: { HOME: '/home/pyodide' },
+  args: [],
+  packages: [],
+  fullStdLib: false,
+  checkAPIVersion: true,
+  createPyodideModule,
+  stdin: () => null,
+});
+if (metered && meter.global === null) throw new Error('instrumented module lost its fuel counter');
+pyodide._module.__emscripten_system = () => -1;
+pyodide.setStdout(writer(out.stdout));
+pyodide.setStderr(writer(out.stderr));
+pyodide.unregisterJsModule('pyodide_js');
+pyodide.unregisterJsModule('js');
+
+// Python-side hardening and the runner. The runner's namespace is private (not __main__); every
+// snippet gets a fresh globals dict holding only `context` and builtins.
+pyodide.runPython(String.raw`
+import sys, json, types, traceback
+for _n in list(sys.modules):
+    _m = sys.modules[_n]
+    if _n in ('js', 'pyodide_js') or type(_m).__name__ == 'JsProxy':
+        del sys.modules[_n]
+for _m in list(sys.modules.values()):
+    for _a in ('js', 'pyodide_js', '_js', 'jsglobals'):
+        if _a in getattr(_m, '__dict__', {}):
+            try: delattr(_m, _a)
+            except Exception: pass
+import os
+os.environ.clear()
+def _freeze(v):
+    if isinstance(v, dict): return types.MappingProxyType({k: _freeze(x) for k, x in v.items()})
+    if isinstance(v, list): return tuple(_freeze(x) for x in v)
+    return v
+def _thaw(v):
+    if isinstance(v, types.MappingProxyType): return {k: _thaw(x) for k, x in v.items()}
+    return v
+class _Power:
+    """A granted capability; its broker bridge is not wired yet, so every use raises."""
+    def __init__(self, name): self.__name = name
+    def __repr__(self): return f"<membrane power {self.__name}>"
+    def __getattr__(self, attr):
+        raise NotImplementedError(f"membrane.{self.__name}: host bridge not available yet")
+    def __call__(self, *a, **k):
+        raise NotImplementedError(f"membrane.{self.__name}: host bridge not available yet")
+def _membrane_run(code, context_json, caps):
+    from pyodide.code import eval_code
+    mod = types.ModuleType('membrane', 'Host powers: one attribute per granted capability.')
+    for c in caps:
+        setattr(mod, c, _Power(c))
+    sys.modules['membrane'] = mod
+    g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(json.loads(context_json))}
+    try:
+        value = eval_code(code, g)
+    except BaseException as e:
+        sys.stdout.flush(); sys.stderr.flush()
+        line = traceback.format_exception_only(type(e), e)[-1].strip()
+        kind = 'MemoryError' if isinstance(e, MemoryError) else 'SystemExit' if isinstance(e, SystemExit) else 'error'
+        return json.dumps({'ok': False, 'kind': kind, 'message': line[:2000]})
+    sys.stdout.flush(); sys.stderr.flush()
+    if value is None:
+        return json.dumps({'ok': True})
+    try:
+        return json.dumps({'ok': True, 'result': _thaw(value)}, default=repr)
+    except Exception as e:
+        return json.dumps({'ok': True, 'result': repr(value), 'warning': 'result is not JSON-serializable; its repr was returned'})
+`);
+const run = pyodide.globals.get('_membrane_run');
+pyodide.runPython('del _membrane_run');
+
+let served = false;
+process.on('message', (m) => {
+  if (served || m === null || typeof m !== 'object' || m.v !== 1 || m.kind !== 'exec') return;
+  served = true;
+  out.stdout.limit = out.stderr.limit = m.outputLimitBytes;
+  heap.cap = m.memoryBytes;
+  meter.budget = m.fuel;
+  meter.chunk = RUN_CHUNK;
+  meter.next = FIRST_CHUNK;
+  meter.granted = 0;
+  if (meter.global !== null) meter.global.value = 0n;
+  meter.deadline = performance.now() + m.timeoutMs;
+  let reply;
+  try {
+    const text = run(m.code, m.contextJson, m.caps);
+    reply = { outcome: JSON.parse(text) };
+  } catch {
+    reply = { outcome: { ok: false, kind: 'host' } };
+  }
+  if (meter.fault !== null) reply.outcome = { ok: false, kind: meter.fault };
+  else if (heap.hit && !reply.outcome.ok) reply.outcome = { ok: false, kind: 'MemoryError', message: reply.outcome.message };
+  process.send(
+    {
+      v: 1,
+      kind: 'result',
+      id: m.id,
+      outcome: reply.outcome,
+      stdout: drain(out.stdout),
+      stderr: drain(out.stderr),
+      stdoutDropped: out.stdout.dropped,
+      stderrDropped: out.stderr.dropped,
+      fuelUsed: fuelUsed(),
+      metered,
+    },
+    () => process.exit(0),
+  );
+});
+process.on('disconnect', () => process.exit(0));
+process.send({ v: 1, kind: 'ready', metered });

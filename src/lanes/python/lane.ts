@@ -1,0 +1,237 @@
+/**
+ * The Python lane (DESIGN §7, §8; issue #6): untrusted Python source run in hardened Pyodide, one
+ * fresh interpreter per call, in the `os_process` tier.
+ *
+ * Owns: `PythonLane` — the pool of pre-initialized, never-used interpreter children (each loaded,
+ * hardened and waiting; refilled in the background), the mapping of a child's answer to an
+ * `ExecResult` and its error codes, and the tier and fuel warnings.
+ * Layers (§8), where they live: 1 jsglobals/js/pyodide_js, 2 no code generation, 3 `system` → -1,
+ * 5 fuel + memory cap — child.mjs; 4 the process, permission model and bubblewrap — spawn.ts;
+ * 6 the `membrane` module — child.mjs: it exists in every run and has one attribute per granted
+ * cap and none for any other; the broker bridge is not wired yet, so a granted power's attribute
+ * raises `NotImplementedError` when used.
+ *
+ * Invariant: an interpreter serves exactly one call and is then killed — never reused; a call
+ * always resolves to an `ExecResult` (never throws for guest behaviour): a Python exception is
+ * GUEST_TRAP with the exception's last line; TIMEOUT when the deadline passes (the child stops
+ * itself at its next fuel refill, or is SIGKILLed `KILL_GRACE_MS` later); FUEL_EXHAUSTED past the
+ * budget; MEMORY_LIMIT when the heap would pass the call's cap (a MemoryError the guest raised
+ * because the heap was refused); INTERNAL for anything else, with no host stack or path.
+ *
+ * Does not protect against: what a granted broker would allow (none is wired); the cost of a cold
+ * start when the pool is empty (seconds: Pyodide boots its interpreter in each child).
+ */
+
+import { rmSync } from 'node:fs';
+import type { ExecRequest, ExecResult } from '../types.ts';
+import { PythonChild, childScript, type ExecAnswer } from './child-process.ts';
+import type { ExecMessage } from './protocol.ts';
+import { childCommand, type ChildCommand, type PythonTier } from './spawn.ts';
+import { preparePyodideWasm, pyodideDir, type PreparedWasm } from './wasm-prep.ts';
+
+export interface PythonLaneOptions {
+  /** Ready interpreters kept waiting. Default `DEFAULT_POOL_SIZE`; 0 boots one per call. */
+  readonly poolSize?: number;
+  /** Where the instrumented wasm is cached; `false` uses a private temp dir. Default `$MEMBRANE_HOME/cache`. */
+  readonly cacheDir?: string | false;
+  /** Cap per stream on captured stdout/stderr. Default 1 MiB. */
+  readonly outputLimitBytes?: number;
+}
+
+export interface PythonLaneStats {
+  readonly poolHits: number;
+  readonly poolMisses: number;
+  readonly ready: number;
+  readonly tier: PythonTier;
+}
+
+export const DEFAULT_POOL_SIZE = 2;
+export const DEFAULT_OUTPUT_LIMIT_BYTES = 1024 * 1024;
+/** Hard ceiling on a pool, whatever the caller asks: each child holds a whole interpreter. */
+export const MAX_POOL_SIZE = 16;
+
+const TIER_WARNING = 'python: bubblewrap is not available; the interpreter runs in the weaker `os_process` tier (permission model only, no namespaces: the network is reachable if every other layer fails)';
+const FUEL_WARNING = 'python: fuel instrumentation of Pyodide failed; the call ran without fuel metering (the deadline is still enforced by killing the interpreter)';
+
+export class PythonLane {
+  private readonly poolSize: number;
+  private readonly outputLimit: number;
+  private readonly cacheDir: string | false | undefined;
+  private readonly ready: PythonChild[] = [];
+  private readonly booting = new Set<PythonChild>();
+  private prep: { wasm: PreparedWasm | null; cmd: ChildCommand } | null = null;
+  private hits = 0;
+  private misses = 0;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(opts: PythonLaneOptions = {}) {
+    this.poolSize = Math.max(0, Math.min(MAX_POOL_SIZE, Math.floor(opts.poolSize ?? DEFAULT_POOL_SIZE)));
+    this.outputLimit = Math.max(0, Math.floor(opts.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES));
+    this.cacheDir = opts.cacheDir;
+  }
+
+  /** Prepare the wasm (once) and fill the pool; resolves when `poolSize` children are ready. */
+  async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
+    this.setup();
+    this.refill();
+    const total = this.poolSize;
+    onProgress?.(this.ready.length, total);
+    while (!this.closed && this.ready.length < total) {
+      const pending = [...this.booting].map((c) => c.ready.then(() => true, () => false));
+      if (pending.length === 0) break;
+      await Promise.race(pending);
+      onProgress?.(Math.min(this.ready.length, total), total);
+    }
+  }
+
+  stats(): PythonLaneStats {
+    return { poolHits: this.hits, poolMisses: this.misses, ready: this.ready.length, tier: this.setup().cmd.tier };
+  }
+
+  async exec(req: ExecRequest): Promise<ExecResult> {
+    const start = performance.now();
+    const warnings: string[] = [];
+    const { wasm, cmd } = this.setup();
+    if (cmd.tier !== 'os_process+bwrap') warnings.push(TIER_WARNING);
+    if (wasm?.file == null) warnings.push(FUEL_WARNING);
+    const fail = (code: string, message: string, extra: Partial<ExecResult> = {}): ExecResult => ({
+      ok: false,
+      stdout: '',
+      stderr: '',
+      fuelUsed: 0,
+      poolHit: false,
+      ...extra,
+      error: { code, message },
+      durationMs: performance.now() - start,
+      warnings,
+    });
+    if (this.closed) return fail('INTERNAL', 'the python lane is closed');
+    if (req.language !== 'python') return fail('INTERNAL', `the python lane cannot run ${String(req.language)}`);
+    let contextJson: string;
+    try {
+      contextJson = JSON.stringify(req.context ?? null) ?? 'null';
+    } catch {
+      return fail('INTERNAL', 'context is not JSON-serializable');
+    }
+    const { child, hit } = await this.take();
+    if (hit) this.hits++;
+    else this.misses++;
+    this.refill();
+    try {
+      await child.ready;
+    } catch {
+      child.kill();
+      return fail('INTERNAL', 'the python interpreter failed to start', { poolHit: hit });
+    }
+    const msg: ExecMessage = {
+      v: 1,
+      kind: 'exec',
+      id: this.nextId++,
+      code: req.code,
+      contextJson,
+      caps: [...req.caps].filter((c) => /^[a-z][a-z0-9_]*$/.test(c)),
+      timeoutMs: req.timeoutMs,
+      fuel: req.fuel,
+      memoryBytes: req.memoryBytes,
+      outputLimitBytes: this.outputLimit,
+    };
+    const answer = await child.exec(msg);
+    return this.toResult(answer, req, hit, start, warnings);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const c of [...this.ready, ...this.booting]) c.kill();
+    this.ready.length = 0;
+    this.booting.clear();
+    if (this.prep?.wasm?.scratch) rmSync(this.prep.wasm.scratch, { recursive: true, force: true });
+  }
+
+  private setup(): { wasm: PreparedWasm | null; cmd: ChildCommand } {
+    if (this.prep !== null) return this.prep;
+    let wasm: PreparedWasm | null = null;
+    try {
+      wasm = preparePyodideWasm(this.cacheDir);
+    } catch {
+      wasm = null;
+    }
+    const cmd = childCommand({ script: childScript(), pyodideDir: pyodideDir(), wasmFile: wasm?.file ?? null, useBwrap: true });
+    this.prep = { wasm, cmd };
+    return this.prep;
+  }
+
+  /** A new child; a pool child joins `ready` once booted, a direct one belongs to its caller. */
+  private spawn(pool = true): PythonChild {
+    const child = new PythonChild(this.setup().cmd, this.outputLimit * 2 + 1024);
+    if (!pool) return child;
+    this.booting.add(child);
+    child.ready.then(
+      () => {
+        this.booting.delete(child);
+        if (this.closed || !child.alive) return child.kill();
+        this.ready.push(child);
+      },
+      () => {
+        this.booting.delete(child);
+        if (!this.closed) setTimeout(() => this.refill(), 1000).unref();
+      },
+    );
+    return child;
+  }
+
+  /** Keep ready + booting at the pool size. */
+  private refill(): void {
+    if (this.closed) return;
+    while (this.ready.length + this.booting.size < this.poolSize) this.spawn();
+  }
+
+  /** A ready child (hit), else the first booting one to finish, else a fresh one (miss). */
+  private async take(): Promise<{ child: PythonChild; hit: boolean }> {
+    for (;;) {
+      const c = this.ready.shift();
+      if (c === undefined) break;
+      if (c.alive) return { child: c, hit: true };
+    }
+    if (this.booting.size === 0) {
+      return { child: this.spawn(false), hit: false };
+    }
+    const first = await Promise.race([...this.booting].map((c) => c.ready.then(() => c, () => null)));
+    const idx = first === null ? -1 : this.ready.indexOf(first);
+    if (first !== null && idx >= 0) {
+      this.ready.splice(idx, 1);
+      return { child: first, hit: false };
+    }
+    return this.take().then((t) => ({ child: t.child, hit: false }));
+  }
+
+  private toResult(a: ExecAnswer, req: ExecRequest, hit: boolean, start: number, warnings: string[]): ExecResult {
+    const base = { poolHit: hit, warnings, durationMs: 0 };
+    if (a.kind === 'killed') {
+      const timeout = a.reason === 'TIMEOUT';
+      const error = timeout
+        ? { code: 'TIMEOUT', message: `the call ran past its ${req.timeoutMs} ms budget` }
+        : { code: 'INTERNAL', message: 'the python interpreter died' };
+      return { ...base, ok: false, stdout: '', stderr: '', fuelUsed: 0, error, durationMs: performance.now() - start };
+    }
+    if (a.stdoutDropped > 0) warnings.push(`stdout truncated at ${this.outputLimit} bytes (${a.stdoutDropped} bytes dropped)`);
+    if (a.stderrDropped > 0) warnings.push(`stderr truncated at ${this.outputLimit} bytes (${a.stderrDropped} bytes dropped)`);
+    const io = { stdout: a.stdout, stderr: a.stderr, fuelUsed: a.fuelUsed };
+    const o = a.outcome;
+    if (o.ok) {
+      if (o.warning) warnings.push(`python: ${o.warning}`);
+      return { ...base, ok: true, ...io, ...(o.result !== undefined ? { result: o.result } : {}), durationMs: performance.now() - start };
+    }
+    const error =
+      o.kind === 'TIMEOUT'
+        ? { code: 'TIMEOUT', message: `the call ran past its ${req.timeoutMs} ms budget` }
+        : o.kind === 'FUEL_EXHAUSTED'
+          ? { code: 'FUEL_EXHAUSTED', message: `the call used more than its ${req.fuel} units of fuel` }
+          : o.kind === 'MemoryError'
+            ? { code: 'MEMORY_LIMIT', message: `the heap would pass the ${req.memoryBytes}-byte cap (${o.message ?? 'MemoryError'})` }
+            : o.kind === 'host'
+              ? { code: 'INTERNAL', message: 'the python interpreter failed' }
+              : { code: 'GUEST_TRAP', message: o.message ?? 'the snippet raised an exception' };
+    return { ...base, ok: false, ...io, error, durationMs: performance.now() - start };
+  }
+}

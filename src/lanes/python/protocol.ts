@@ -1,0 +1,90 @@
+/**
+ * The versioned messages between the Python lane and its interpreter child (child.mjs), and the
+ * validation of every message the child sends.
+ *
+ * Invariant: the child is untrusted — it runs guest code — so nothing it sends is believed
+ * until `parseChildMessage` has checked its shape and bounded its sizes; anything else is
+ * treated as a dead child (INTERNAL), never thrown into the host.
+ *
+ * Does not protect against: a child that lies within the shape (e.g. reports less fuel than it
+ * used): fuel and output are the child's own accounting; the deadline is the parent's.
+ */
+
+export interface ExecMessage {
+  readonly v: 1;
+  readonly kind: 'exec';
+  readonly id: number;
+  readonly code: string;
+  readonly contextJson: string;
+  readonly caps: readonly string[];
+  readonly timeoutMs: number;
+  readonly fuel: number;
+  readonly memoryBytes: number;
+  readonly outputLimitBytes: number;
+}
+
+/** How the snippet ended, as the child saw it. */
+export type ChildOutcome =
+  | { readonly ok: true; readonly result?: unknown; readonly warning?: string }
+  | { readonly ok: false; readonly kind: 'error' | 'MemoryError' | 'SystemExit' | 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'host'; readonly message?: string };
+
+export type ChildMessage =
+  | { readonly v: 1; readonly kind: 'ready'; readonly metered: boolean }
+  | {
+      readonly v: 1;
+      readonly kind: 'result';
+      readonly id: number;
+      readonly outcome: ChildOutcome;
+      readonly stdout: string;
+      readonly stderr: string;
+      readonly stdoutDropped: number;
+      readonly stderrDropped: number;
+      readonly fuelUsed: number;
+      readonly metered: boolean;
+    };
+
+const KINDS: ReadonlySet<string> = new Set(['error', 'MemoryError', 'SystemExit', 'TIMEOUT', 'FUEL_EXHAUSTED', 'host']);
+/** Longest exception line passed on. */
+export const MAX_MESSAGE_CHARS = 2000;
+
+function nonNegative(x: unknown): x is number {
+  return typeof x === 'number' && Number.isFinite(x) && x >= 0;
+}
+
+function parseOutcome(o: unknown): ChildOutcome | null {
+  if (o === null || typeof o !== 'object') return null;
+  const r = o as Record<string, unknown>;
+  if (r['ok'] === true) {
+    const warning = typeof r['warning'] === 'string' ? r['warning'].slice(0, MAX_MESSAGE_CHARS) : undefined;
+    return { ok: true, ...('result' in r ? { result: r['result'] } : {}), ...(warning ? { warning } : {}) };
+  }
+  if (r['ok'] !== false || typeof r['kind'] !== 'string' || !KINDS.has(r['kind'])) return null;
+  const message = typeof r['message'] === 'string' ? r['message'].slice(0, MAX_MESSAGE_CHARS) : undefined;
+  return { ok: false, kind: r['kind'] as Extract<ChildOutcome, { ok: false }>['kind'], ...(message !== undefined ? { message } : {}) };
+}
+
+/** Check one IPC message from a child; null for anything malformed or oversized. */
+export function parseChildMessage(m: unknown, maxOutputChars: number): ChildMessage | null {
+  if (m === null || typeof m !== 'object') return null;
+  const r = m as Record<string, unknown>;
+  if (r['v'] !== 1) return null;
+  if (r['kind'] === 'ready') return { v: 1, kind: 'ready', metered: r['metered'] === true };
+  if (r['kind'] !== 'result' || typeof r['id'] !== 'number') return null;
+  const outcome = parseOutcome(r['outcome']);
+  const { stdout, stderr } = r;
+  if (outcome === null || typeof stdout !== 'string' || typeof stderr !== 'string') return null;
+  if (stdout.length > maxOutputChars || stderr.length > maxOutputChars) return null;
+  if (!nonNegative(r['stdoutDropped']) || !nonNegative(r['stderrDropped']) || !nonNegative(r['fuelUsed'])) return null;
+  return {
+    v: 1,
+    kind: 'result',
+    id: r['id'],
+    outcome,
+    stdout,
+    stderr,
+    stdoutDropped: r['stdoutDropped'],
+    stderrDropped: r['stderrDropped'],
+    fuelUsed: r['fuelUsed'],
+    metered: r['metered'] === true,
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * The request and result every source lane (js/ts, python) speaks: `engine.exec` builds an
+ * `ExecRequest` from the caller's options and the resolved profile, and a lane answers with an
+ * `ExecResult`. Shared so the lanes and the engine agree on one shape.
+ *
+ * Invariant: a request never carries more than its profile grants (the engine narrows it first);
+ * a lane adds nothing to `caps`.
+ */
+
+export type Language = 'js' | 'ts' | 'python';
+export interface ExecRequest {
+  readonly language: Language;
+  readonly code: string;
+  /** JSON-serializable; visible to the snippet as a read-only value named `context`. */
+  readonly context?: unknown;
+  readonly timeoutMs: number;
+  readonly fuel: number;          // budget; FUEL_EXHAUSTED past it
+  readonly memoryBytes: number;   // linear memory cap
+  readonly caps: readonly string[]; // granted cap words; a power is present only if granted
+}
+export interface ExecResult {
+  readonly ok: boolean;
+  /** The value of the last expression, JSON-serialized then parsed (undefined → absent). */
+  readonly result?: unknown;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly error?: { readonly code: string; readonly message: string };
+  readonly fuelUsed: number;
+  readonly durationMs: number;
+  readonly warnings: readonly string[];
+  /** Whether a pre-initialized, never-used interpreter was ready (pool hit). */
+  readonly poolHit: boolean;
+}
