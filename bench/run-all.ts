@@ -9,6 +9,8 @@ import { timeoutOvershoot } from './timeout-overshoot.ts';
 import { wasiIo } from './wasi-io.ts';
 import { shellLatency } from './shell.ts';
 import { brokers } from './brokers.ts';
+import { jsLane } from './js-lane.ts';
+import { pythonLane } from './python-lane.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
@@ -20,3 +22,5 @@ await rewriterSpeed();
 await wasiIo();
 await shellLatency();
 await brokers();
+await jsLane();
+await pythonLane();

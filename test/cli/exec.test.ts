@@ -58,3 +58,14 @@ test('usage: a language is required; unknown languages are refused', async () =>
   const r = await membrane(['exec', '--lang', 'ruby', '-c', '1', '--json']);
   assert.equal((JSON.parse(r.stdout) as { error: { code: string } }).error.code, 'POLICY_INVALID');
 });
+
+test('--lang python -c "print(sum(range(10)))" --json → stdout 45; --fuel 1e7 on a runaway → FUEL_EXHAUSTED', async () => {
+  const r = await membrane(['exec', '--lang', 'python', '-c', 'print(sum(range(10)))', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { ok: boolean; stdout: string };
+  assert.equal(out.ok, true);
+  assert.equal(out.stdout, '45\n');
+  const f = await membrane(['exec', '--lang', 'python', '-c', 'while True: pass', '--fuel', '1e7']);
+  assert.equal(f.code, ERROR_TABLE.FUEL_EXHAUSTED.exitCode, f.stderr);
+  assert.match(f.stderr, /starting the python interpreter pool: 1\/1 ready/);
+});
