@@ -55,8 +55,11 @@ const I_MEMARG_LANE = Imm.MEMARG_LANE;
 const BLOCK_TYPE_BYTE = new Uint8Array(256);
 for (let b = 0; b < 256; b++) BLOCK_TYPE_BYTE[b] = b === 0x40 || isSimpleValTypeByte(b) ? 1 : 0;
 
-/** `stop` value of `advance` that stops after every instruction. */
-const ANY = -1;
+/** `advance`'s `stops` tables: stop after every instruction; stop only at `stop` (or the end). */
+const EVERY = new Uint8Array(256).fill(1);
+const NONE = new Uint8Array(256);
+/** `stop` value of `advance` that matches no opcode key. */
+const NO_KEY = -1;
 
 /**
  * Skips a LEB128 of at most 4 bytes (always a valid u32/s32/u64/s64: only a 5th byte can carry
@@ -79,6 +82,8 @@ export class InstructionCursor {
   end = 0;
   depth = 0;
   done = false;
+  /** Instructions consumed by the last `next`, `seek` or `skipTo`. */
+  steps = 0;
   private readonly r: Reader;
   /** True for a function body: the closing `end` must be the last byte of the range. */
   private exact: boolean;
@@ -100,7 +105,17 @@ export class InstructionCursor {
 
   /** Consumes one instruction; false once the closing `end` has already been consumed. */
   next(): boolean {
-    return this.advance(ANY);
+    return this.advance(NO_KEY, EVERY);
+  }
+
+  /**
+   * Consumes instructions until one whose first byte is flagged in `stops` has been consumed
+   * (true, the cursor describes it) or the closing `end` has been (false unless `end` is
+   * flagged). `steps` counts the instructions consumed, the last included: a scanner can pass
+   * over the instructions it has nothing to do for in one call.
+   */
+  skipTo(stops: Uint8Array): boolean {
+    return this.advance(NO_KEY, stops);
   }
 
   /**
@@ -108,10 +123,10 @@ export class InstructionCursor {
    * it) or the closing `end` has been (false). One call scans a whole body for a rare opcode.
    */
   seek(op: number): boolean {
-    return this.advance(op);
+    return this.advance(op, NONE);
   }
 
-  private advance(stop: number): boolean {
+  private advance(stop: number, stops: Uint8Array): boolean {
     if (this.done) return false;
     const r = this.r;
     const b = r.bytes;
@@ -120,6 +135,8 @@ export class InstructionCursor {
     let depth = this.depth;
     let at = p;
     let key = -1;
+    let steps = 0;
+    let hit = false;
     for (;;) {
       at = p;
       if (at >= end) {
@@ -135,6 +152,8 @@ export class InstructionCursor {
           if (depth === 0) {
             this.done = true;
             if (this.exact && p !== end) r.fail('bytes after the final end of the function body', p);
+            steps++;
+            hit = stops[byte] === 1 || key === stop;
             break;
           }
           depth--;
@@ -155,14 +174,19 @@ export class InstructionCursor {
         depth = this.depth;
         key = this.op;
       }
-      if (stop === ANY || key === stop) break;
+      steps++;
+      if (stops[byte] === 1 || key === stop) {
+        hit = true;
+        break;
+      }
     }
+    this.steps = steps;
     this.depth = depth;
     r.pos = p;
     this.op = key;
     this.offset = at;
     this.end = p;
-    return stop === ANY || key === stop;
+    return hit;
   }
 
   /** Everything the fast path does not cover: sets `op`, returns the position after the instruction. */

@@ -66,6 +66,7 @@ import { SandboxError } from '../../errors.ts';
 import type { CodeBody } from '../code.ts';
 import * as scan from './scan.ts';
 import type { BodyScanner } from './scan.ts';
+import * as sink from './sink.ts';
 import type { Sink } from './sink.ts';
 import type { ThreadedBody } from './twins.ts';
 
@@ -85,6 +86,12 @@ const R_LOOP_OPEN = scan.R_LOOP_OPEN;
 const R_LOOP_CLOSE = scan.R_LOOP_CLOSE;
 const R_BRANCH = scan.R_BRANCH;
 const R_LOCAL = scan.R_LOCAL;
+const patch = sink.patchLocals;
+const putBytes = sink.putBytes;
+const put = sink.put;
+const copy = sink.copy;
+const putLeb = sink.putLeb;
+const putSleb = sink.putSleb;
 const SPILL_RETURN = scan.SPILL_RETURN;
 const SPILL_FINAL_END = scan.SPILL_FINAL_END;
 const STRIDE = scan.STRIDE;
@@ -248,6 +255,11 @@ export class BodyEmitter {
       buf[p++] = I64;
     } else p = copy(buf, p, src, code.bodyStart, code.codeStart);
 
+    // Declared-local indices of a threaded body move up by one: most in place, as each span is
+    // copied (scan.ts `patches`), the rest through LOCAL records.
+    const patches = scan.patches;
+    const pn = threaded ? scan.patchCount : 0;
+    let pi = 0;
     let from = code.codeStart;
     for (let i = 0; i < n; i += STRIDE) {
       let kind = recs[i]!;
@@ -258,9 +270,15 @@ export class BodyEmitter {
         if (kind === R_LOOP_OUT) kind = R_LOOP;
         else if (kind === R_LOOP_OPEN || kind === R_LOOP_CLOSE || kind === R_BRANCH || kind === R_WRAP || kind === R_SPILL) continue;
       }
+      // Every record inserts or replaces at `offset`: the unchanged code before it goes first.
+      if (offset > from) {
+        const q = p;
+        p = copy(buf, p, src, from, offset);
+        if (pi < pn && patches[pi]! < offset) pi = patch(buf, q - from, patches, pi, pn, offset);
+        from = offset;
+      }
       if (kind === R_CALL && threaded && recs[i + 4] === 1 && thread.twinned[value] === 1) {
         // A direct call to a defined function goes to its twin: `local.get $f; call F'; local.set $f`.
-        p = copy(buf, p, src, from, offset);
         buf[p++] = LOCAL_GET;
         p = putBytes(buf, p, f);
         buf[p++] = CALL;
@@ -273,8 +291,6 @@ export class BodyEmitter {
       switch (kind) {
         case R_ENTRY:
         case R_LOOP:
-          p = copy(buf, p, src, from, offset);
-          from = offset;
           p = put(buf, p, kind === R_ENTRY ? t.entryPre : t.loopPre);
           p = putSleb(buf, p, value);
           p = put(buf, p, t.checkPost);
@@ -284,24 +300,18 @@ export class BodyEmitter {
           }
           break;
         case R_LOOP_OUT:
-          p = copy(buf, p, src, from, offset);
-          from = offset;
           p = put(buf, p, t.loopPre);
           p = putSleb(buf, p, value);
           p = put(buf, p, t.outPost);
           break;
         case R_CHARGE:
           if (value === 0) break;
-          p = copy(buf, p, src, from, offset);
-          from = offset;
           p = put(buf, p, t.chargePre);
           p = putSleb(buf, p, value);
           p = put(buf, p, t.chargePost);
           break;
         case R_LOOP_OPEN: {
           // block bt; loop bt; block — then the original `loop bt` follows
-          p = copy(buf, p, src, from, offset);
-          from = offset;
           const typeEnd = recs[i + 2]!;
           buf[p++] = BLOCK;
           p = copy(buf, p, src, offset + 1, typeEnd);
@@ -312,21 +322,17 @@ export class BodyEmitter {
           break;
         }
         case R_LOOP_CLOSE:
-          p = copy(buf, p, src, from, offset);
-          from = offset;
           p = put(buf, p, t.closePre);
           p = putSleb(buf, p, recs[value + 3]!);
           p = put(buf, p, t.closePost);
           break;
         case R_BRANCH:
-          p = copy(buf, p, src, from, offset);
           p = copy(buf, p, side, value, recs[i + 4]!);
           from = recs[i + 2]!;
           break;
         case R_CALL:
         case R_RETURN_CALL:
         case R_BULK:
-          p = copy(buf, p, src, from, offset);
           p = put(buf, p, t.spill);
           buf[p++] = kind === R_RETURN_CALL ? RETURN_CALL : CALL;
           p = putLeb(buf, p, value);
@@ -334,21 +340,17 @@ export class BodyEmitter {
           from = recs[i + 2]!;
           break;
         case R_REF_FUNC:
-          p = copy(buf, p, src, from, offset);
           buf[p++] = REF_FUNC;
           p = putLeb(buf, p, value);
           from = recs[i + 2]!;
           break;
         case R_WRAP:
-          p = copy(buf, p, src, from, offset);
           p = put(buf, p, t.spill);
           from = recs[i + 2]!;
           p = copy(buf, p, src, offset, from);
           p = put(buf, p, t.reload);
           break;
         case R_SPILL:
-          p = copy(buf, p, src, from, offset);
-          from = offset;
           if (!threaded) p = put(buf, p, t.spill);
           else {
             // A branch out of the function now leaves the wrapping block; `return` and the end of
@@ -363,14 +365,15 @@ export class BodyEmitter {
           break;
         case R_LOCAL:
           if (!threaded) break;
-          p = copy(buf, p, src, from, offset);
           buf[p++] = recs[i + 4]!;
           p = putLeb(buf, p, value);
           from = recs[i + 2]!;
           break;
       }
     }
+    const q = p;
     p = copy(buf, p, src, from, code.end);
+    if (pi < pn) pi = patch(buf, q - from, patches, pi, pn, code.end);
     // Stores past the end of a typed array are dropped silently: refuse rather than emit garbage.
     if (p > buf.length) throw new SandboxError('INTERNAL', `fuel rewriter: body at offset ${code.offset} overran its reservation`);
     const size = p - start;
@@ -378,44 +381,6 @@ export class BodyEmitter {
     if (prefix < start) buf.copyWithin(prefix, start, p);
     out.len = p - (start - prefix);
   }
-}
-
-function putBytes(buf: Uint8Array, p: number, t: readonly number[]): number {
-  for (let i = 0; i < t.length; i++) buf[p++] = t[i]!;
-  return p;
-}
-
-function put(buf: Uint8Array, p: number, t: Uint8Array): number {
-  for (let i = 0; i < t.length; i++) buf[p++] = t[i]!;
-  return p;
-}
-
-function copy(buf: Uint8Array, p: number, src: Uint8Array, start: number, end: number): number {
-  const n = end - start;
-  if (n < 32) {
-    for (let i = start; i < end; i++) buf[p++] = src[i]!;
-    return p;
-  }
-  buf.set(src.subarray(start, end), p);
-  return p + n;
-}
-
-function putLeb(buf: Uint8Array, p: number, n: number): number {
-  while (n >= 0x80) {
-    buf[p++] = (n % 128) | 0x80;
-    n = Math.floor(n / 128);
-  }
-  buf[p++] = n;
-  return p;
-}
-
-function putSleb(buf: Uint8Array, p: number, n: number): number {
-  while (n >= 0x40) {
-    buf[p++] = (n % 128) | 0x80;
-    n = Math.floor(n / 128);
-  }
-  buf[p++] = n;
-  return p;
 }
 
 /** The position after the u32 LEB at `p` (already validated by the parser). */

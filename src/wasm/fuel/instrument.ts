@@ -118,10 +118,13 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   const scanner = new BodyScanner(bytes, costs, funcImports, m.types, helpers.resolve);
   const emitter = new BodyEmitter(fuelGlobal, refill, localRefill);
   const codeSection = findSection(m, SectionId.CODE);
-  // Instrumented code is typically 1.5–2× the original: reserve 2× so the buffer rarely grows.
-  const bodies = new Sink(codeSection === undefined ? 64 : (codeSection.end - codeSection.offset) * 2 + 1024);
+  // Instrumented code is typically 1.5–1.7× the original, and with twins nearly all of it is in
+  // the twins' entries (the original indices then mostly hold small wrappers). The buffers grow
+  // by doubling when a guess is short.
+  const codeBytes = codeSection === undefined ? 0 : codeSection.end - codeSection.offset;
+  const bodies = new Sink(twins === null ? codeBytes * 2 + 1024 : Math.ceil(codeBytes / 4) + 1024);
   // The twins' entries (threaded bodies and adapters), then the helpers'.
-  const twinBodies = new Sink(twins === null ? 64 : (codeSection === undefined ? 64 : (codeSection.end - codeSection.offset) * 2 + 1024));
+  const twinBodies = new Sink(twins === null ? 64 : Math.ceil(codeBytes * 1.75) + 1024);
   const twinTypes: number[] = [];
   const fuelLeb = leb(fuelGlobal);
   // By renumbered function index: the defined functions that have a twin to call.

@@ -20,9 +20,11 @@
  * - CALL / RETURN_CALL / REF_FUNC: replace `[offset, end)` by the opcode with function index
  *   `value` (already renumbered); a CALL's `extra` is 1 when the callee is a defined function
  *   (a threaded body calls its twin instead, twins.ts);
- * - LOCAL: `local.get/set/tee` (opcode in `extra`) of a declared local: a threaded body, whose
- *   counter is an extra parameter, replaces `[offset, end)` by the opcode with index `value`
- *   (the original + 1); other bodies ignore it;
+ * - LOCAL: `local.get/set/tee` (opcode in `extra`) of a declared local whose index + 1 needs a
+ *   LEB of another length (rare: 127, 16383, …, or a padded LEB): a threaded body, whose counter
+ *   is an extra parameter, replaces `[offset, end)` by the opcode with index `value` (the
+ *   original + 1); other bodies ignore it. Every other declared-local access is not a record but
+ *   an entry of `patches`, incremented in place (body.ts);
  * - BULK: replace `[offset, end)` by `call value` (a size-charging helper);
  * - WRAP: a call that needs the counter spilled before and reloaded after (call_indirect,
  *   call_ref); SPILL: spill before `offset` (return, return_call_indirect/ref, the final end, a
@@ -44,7 +46,7 @@ import { InstructionCursor } from '../code.ts';
 import type { FuncType } from '../types.ts';
 import type { CostModel } from './cost.ts';
 import { Nesting } from './nesting.ts';
-import { Sink } from './sink.ts';
+import { Sink, lebSize as sizeOfLeb } from './sink.ts';
 
 export const R_ENTRY = 0;
 export const R_CHARGE = 1;
@@ -91,6 +93,7 @@ const CLASS = new Uint8Array(256);
 /** Exception-handling opcodes: a body using any of them keeps its counter in the global. */
 const EH = new Uint8Array(256);
 const CLASS_FC = new Uint8Array(32);
+const STOP = new Uint8Array(256);
 {
   const set = (cls: number, ...ops: number[]): void => ops.forEach((op) => (CLASS[op] = cls));
   set(K_BLOCK, 0x02, 0x04, 0x06, 0x1f);
@@ -112,7 +115,11 @@ const CLASS_FC = new Uint8Array(32);
   for (const op of [0x06, 0x07, 0x08, 0x09, 0x0a, 0x18, 0x19, 0x1f]) EH[op] = 1;
   // 0xFC: memory.init, memory.copy, memory.fill, table.init, table.copy, table.grow, table.fill.
   for (const sub of [8, 10, 11, 12, 14, 15, 17]) CLASS_FC[sub] = K_BULK;
+  // The cursor stops at classed opcodes (EH included) and 0xFC; it only counts the others.
+  for (let op = 0; op < 256; op++) STOP[op] = CLASS[op] !== 0 || EH[op] !== 0 || op === 0xfc ? 1 : 0;
 }
+
+const lebSize = sizeOfLeb; // module-local: an imported binding is a getter call under tsx
 
 const OP_END = 0x0b;
 const OP_BLOCK = 0x02;
@@ -145,6 +152,13 @@ export class BodyScanner {
   recs = new Float64Array(1024);
   /** Number of records. */
   count = 0;
+  /**
+   * Offsets (ascending) of the index LEBs of `local.get/set/tee` of declared locals whose index
+   * + 1 encodes minimally in the same number of bytes: a threaded body increments them in place
+   * (body.ts). The other declared-local accesses are LOCAL records.
+   */
+  patches = new Uint32Array(1024);
+  patchCount = 0;
   /** Replacement bytes of BRANCH records. */
   readonly side = new Sink(256);
   /** The body uses exception handling. */
@@ -191,9 +205,19 @@ export class BodyScanner {
     return i;
   }
 
+  private patch(n: number, at: number): number {
+    if (n >= this.patches.length) {
+      const next = new Uint32Array(this.patches.length * 2);
+      next.set(this.patches);
+      this.patches = next;
+    }
+    this.patches[n] = at;
+    return n + 1;
+  }
+
   /**
    * Scans the instruction stream `[codeStart, end)` of one body, replacing earlier results.
-   * `params` is the function's parameter count: locals from there on get LOCAL records.
+   * `params` is the function's parameter count: locals from there on are patches or LOCAL records.
    */
   scan(codeStart: number, end: number, params: number): void {
     const c = this.cursor;
@@ -215,13 +239,15 @@ export class BodyScanner {
     let loops = 0;
     let charges = 0;
     let bulkSites = 0;
+    let patches = 0;
     // The open block: its reserved charge record (-1: dead code) and what it has cost so far.
     let charge = this.push(R_ENTRY, codeStart, codeStart, 0);
     let cost = 0;
     let next = R_CHARGE; // kind of the block that starts after the current instruction
-    while (c.next()) {
+    const stops = STOP;
+    while (c.skipTo(stops)) {
       const op = c.op;
-      cost += unit;
+      cost += unit * c.steps;
       let k: number;
       if (op < 256) {
         k = cls[op]!;
@@ -231,8 +257,11 @@ export class BodyScanner {
       }
       if (k === K_PLAIN) continue;
       if (k === K_LOCAL) {
+        // An index whose LEB keeps its length when incremented is patched in place (`patches`).
         const x = u32At(b, c.offset + 1);
-        if (x >= params) this.push(R_LOCAL, c.offset, c.end, x + 1, op);
+        if (x < params) continue;
+        if (lebSize(x + 1) === lebEnd - c.offset - 1) patches = this.patch(patches, c.offset + 1);
+        else this.push(R_LOCAL, c.offset, c.end, x + 1, op);
         continue;
       }
       switch (k) {
@@ -339,6 +368,7 @@ export class BodyScanner {
     this.loops = loops;
     this.chargePoints = charges;
     this.bulkSites = bulkSites;
+    this.patchCount = patches;
   }
 
   /** br / br_if / br_on_null / br_on_non_null: spill if it can leave the function; renumber. */

@@ -4,7 +4,8 @@
  *
  * Owns: nothing but bytes. Unlike `Writer` (bytes.ts), the buffer and length are public so the
  * emitters can reserve room once (`room`) and then store several bytes without a bounds check
- * per byte.
+ * per byte, through the raw writers at the end (`copy`, `put`, `putLeb`, `putSleb`, and
+ * `patchLocals`, which increments local indices in place in code just copied).
  *
  * Invariant: after `room(n)` at least `n` bytes can be stored at `buf[len…]`; the LEB writers
  * produce minimal encodings of non-negative safe integers (u32, u64, and s64 for i64.const).
@@ -111,4 +112,65 @@ export function lebSize(n: number): number {
     size++;
   }
   return size;
+}
+
+// Raw writers into a buffer the caller has reserved (`Sink.room`): each returns the next position.
+
+/**
+ * Increments, in place, the local-index LEBs at `patches[i…]` below `end` (input offsets; the
+ * copy is at input offset + `delta`); returns the first index not applied. The scanner listed
+ * only LEBs whose incremented value has a minimal encoding of the same length, so the carry
+ * never runs past the last byte and the bytes are exactly those a re-encoding would write.
+ */
+export function patchLocals(buf: Uint8Array, delta: number, patches: Uint32Array, i: number, n: number, end: number): number {
+  for (; i < n; i++) {
+    const at = patches[i]!;
+    if (at >= end) break;
+    let a = at + delta;
+    let v = buf[a]!;
+    while (v === 0xff) {
+      buf[a++] = 0x80;
+      v = buf[a]!;
+    }
+    buf[a] = v + 1;
+  }
+  return i;
+}
+
+export function putBytes(buf: Uint8Array, p: number, t: readonly number[]): number {
+  for (let i = 0; i < t.length; i++) buf[p++] = t[i]!;
+  return p;
+}
+
+export function put(buf: Uint8Array, p: number, t: Uint8Array): number {
+  for (let i = 0; i < t.length; i++) buf[p++] = t[i]!;
+  return p;
+}
+
+export function copy(buf: Uint8Array, p: number, src: Uint8Array, start: number, end: number): number {
+  const n = end - start;
+  if (n < 32) {
+    for (let i = start; i < end; i++) buf[p++] = src[i]!;
+    return p;
+  }
+  buf.set(src.subarray(start, end), p);
+  return p + n;
+}
+
+export function putLeb(buf: Uint8Array, p: number, n: number): number {
+  while (n >= 0x80) {
+    buf[p++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[p++] = n;
+  return p;
+}
+
+export function putSleb(buf: Uint8Array, p: number, n: number): number {
+  while (n >= 0x40) {
+    buf[p++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[p++] = n;
+  return p;
 }

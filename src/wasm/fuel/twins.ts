@@ -37,7 +37,7 @@
 import { Writer } from '../bytes.ts';
 import { writeValType } from '../types.ts';
 import type { FuncType } from '../types.ts';
-import { Sink } from './sink.ts';
+import { Sink, lebSize } from './sink.ts';
 import type { TypeTable } from './type-table.ts';
 
 const LOCAL_GET = 0x20;
@@ -118,21 +118,23 @@ export class TwinTypes {
 
 /** The wrapper at a threaded function's original index: global in, twin, global out. */
 export function writeWrapper(out: Sink, params: number, twin: number, fuel: Uint8Array): void {
-  const body = new Sink(16 + params * 3);
-  body.byte(0); // no locals
+  // Written straight into `out` (one per threaded function: no scratch buffer each time).
+  let size = 5 + 2 * fuel.length + lebSize(twin);
+  for (let p = 0; p < params; p++) size += 1 + lebSize(p);
+  out.u32(size);
+  out.room(size);
+  out.byte(0); // no locals
   for (let p = 0; p < params; p++) {
-    body.byte(LOCAL_GET);
-    body.u32(p);
+    out.byte(LOCAL_GET);
+    out.u32(p);
   }
-  body.byte(GLOBAL_GET);
-  body.bytes(fuel);
-  body.byte(CALL);
-  body.u32(twin);
-  body.byte(GLOBAL_SET);
-  body.bytes(fuel);
-  body.byte(END);
-  out.u32(body.len);
-  out.span(body.buf, 0, body.len);
+  out.byte(GLOBAL_GET);
+  out.bytes(fuel);
+  out.byte(CALL);
+  out.u32(twin);
+  out.byte(GLOBAL_SET);
+  out.bytes(fuel);
+  out.byte(END);
 }
 
 /** `$refill_local` (i64) → (i64): `local.get 0; global.set $fuel; local.get 0; call $refill`. */
@@ -162,21 +164,22 @@ export function writePlaceholder(out: Sink): void {
 
 /** The adapter at an unthreaded function's twin index: counter to the global, call, back. */
 export function writeAdapter(out: Sink, params: number, original: number, fuel: Uint8Array): void {
-  const body = new Sink(16 + params * 3);
-  body.byte(0);
-  body.byte(LOCAL_GET);
-  body.u32(params);
-  body.byte(GLOBAL_SET);
-  body.bytes(fuel);
+  let size = 6 + 2 * fuel.length + lebSize(params) + lebSize(original);
+  for (let p = 0; p < params; p++) size += 1 + lebSize(p);
+  out.u32(size);
+  out.room(size);
+  out.byte(0);
+  out.byte(LOCAL_GET);
+  out.u32(params);
+  out.byte(GLOBAL_SET);
+  out.bytes(fuel);
   for (let p = 0; p < params; p++) {
-    body.byte(LOCAL_GET);
-    body.u32(p);
+    out.byte(LOCAL_GET);
+    out.u32(p);
   }
-  body.byte(CALL);
-  body.u32(original);
-  body.byte(GLOBAL_GET);
-  body.bytes(fuel);
-  body.byte(END);
-  out.u32(body.len);
-  out.span(body.buf, 0, body.len);
+  out.byte(CALL);
+  out.u32(original);
+  out.byte(GLOBAL_GET);
+  out.bytes(fuel);
+  out.byte(END);
 }
