@@ -125,10 +125,8 @@ static inline uint32_t mb__get32(const uint8_t *p) {
   return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static inline uint32_t mb_request_build(uint8_t *buf, uint32_t cap, int argc, const char *const *argv,
-                                        const uint8_t *stdin_data, uint32_t stdin_len) {
-  uint32_t need = mb_request_size(argc, argv, stdin_len);
-  if (need > cap || argc <= 0 || argc > 0xffff) return need;
+/* The shared head of both request layouts: version, flags, argc, then each argument. */
+static inline uint32_t mb__put_argv(uint8_t *buf, int argc, const char *const *argv) {
   buf[0] = 1; buf[1] = 0; buf[2] = (uint8_t)argc; buf[3] = (uint8_t)(argc >> 8);
   uint32_t at = 4;
   for (int i = 0; i < argc; i++) {
@@ -137,6 +135,14 @@ static inline uint32_t mb_request_build(uint8_t *buf, uint32_t cap, int argc, co
     memcpy(buf + at + 4, argv[i], len);
     at += 4 + len;
   }
+  return at;
+}
+
+static inline uint32_t mb_request_build(uint8_t *buf, uint32_t cap, int argc, const char *const *argv,
+                                        const uint8_t *stdin_data, uint32_t stdin_len) {
+  uint32_t need = mb_request_size(argc, argv, stdin_len);
+  if (need > cap || argc <= 0 || argc > 0xffff) return need;
+  uint32_t at = mb__put_argv(buf, argc, argv);
   mb__put32(buf + at, stdin_len);
   if (stdin_len) memcpy(buf + at + 4, stdin_data, stdin_len);
   return need;
@@ -149,14 +155,7 @@ static inline uint32_t mb_many_request_build(uint8_t *buf, uint32_t cap, int arg
   for (int i = 0; i < argc; i++) need += 4 + (uint32_t)strlen(argv[i]);
   for (int i = 0; i < count; i++) need += 4 + input_lens[i];
   if (need > cap || argc <= 0 || argc > 0xffff) return need;
-  buf[0] = 1; buf[1] = 0; buf[2] = (uint8_t)argc; buf[3] = (uint8_t)(argc >> 8);
-  uint32_t at = 4;
-  for (int i = 0; i < argc; i++) {
-    uint32_t len = (uint32_t)strlen(argv[i]);
-    mb__put32(buf + at, len);
-    memcpy(buf + at + 4, argv[i], len);
-    at += 4 + len;
-  }
+  uint32_t at = mb__put_argv(buf, argc, argv);
   mb__put32(buf + at, timeout_ms);
   mb__put32(buf + at + 4, (uint32_t)count);
   at += 8;

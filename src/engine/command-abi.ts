@@ -65,11 +65,14 @@ export interface CommandResponse {
 const decoder = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
 
-/** A request, or the guest error code explaining why it cannot be one. */
-export function decodeRequest(bytes: Uint8Array): CommandRequest | number {
+/**
+ * The shared head of the command layouts: `u8 version · u8 flags=0 · u16 argc · argc × (u32 len ·
+ * bytes)` (at least one entry, each ≤ MAX_ARG_BYTES of UTF-8 without NUL). The argv and the
+ * offset after it, or a guest error code.
+ */
+export function readArgv(bytes: Uint8Array, view: DataView): { argv: string[]; at: number } | number {
   if (bytes.length > MAX_REQUEST_BYTES) return GUEST_ERR.TOO_LARGE;
   if (bytes.length < 4) return GUEST_ERR.INVALID;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint8(0) !== ABI_VERSION || view.getUint8(1) !== 0) return GUEST_ERR.INVALID;
   const argc = view.getUint16(2, true);
   if (argc === 0) return GUEST_ERR.INVALID;
@@ -91,45 +94,58 @@ export function decodeRequest(bytes: Uint8Array): CommandRequest | number {
     }
     at += len;
   }
+  return { argv, at };
+}
+
+/** Write `parts` as `u32 len · bytes` each from `at`; returns the offset after them. */
+export function writeParts(out: Uint8Array, view: DataView, at: number, parts: readonly Uint8Array[]): number {
+  for (const p of parts) {
+    view.setUint32(at, p.length, true);
+    out.set(p, at + 4);
+    at += 4 + p.length;
+  }
+  return at;
+}
+
+/** The size of `parts` written by writeParts. */
+export function partsSize(parts: readonly Uint8Array[]): number {
+  return parts.reduce((n, p) => n + 4 + p.length, 0);
+}
+
+/** A request, or the guest error code explaining why it cannot be one. */
+export function decodeRequest(bytes: Uint8Array): CommandRequest | number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const head = readArgv(bytes, view);
+  if (typeof head === 'number') return head;
+  let at = head.at;
   if (at + 4 > bytes.length) return GUEST_ERR.INVALID;
   const stdinLen = view.getUint32(at, true);
   at += 4;
   if (at + stdinLen !== bytes.length) return GUEST_ERR.INVALID;
-  return { name: argv[0]!, args: argv.slice(1), stdin: bytes.slice(at, at + stdinLen) };
+  return { name: head.argv[0]!, args: head.argv.slice(1), stdin: bytes.slice(at, at + stdinLen) };
 }
 
 /** The request bytes for `argv` (argv[0] = command name) and `stdin`: the SDK's layout, for tests and hosts. */
 export function encodeRequest(argv: readonly string[], stdin: Uint8Array | string = new Uint8Array(0)): Uint8Array {
   const parts = argv.map((a) => encoder.encode(a));
   const input = typeof stdin === 'string' ? encoder.encode(stdin) : stdin;
-  const out = new Uint8Array(4 + parts.reduce((n, p) => n + 4 + p.length, 0) + 4 + input.length);
+  const out = new Uint8Array(4 + partsSize(parts) + 4 + input.length);
   const view = new DataView(out.buffer);
   view.setUint8(0, ABI_VERSION);
   view.setUint16(2, parts.length, true);
-  let at = 4;
-  for (const p of parts) {
-    view.setUint32(at, p.length, true);
-    out.set(p, at + 4);
-    at += 4 + p.length;
-  }
-  view.setUint32(at, input.length, true);
-  out.set(input, at + 4);
+  writeParts(out, view, 4 + partsSize(parts), [input]);
+  writeParts(out, view, 4, parts);
   return out;
 }
 
 export function encodeResponse(r: CommandResponse): Uint8Array {
-  const error = encoder.encode(r.error);
-  const out = new Uint8Array(8 + 4 + error.length + 4 + r.stdout.length + 4 + r.stderr.length);
+  const parts = [encoder.encode(r.error), r.stdout, r.stderr];
+  const out = new Uint8Array(8 + partsSize(parts));
   const view = new DataView(out.buffer);
   view.setUint8(0, ABI_VERSION);
   view.setUint8(1, (r.stdoutTruncated ? 1 : 0) | (r.stderrTruncated ? 2 : 0));
   view.setInt32(4, r.status, true);
-  let at = 8;
-  for (const part of [error, r.stdout, r.stderr]) {
-    view.setUint32(at, part.length, true);
-    out.set(part, at + 4);
-    at += 4 + part.length;
-  }
+  writeParts(out, view, 8, parts);
   return out;
 }
 

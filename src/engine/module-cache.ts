@@ -16,7 +16,8 @@
  */
 
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
+import { readCachedWasm, writeCacheFile } from '../storage/cache-file.ts';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import {
@@ -91,7 +92,7 @@ export class ModuleCache {
     // it is cheap, and its result says what the worker needs (grow export, imported memory).
     const limits = applyLimits(bytes, opts);
     const diskFile = this.diskDir ? join(this.diskDir, 'rewritten', `${ModuleCache.hash(new TextEncoder().encode(key))}.wasm`) : null;
-    const cached = opts.metered && diskFile ? readCached(diskFile) : null;
+    const cached = opts.metered && diskFile ? readCachedWasm(diskFile) : null;
     const fromDisk = cached !== null;
     let fuel: FuelStats | null = null;
     let rewritten: Uint8Array = limits.bytes;
@@ -101,7 +102,7 @@ export class ModuleCache {
       const r = instrumentFuel(limits.bytes);
       rewritten = r.bytes;
       fuel = r.stats;
-      if (diskFile) writeCached(diskFile, rewritten);
+      if (diskFile) writeCacheFile(diskFile, rewritten);
     }
     let module: WebAssembly.Module;
     try {
@@ -115,25 +116,5 @@ export class ModuleCache {
       throw new SandboxError('INVALID_MODULE', `the module does not compile: ${msg.slice(0, 200)}`, {});
     }
     return { hash, module, desc, limits, maxMemoryPages: opts.maxMemoryPages, metered: opts.metered, fuel, fromDisk };
-  }
-}
-
-function readCached(file: string): Uint8Array | null {
-  try {
-    const b = readFileSync(file);
-    return b.length >= 8 && b[0] === 0 && b[1] === 0x61 && b[2] === 0x73 && b[3] === 0x6d ? new Uint8Array(b) : null;
-  } catch {
-    return null;
-  }
-}
-
-function writeCached(file: string, bytes: Uint8Array): void {
-  try {
-    mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 });
-    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    writeFileSync(tmp, bytes, { mode: 0o600 });
-    renameSync(tmp, file);
-  } catch {
-    // A cache that cannot be written only costs a rewrite next time.
   }
 }

@@ -1,39 +1,21 @@
 // The CLI end to end, as a user runs it: `membrane run|inspect|profiles|sh|instrument`, JSON shape, exit codes.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { runCli } from '../helpers/cli.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
 import { FIXTURES } from '../helpers/wat.ts';
 
-const BIN = join(FIXTURES, '..', '..', 'bin', 'membrane.js');
 const HOME = mkdtempSync(join(tmpdir(), 'membrane-cli-home-'));
 const W = (n: string) => join(FIXTURES, 'wat', `${n}.wat`);
 const C = (n: string) => join(FIXTURES, 'c', `${n}.wasm`);
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
 
-function membrane(args: string[]): Promise<Ran> {
-  const t = performance.now();
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MEMBRANE_HOME: HOME } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr, ms: performance.now() - t }));
-  });
-}
+const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME });
 
 const RESULT_KEYS = ['ok', 'result', 'exitCode', 'stdout', 'stderr', 'fuelUsed', 'durationMs', 'memoryBytes', 'profile', 'warnings', 'error'];
 

@@ -1,28 +1,16 @@
 // `membrane exec` end to end (issue #6 must-shows 1 and 3): JS, TS and Python snippets from the
 // command line, --json, and runaways ending with TIMEOUT or FUEL_EXHAUSTED in bounded time.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { runCli } from '../helpers/cli.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
 
-const BIN = new URL('../../bin/membrane.js', import.meta.url).pathname;
 const HOME = mkdtempSync(join(tmpdir(), 'membrane-exec-cli-'));
 
-function membrane(args: string[]): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
-  const t = performance.now();
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MEMBRANE_HOME: HOME } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr, ms: performance.now() - t }));
-  });
-}
+const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME });
 
 test('--lang js -c "1+1" → result 2; --json has the documented keys', async () => {
   const r = await membrane(['exec', '--lang', 'js', '-c', '1+1', '--json']);

@@ -16,7 +16,7 @@
  * order is theirs.
  */
 
-import { ABI_VERSION, GUEST_ERR, MAX_ARGC, MAX_ARG_BYTES, MAX_REQUEST_BYTES, type CommandRequest } from '../command-abi.ts';
+import { ABI_VERSION, GUEST_ERR, partsSize, readArgv, writeParts, type CommandRequest } from '../command-abi.ts';
 
 export const MAX_PARALLEL_INPUTS = 1024;
 
@@ -26,37 +26,12 @@ export interface ManyRequest {
   readonly inputs: readonly Uint8Array[];
 }
 
-const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function decodeManyRequest(bytes: Uint8Array): ManyRequest | number {
-  if (bytes.length > MAX_REQUEST_BYTES) return GUEST_ERR.TOO_LARGE;
-  if (bytes.length < 4) return GUEST_ERR.INVALID;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (view.getUint8(0) !== ABI_VERSION || view.getUint8(1) !== 0) return GUEST_ERR.INVALID;
-  const argc = view.getUint16(2, true);
-  if (argc === 0) return GUEST_ERR.INVALID;
-  if (argc > MAX_ARGC) return GUEST_ERR.TOO_LARGE;
-  let at = 4;
-  const take = (): Uint8Array | number => {
-    if (at + 4 > bytes.length) return GUEST_ERR.INVALID;
-    const len = view.getUint32(at, true);
-    if (at + 4 + len > bytes.length) return GUEST_ERR.INVALID;
-    const part = bytes.slice(at + 4, at + 4 + len);
-    at += 4 + len;
-    return part;
-  };
-  const argv: string[] = [];
-  for (let i = 0; i < argc; i++) {
-    const raw = take();
-    if (typeof raw === 'number') return raw;
-    if (raw.length > MAX_ARG_BYTES) return GUEST_ERR.TOO_LARGE;
-    if (raw.includes(0)) return GUEST_ERR.INVALID;
-    try {
-      argv.push(decoder.decode(raw));
-    } catch {
-      return GUEST_ERR.INVALID;
-    }
-  }
+  const head = readArgv(bytes, view);
+  if (typeof head === 'number') return head;
+  let at = head.at;
   if (at + 8 > bytes.length) return GUEST_ERR.INVALID;
   const timeoutMs = view.getUint32(at, true);
   const count = view.getUint32(at + 4, true);
@@ -64,52 +39,38 @@ export function decodeManyRequest(bytes: Uint8Array): ManyRequest | number {
   if (count > MAX_PARALLEL_INPUTS) return GUEST_ERR.TOO_LARGE;
   const inputs: Uint8Array[] = [];
   for (let i = 0; i < count; i++) {
-    const input = take();
-    if (typeof input === 'number') return input;
-    inputs.push(input);
+    if (at + 4 > bytes.length) return GUEST_ERR.INVALID;
+    const len = view.getUint32(at, true);
+    if (at + 4 + len > bytes.length) return GUEST_ERR.INVALID;
+    inputs.push(bytes.slice(at + 4, at + 4 + len));
+    at += 4 + len;
   }
   if (at !== bytes.length) return GUEST_ERR.INVALID;
-  return { request: { name: argv[0]!, args: argv.slice(1), stdin: new Uint8Array(0) }, timeoutMs, inputs };
+  return { request: { name: head.argv[0]!, args: head.argv.slice(1), stdin: new Uint8Array(0) }, timeoutMs, inputs };
 }
 
 /** The request bytes (the SDK's layout), for hosts and tests. */
 export function encodeManyRequest(argv: readonly string[], inputs: readonly (Uint8Array | string)[], timeoutMs = 0): Uint8Array {
   const enc = new TextEncoder();
-  const parts = [...argv.map((a) => enc.encode(a))];
+  const parts = argv.map((a) => enc.encode(a));
   const ins = inputs.map((i) => (typeof i === 'string' ? enc.encode(i) : i));
-  const size = 4 + parts.reduce((n, p) => n + 4 + p.length, 0) + 8 + ins.reduce((n, p) => n + 4 + p.length, 0);
-  const out = new Uint8Array(size);
+  const out = new Uint8Array(4 + partsSize(parts) + 8 + partsSize(ins));
   const view = new DataView(out.buffer);
   view.setUint8(0, ABI_VERSION);
   view.setUint16(2, parts.length, true);
-  let at = 4;
-  for (const p of parts) {
-    view.setUint32(at, p.length, true);
-    out.set(p, at + 4);
-    at += 4 + p.length;
-  }
+  const at = writeParts(out, view, 4, parts);
   view.setUint32(at, timeoutMs, true);
   view.setUint32(at + 4, ins.length, true);
-  at += 8;
-  for (const p of ins) {
-    view.setUint32(at, p.length, true);
-    out.set(p, at + 4);
-    at += 4 + p.length;
-  }
+  writeParts(out, view, at + 8, ins);
   return out;
 }
 
 export function encodeManyResponse(responses: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(8 + responses.reduce((n, r) => n + 4 + r.length, 0));
+  const out = new Uint8Array(8 + partsSize(responses));
   const view = new DataView(out.buffer);
   view.setUint8(0, ABI_VERSION);
   view.setUint32(4, responses.length, true);
-  let at = 8;
-  for (const r of responses) {
-    view.setUint32(at, r.length, true);
-    out.set(r, at + 4);
-    at += 4 + r.length;
-  }
+  writeParts(out, view, 8, responses);
   return out;
 }
 

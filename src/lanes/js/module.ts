@@ -12,7 +12,8 @@
  */
 
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { readCachedWasm, writeCacheFile } from '../../storage/cache-file.ts';
 import { join } from 'node:path';
 import { FUEL_REWRITER_VERSION, instrumentFuel } from '../../wasm/fuel/index.ts';
 
@@ -20,23 +21,15 @@ export async function loadInstrumentedQuickJS(wasmPath: string, cacheDir: string
   const stock = new Uint8Array(readFileSync(wasmPath));
   const key = createHash('sha256').update(stock).update(`fuel:${FUEL_REWRITER_VERSION}`).digest('hex');
   const file = cacheDir ? join(cacheDir, 'rewritten', `quickjs-${key}.wasm`) : null;
-  if (file) {
+  const cached = file ? readCachedWasm(file) : null;
+  if (file && cached) {
     try {
-      return await WebAssembly.compile(new Uint8Array(readFileSync(file)));
+      return await WebAssembly.compile(cached as Uint8Array<ArrayBuffer>);
     } catch {
       rmSync(file, { force: true });
     }
   }
   const bytes = instrumentFuel(stock).bytes as Uint8Array<ArrayBuffer>;
-  if (file) {
-    try {
-      mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 });
-      const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-      writeFileSync(tmp, bytes, { mode: 0o600 });
-      renameSync(tmp, file);
-    } catch {
-      // A cache that cannot be written only costs a rewrite next time.
-    }
-  }
+  if (file) writeCacheFile(file, bytes);
   return WebAssembly.compile(bytes);
 }

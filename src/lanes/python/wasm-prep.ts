@@ -17,11 +17,14 @@
  */
 
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { FUEL_REWRITER_VERSION, applyLimits, instrumentFuel } from '../../wasm/index.ts';
+import { SandboxError } from '../../errors.ts';
+import { readCachedWasm, writeCacheFile } from '../../storage/cache-file.ts';
+import { membraneHome } from '../../storage/sqlite.ts';
 
 /** Static maximum of the guest's linear memory, whatever a call asks for: 1 GiB. */
 export const PYTHON_MEMORY_CEILING_BYTES = 1024 * 1024 * 1024;
@@ -49,30 +52,16 @@ export function preparePyodideWasm(cacheDir: string | false | undefined): Prepar
   const src = readFileSync(join(pyodideDir(), 'pyodide.asm.wasm'));
   const hash = createHash('sha256').update(src).update(`:${FUEL_REWRITER_VERSION}:${PREP_VERSION}:${PYTHON_MEMORY_CEILING_BYTES}`).digest('hex');
   const scratch = cacheDir === false ? mkdtempSync(join(tmpdir(), 'membrane-py-')) : null;
-  const dir = scratch ?? join(typeof cacheDir === 'string' ? cacheDir : join(process.env['MEMBRANE_HOME'] || join(homedir(), '.membrane'), 'cache'), 'python');
+  const dir = scratch ?? join(typeof cacheDir === 'string' ? cacheDir : join(membraneHome(), 'cache'), 'python');
   const file = join(dir, `pyodide-${hash.slice(0, 32)}.wasm`);
-  if (scratch === null && isWasm(file)) return { file, fromCache: true, scratch };
+  if (scratch === null && readCachedWasm(file)) return { file, fromCache: true, scratch };
   const limited = applyLimits(new Uint8Array(src), {
     maxMemoryPages: PYTHON_MEMORY_CEILING_BYTES / PAGE,
     maxTableElements: 1 << 20,
     trapOnGrowFailure: false,
   });
   const { bytes } = instrumentFuel(limited.bytes);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  writeFileSync(tmp, bytes, { mode: 0o600 });
-  renameSync(tmp, file);
+  if (!writeCacheFile(file, bytes)) throw new SandboxError('INTERNAL', 'could not write the prepared Python interpreter');
   return { file, fromCache: false, scratch };
 }
 
-function isWasm(file: string): boolean {
-  if (!existsSync(file)) return false;
-  try {
-    const b = readFileSync(file);
-    if (b.length >= 8 && b[0] === 0 && b[1] === 0x61 && b[2] === 0x73 && b[3] === 0x6d) return true;
-  } catch {
-    return false;
-  }
-  rmSync(file, { force: true });
-  return false;
-}

@@ -1,0 +1,24 @@
+// Runs the `membrane` CLI as a user would (node bin/membrane.js ...), with $MEMBRANE_HOME set.
+import { spawn } from 'node:child_process';
+
+export const BIN = new URL('../../bin/membrane.js', import.meta.url).pathname;
+
+export interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export function runCli(args: string[], env: Record<string, string>): Promise<Ran> {
+  const t = performance.now();
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.on('error', reject);
+    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr, ms: performance.now() - t }));
+  });
+}
