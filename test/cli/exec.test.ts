@@ -49,7 +49,7 @@ test('usage: a language is required; unknown languages are refused', async () =>
 
 test('--lang python -c "print(sum(range(10)))" --json → stdout 45; --fuel 1e7 on a runaway → FUEL_EXHAUSTED', async () => {
   const r = await membrane(['exec', '--lang', 'python', '-c', 'print(sum(range(10)))', '--json']);
-  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
   const out = JSON.parse(r.stdout) as { ok: boolean; stdout: string };
   assert.equal(out.ok, true);
   assert.equal(out.stdout, '45\n');

@@ -10,15 +10,23 @@ export interface Ran {
   ms: number;
 }
 
-export function runCli(args: string[], env: Record<string, string>): Promise<Ran> {
+/** Run the CLI; a run that does not exit within `limitMs` is killed and reported, never left hanging. */
+export function runCli(args: string[], env: Record<string, string>, limitMs = 120_000): Promise<Ran> {
   const t = performance.now();
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
+    const timer = setTimeout(() => {
+      stderr += `\n[test harness] membrane ${args.join(' ').slice(0, 200)} did not exit in ${limitMs} ms; killed\n`;
+      p.kill('SIGKILL');
+    }, limitMs);
     p.stdout.on('data', (d) => (stdout += d));
     p.stderr.on('data', (d) => (stderr += d));
     p.on('error', reject);
-    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr, ms: performance.now() - t }));
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr, ms: performance.now() - t });
+    });
   });
 }

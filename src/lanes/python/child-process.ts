@@ -22,7 +22,7 @@ import { parseChildMessage, type ChildMessage, type ExecMessage } from './protoc
 import type { ChildCommand } from './spawn.ts';
 
 /** How long a child may take to load and harden Pyodide. */
-export const BOOT_TIMEOUT_MS = 120_000;
+export const BOOT_TIMEOUT_MS = 60_000;
 /** How long past the deadline a child may take to stop itself before it is killed. */
 export const KILL_GRACE_MS = 200;
 
