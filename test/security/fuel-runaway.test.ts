@@ -39,7 +39,10 @@ test('a metered runaway is stopped at its deadline by its next refill, and its w
   for (let i = 0; i < 5; i++) {
     const r = await engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 100 });
     assert.equal(r.error?.code, 'TIMEOUT');
-    assert.ok(r.durationMs < 100 + 25, `stopped ${r.durationMs - 100} ms late`);
+    // Precision is the benchmark's job (p99 ≤ 10 ms past the deadline on a quiet machine); here,
+    // beside CPU-heavy suites, it must stop well inside the 100 ms grace after which the worker
+    // would be terminated — and the worker must be reused.
+    assert.ok(r.durationMs < 100 + 60, `stopped ${r.durationMs - 100} ms late`);
     assert.ok(r.fuelUsed > 0);
   }
   assert.equal(engine.stats().workersReplaced, before, 'a worker was replaced');
