@@ -46,7 +46,10 @@ export class PythonChild {
   private onExit: (() => void) | null = null;
 
   constructor(cmd: ChildCommand, private readonly maxOutputChars: number) {
-    this.proc = spawn(cmd.command, [...cmd.args], { env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: false });
+    // Its own session and process group (no controlling terminal; one group to kill): bubblewrap's
+    // outer process may exit or be killed while the sandboxed interpreter lives on, so the whole
+    // group is what `kill` ends.
+    this.proc = spawn(cmd.command, [...cmd.args], { env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true });
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.kill();
@@ -73,6 +76,10 @@ export class PythonChild {
     });
     this.proc.on('exit', () => {
       this.dead = true;
+      // The process Node started may be bubblewrap's outer half: close the channel too, so an
+      // interpreter that outlived it sees `disconnect` and exits, and nothing keeps this
+      // process's event loop alive.
+      this.disconnect();
       this.onExit?.();
     });
     this.proc.on('error', () => {
@@ -108,12 +115,27 @@ export class PythonChild {
     });
   }
 
+  /**
+   * End the child: close its IPC channel (the interpreter exits on `disconnect` even when the
+   * signal below only reaches bubblewrap's outer process) and SIGKILL what Node started.
+   */
   kill(): void {
-    if (!this.dead) {
+    this.disconnect();
+    const pid = this.proc.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  }
+
+  private disconnect(): void {
+    if (this.proc.connected) {
       try {
-        this.proc.kill('SIGKILL');
+        this.proc.disconnect();
       } catch {
-        // already gone
+        // already closed
       }
     }
   }

@@ -7,8 +7,9 @@
  * and the instrumented wasm — no `--allow-fs-write`, `--allow-child-process`, `--allow-worker`
  * or `--allow-addons` — `--disallow-code-generation-from-strings`, a capped V8 heap, no
  * inspector. When `/usr/bin/bwrap` (or `bwrap` on PATH) works: every namespace unshared (no
- * network, own PIDs, IPC, UTS, user), all capabilities dropped, a new session, death with the
- * parent, and a filesystem that holds only the system's library directories, Node's binary and
+ * network, own PIDs, IPC, UTS, user), all capabilities dropped, death with the parent (the
+ * new session — no controlling terminal — and process group come from the spawn, so the host can
+ * kill the whole tree), and a filesystem that holds only the system's library directories, Node's binary and
  * those three read-only paths, plus an empty private /tmp, /dev and /proc — no /etc, no /home,
  * no project tree. Tier `os_process+bwrap`; without bwrap, tier `os_process` and a warning.
  *
@@ -87,7 +88,6 @@ export function childCommand(opts: { script: string; pyodideDir: string; wasmFil
   const args = [
     '--unshare-all',
     '--die-with-parent',
-    '--new-session',
     '--cap-drop',
     'ALL',
     // Private /tmp, /dev and /proc first: a later bind (e.g. a cache under /tmp) lands on top.
