@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { PythonLane, findBwrap } from '../../src/lanes/python/index.ts';
 import type { ExecRequest } from '../../src/lanes/types.ts';
 
-const lane = new PythonLane({ poolSize: 2 });
+const lane = new PythonLane({ poolSize: 2, cacheDir: false });
 const req = (code: string, extra: Partial<ExecRequest> = {}): ExecRequest => ({
   language: 'python',
   code,

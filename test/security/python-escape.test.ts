@@ -16,7 +16,7 @@ process.env['OPENAI_API_KEY'] = SECRET;
 
 const dir = mkdtempSync(join(tmpdir(), 'membrane-pyesc-'));
 const MARKER = join(dir, 'MARKER');
-const lane = new PythonLane({ poolSize: 2 });
+const lane = new PythonLane({ poolSize: 2, cacheDir: false });
 let server: Server;
 let port = 0;
 let connections = 0;
