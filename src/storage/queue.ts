@@ -45,9 +45,10 @@ export class QueueStore {
     }).immediate;
   }
 
-  /** False when the queue is full. */
-  push(tenant: string, queue: string, message: Uint8Array): boolean {
-    return this.pushTx(tenant, queue, message);
+  /** 'TOO_LARGE' for a message over the cap, 'QUOTA' when the queue is full, null when queued. */
+  push(tenant: string, queue: string, message: Uint8Array): 'TOO_LARGE' | 'QUOTA' | null {
+    if (message.byteLength > QUEUE_MAX_MESSAGE_BYTES) return 'TOO_LARGE';
+    return this.pushTx(tenant, queue, message) ? null : 'QUOTA';
   }
 
   /**

@@ -111,7 +111,10 @@ export class BrokerHub {
         const queue = text(args[0]!);
         if (queue === '' || queue.includes('\0')) return err('INVALID');
         if (name === 'queue_len') return { ok: true, value: this.queues.length(tenant, queue) };
-        if (name === 'queue_push') return this.queues.push(tenant, queue, args[1]!.slice()) ? { ok: true, value: 0 } : err('QUOTA');
+        if (name === 'queue_push') {
+          const refusal = this.queues.push(tenant, queue, args[1]!.slice());
+          return refusal ? err(refusal) : { ok: true, value: 0 };
+        }
         const got = this.queues.pop(tenant, queue, cap);
         if (!got) return err('NOT_FOUND');
         return got.message ? { ok: true, value: got.size, payload: got.message } : { ok: true, value: got.size };
