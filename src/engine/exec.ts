@@ -39,6 +39,19 @@ export interface Lane {
 
 export const MAX_CODE_BYTES = 1024 * 1024;
 
+/**
+ * Wasm fuel units per unit of interpreter fuel. The source lanes run an interpreter whose wasm
+ * executes 4e10–1.2e11 metered wasm instructions a second here (stack-machine instructions: most
+ * `local.get`/`i32.const` cost V8 nothing), so a profile's fuel counted in raw wasm units would
+ * last well under a second (`compute`'s 1e9: ~10 ms of `while True: pass`) — fuel, not the
+ * deadline, would end every long snippet and a profile's timeout would mean nothing in these
+ * lanes. `engine.exec` therefore counts fuel in units of 1 000 wasm units: `compute`'s 1e9 is
+ * ~8 s of a Python spin loop and ~25 s of a JS one, so the deadline is the wall a runaway meets
+ * first, and fuel stays the deterministic budget (`--fuel 1e7` ≈ 0.1 s). `fuelUsed` is reported
+ * in the same unit (rounded up). docs/lanes.md states this once.
+ */
+export const LANE_FUEL_UNIT = 1000;
+
 /** The engine's lanes: one per interpreter family, started (its pool warmed) on first use. */
 export class Lanes {
   private readonly started = new Map<'js' | 'python', Promise<Lane>>();
@@ -107,11 +120,14 @@ export async function runExec(
       code: opts.code,
       ...(context !== undefined ? { context } : {}),
       timeoutMs: policy.timeoutMs,
-      fuel: config.fuel ? policy.fuel : Number.MAX_SAFE_INTEGER,
+      fuel: config.fuel ? policy.fuel * LANE_FUEL_UNIT : Number.MAX_SAFE_INTEGER,
       memoryBytes: policy.memoryBytes,
       caps: policy.caps,
     });
-    return { ...r, profile, warnings: [...warnings, ...r.warnings] };
+    const fuelUsed = Math.ceil(r.fuelUsed / LANE_FUEL_UNIT);
+    const error =
+      r.error?.code === 'FUEL_EXHAUSTED' ? { code: 'FUEL_EXHAUSTED', message: `the call used more than its ${policy.fuel} units of fuel` } : r.error;
+    return { ...r, ...(error ? { error } : {}), fuelUsed, profile, warnings: [...warnings, ...r.warnings] };
   } catch (e) {
     const err = toSandboxError(e);
     return {

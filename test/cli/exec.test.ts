@@ -1,5 +1,6 @@
 // `membrane exec` end to end (issue #6 must-shows 1 and 3): JS, TS and Python snippets from the
-// command line, --json, and runaways ending with TIMEOUT or FUEL_EXHAUSTED in bounded time.
+// command line, --json, and runaways ending with TIMEOUT (the profile's fuel, in interpreter units,
+// outlasts a 1 s deadline) or FUEL_EXHAUSTED under --fuel, in bounded time.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,13 +33,18 @@ test('--context is a read-only value named context', async () => {
   assert.equal((JSON.parse(r.stdout) as { result: number }).result, 42);
 });
 
-test('a JS runaway ends with TIMEOUT under a short --timeout, or FUEL_EXHAUSTED under --fuel', async () => {
-  // QuickJS spends ~1e10 fuel a second here, so the profile's 1e9 lasts ~0.1 s: a 30 ms deadline comes first.
-  const t = await membrane(['exec', '--lang', 'js', '-c', 'for(;;){}', '--timeout', '30']);
+test('a JS runaway: --timeout 1000 → TIMEOUT within 1.5 s under the default profile; --fuel 1e7 → FUEL_EXHAUSTED', async () => {
+  const t = await membrane(['exec', '--lang', 'js', '-c', 'for(;;){}', '--timeout', '1000', '--json']);
   assert.equal(t.code, ERROR_TABLE.TIMEOUT.exitCode, t.stderr);
-  assert.match(t.stderr, /TIMEOUT/);
-  const f = await membrane(['exec', '--lang', 'js', '-c', 'for(;;){}', '--fuel', '1e7']);
+  const out = JSON.parse(t.stdout) as { error: { code: string }; durationMs: number; fuelUsed: number };
+  assert.equal(out.error.code, 'TIMEOUT');
+  assert.ok(out.durationMs >= 1000 && out.durationMs < 1500, `ended after ${out.durationMs} ms`);
+  assert.ok(out.fuelUsed > 0 && out.fuelUsed < 1e9, `fuelUsed ${out.fuelUsed} (interpreter units)`);
+  const f = await membrane(['exec', '--lang', 'js', '-c', 'for(;;){}', '--fuel', '1e7', '--json']);
   assert.equal(f.code, ERROR_TABLE.FUEL_EXHAUSTED.exitCode, f.stderr);
+  const fo = JSON.parse(f.stdout) as { error: { message: string }; fuelUsed: number };
+  assert.match(fo.error.message, /more than its 10000000 units of fuel/);
+  assert.ok(fo.fuelUsed >= 1e7 && fo.fuelUsed < 1.01e7, `fuelUsed ${fo.fuelUsed}`);
 });
 
 test('usage: a language is required; unknown languages are refused', async () => {
@@ -47,12 +53,17 @@ test('usage: a language is required; unknown languages are refused', async () =>
   assert.equal((JSON.parse(r.stdout) as { error: { code: string } }).error.code, 'POLICY_INVALID');
 });
 
-test('--lang python -c "print(sum(range(10)))" --json → stdout 45; --fuel 1e7 on a runaway → FUEL_EXHAUSTED', async () => {
+test('--lang python -c "print(sum(range(10)))" --json → stdout 45; a runaway: --timeout 1000 → TIMEOUT within 1.5 s, --fuel 1e7 → FUEL_EXHAUSTED', async () => {
   const r = await membrane(['exec', '--lang', 'python', '-c', 'print(sum(range(10)))', '--json']);
   assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`);
   const out = JSON.parse(r.stdout) as { ok: boolean; stdout: string };
   assert.equal(out.ok, true);
   assert.equal(out.stdout, '45\n');
+  const t = await membrane(['exec', '--lang', 'python', '-c', 'while True: pass', '--timeout', '1000', '--json']);
+  assert.equal(t.code, ERROR_TABLE.TIMEOUT.exitCode, t.stderr);
+  const to = JSON.parse(t.stdout) as { error: { code: string }; durationMs: number };
+  assert.equal(to.error.code, 'TIMEOUT');
+  assert.ok(to.durationMs >= 1000 && to.durationMs < 1500, `ended after ${to.durationMs} ms`);
   const f = await membrane(['exec', '--lang', 'python', '-c', 'while True: pass', '--fuel', '1e7']);
   assert.equal(f.code, ERROR_TABLE.FUEL_EXHAUSTED.exitCode, f.stderr);
   assert.match(f.stderr, /starting the python interpreter pool: 1\/1 ready/);
