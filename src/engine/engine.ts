@@ -292,6 +292,11 @@ export class Engine {
     return this.instances.get(id);
   }
 
+  /** Append an engine-level record to the audit log (interfaces: a refused grant, say). No secrets in `detail`. */
+  audit(event: { tenant: string; instance?: string; kind: string; detail: Record<string, unknown> }): void {
+    this.brokers.record({ tenant: event.tenant, instance: event.instance ?? '', kind: event.kind, detail: event.detail });
+  }
+
   /**
    * Revoke a principal — a tenant, or one instance of it: every later broker call (and a long
    * one in flight, at its next step) answers REVOKED; secrets scoped to that tenant alone are
