@@ -32,6 +32,14 @@ export const ERROR_CODES = [
   'INSTANCE_DEAD',
   'TIER_UNAVAILABLE',
   'INTERNAL',
+  // HTTP-surface codes (issue #7): a request that never reached the engine.
+  'UNAUTHENTICATED',
+  'NOT_FOUND',
+  'BAD_REQUEST',
+  'TOO_LARGE',
+  'OVERLOADED',
+  'METHOD_NOT_ALLOWED',
+  'UNSUPPORTED_MEDIA_TYPE',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -68,6 +76,13 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
   INSTANCE_DEAD: { message: 'the instance is no longer running', exitCode: 77, httpStatus: 410, mcpCode: -32013 },
   TIER_UNAVAILABLE: { message: 'the requested isolation tier is not available', exitCode: 78, httpStatus: 503, mcpCode: -32014 },
   INTERNAL: { message: 'internal error', exitCode: 79, httpStatus: 500, mcpCode: -32603 },
+  UNAUTHENTICATED: { message: 'a valid bearer token is required', exitCode: 80, httpStatus: 401, mcpCode: -32015 },
+  NOT_FOUND: { message: 'not found', exitCode: 81, httpStatus: 404, mcpCode: -32016 },
+  BAD_REQUEST: { message: 'the request is malformed', exitCode: 82, httpStatus: 400, mcpCode: -32600 },
+  TOO_LARGE: { message: 'the request body is too large', exitCode: 83, httpStatus: 413, mcpCode: -32017 },
+  OVERLOADED: { message: 'the server is overloaded; retry later', exitCode: 84, httpStatus: 503, mcpCode: -32018 },
+  METHOD_NOT_ALLOWED: { message: 'the method is not allowed on this route', exitCode: 85, httpStatus: 405, mcpCode: -32019 },
+  UNSUPPORTED_MEDIA_TYPE: { message: 'the request body must be application/json', exitCode: 86, httpStatus: 415, mcpCode: -32020 },
 });
 
 /** JSON-safe detail values: what may travel in `details`. */
