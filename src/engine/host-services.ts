@@ -19,7 +19,7 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
 import { planLinks } from './linker.ts';
 import type { PreparedModule } from './module-cache.ts';
-import { createHash } from 'node:crypto';
+import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { decodeManyRequest, encodeManyResponse, fanOut } from './brokers/parallel.ts';
 import { REMOTE_CALLS } from './brokers/index.ts';
@@ -113,7 +113,7 @@ export class HostServices {
     const serving: ServeSlot = { request: null, response: null };
     const stop = new AbortController();
     /** An answer too big for the guest's buffer, kept for the retry with the same request. */
-    let pending: { key: string; answer: Uint8Array } | null = null;
+    const hold = new RetryHold();
     const ok = (value: number, payload?: Uint8Array): HostReply =>
       payload ? { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value, payload } : { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value };
     const err = (errno: number): HostReply => ({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno });
@@ -214,22 +214,11 @@ export class HostServices {
           }
           if (req.name === 'run_command_many' || REMOTE_CALLS[req.name] !== undefined) {
             // Long calls: what they fetched or ran is kept for the retry with a bigger buffer.
-            const hash = createHash('sha256').update(req.name);
-            for (const b of blobs) hash.update(String(b.length)).update(':').update(b);
-            const key = hash.digest('hex');
-            if (pending?.key === key) {
-              const kept = pending.answer;
-              if (kept.length > req.cap) return ok(kept.length);
-              pending = null;
-              return ok(kept.length, kept);
-            }
-            const answer = req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), stop.signal) : await this.deps.net(caller, req.name, blobs, stop.signal);
+            const key = retryKey(req.name, blobs);
+            const kept = hold.kept(key);
+            const answer = kept ?? (req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), stop.signal) : await this.deps.net(caller, req.name, blobs, stop.signal));
             if (typeof answer === 'number') return err(answer);
-            if (answer.length > req.cap) {
-              pending = { key, answer };
-              return ok(answer.length);
-            }
-            return ok(answer.length, answer);
+            return hold.fits(key, answer, req.cap) ? ok(answer.length, answer) : ok(answer.length);
           }
           const answer = this.deps.broker(caller, req.name, blobs, req.cap);
           return answer.ok ? ok(answer.value, answer.payload) : err(answer.errno);

@@ -32,6 +32,7 @@ import type { GuestSpec, Outcome } from '../protocol.ts';
 import type { HostBridge } from './guest.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
+import { RetryHold, retryKey } from '../retry-hold.ts';
 
 const STEPS_FILE = '/_steps.jsonl';
 const O_CREAT = 1;
@@ -64,7 +65,7 @@ type Mode = 'run' | 'exec';
 
 export class Commands {
   /** The last response that did not fit, kept for the retry with a bigger buffer. */
-  private pending: { op: string; request: Uint8Array; response: Uint8Array } | null = null;
+  private readonly hold = new RetryHold();
 
   constructor(private readonly ctx: CommandsContext) {}
 
@@ -83,13 +84,14 @@ export class Commands {
     const raw = this.readRequest(reqPtr, reqLen);
     if (typeof raw === 'number') return raw;
     const op = mode === 'run' ? 'run_command' : 'exec';
-    const kept = this.pending;
-    if (kept && kept.op === op && sameBytes(kept.request, raw)) return this.deliver(op, raw, kept.response, outPtr, outCap);
+    const key = retryKey(op, [raw]);
+    const kept = this.hold.kept(key);
+    if (kept) return this.deliver(key, kept, outPtr, outCap);
     const request = decodeRequest(raw);
     if (typeof request === 'number') return request;
     const response = this.runNested(mode, request);
     if (typeof response === 'number') return response;
-    return this.deliver(op, raw, encodeResponse(response), outPtr, outCap);
+    return this.deliver(key, encodeResponse(response), outPtr, outCap);
   }
 
   /** Run one registered command on this thread; a number is a guest error code (nothing ran). */
@@ -195,12 +197,8 @@ export class Commands {
     }
   }
 
-  private deliver(op: string, request: Uint8Array, response: Uint8Array, outPtr: number, outCap: number): number {
-    if (response.length > outCap >>> 0) {
-      this.pending = { op, request, response };
-      return response.length;
-    }
-    this.pending = null;
+  private deliver(key: string, response: Uint8Array, outPtr: number, outCap: number): number {
+    if (!this.hold.fits(key, response, outCap)) return response.length;
     return this.write(outPtr, response) ? response.length : GUEST_ERR.INVALID;
   }
 
@@ -244,8 +242,3 @@ function errName(code: number): string {
   return Object.entries(GUEST_ERR).find(([, v]) => v === code)?.[0] ?? String(code);
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}

@@ -19,6 +19,7 @@ import type { VfsSpec } from '../protocol.ts';
 import type { HostBridge } from './guest.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
+import { RetryHold } from '../retry-hold.ts';
 
 /** At most this many entries in one `vfs_list` answer; more is TOO_LARGE (narrow the prefix). */
 export const MAX_LIST_ENTRIES = 10_000;
@@ -39,7 +40,7 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
 
 export function vfsImports(ctx: VfsImportsContext): Record<string, (...a: number[]) => number> {
-  let pending: { key: string; answer: Uint8Array } | null = null;
+  const hold = new RetryHold();
 
   const text = (ptr: number, len: number, max: number): string | number => {
     if (len >>> 0 > max) return GUEST_ERR.TOO_LARGE;
@@ -60,11 +61,7 @@ export function vfsImports(ctx: VfsImportsContext): Record<string, (...a: number
   };
   /** Write `answer` if it fits; else keep it for the retry under `key` and return its size. */
   const deliver = (key: string, answer: Uint8Array, outPtr: number, outCap: number): number => {
-    if (answer.length > outCap >>> 0) {
-      pending = { key, answer };
-      return answer.length;
-    }
-    pending = null;
+    if (!hold.fits(key, answer, outCap)) return answer.length;
     try {
       ctx.memory.write(outPtr, answer);
     } catch (e) {
@@ -73,7 +70,7 @@ export function vfsImports(ctx: VfsImportsContext): Record<string, (...a: number
     }
     return answer.length;
   };
-  const kept = (key: string): Uint8Array | null => (pending && pending.key === key ? pending.answer : null);
+  const kept = (key: string): Uint8Array | null => hold.kept(key);
   const guarded = (body: () => number): number => {
     ctx.state.rethrow();
     try {
