@@ -23,6 +23,7 @@ const ASSETS: ReadonlyMap<string, { readonly file: string; readonly type: string
   ['/', { file: 'index.html', type: 'text/html; charset=utf-8' }],
   ['/dashboard/app.js', { file: 'app.js', type: 'text/javascript; charset=utf-8' }],
   ['/dashboard/app.css', { file: 'app.css', type: 'text/css; charset=utf-8' }],
+  ['/dashboard/favicon.svg', { file: 'favicon.svg', type: 'image/svg+xml; charset=utf-8' }],
 ]);
 
 /**
