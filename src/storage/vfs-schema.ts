@@ -19,8 +19,13 @@ import { SandboxError } from '../errors.ts';
 /**
  * 2: `chunks` is a rowid table (version 1 had it `WITHOUT ROWID`, which stores each 64 KiB row in
  * an index b-tree whose interior cells copy whole records — 3–5× slower for large blobs).
+ * 3: two fewer b-trees written per created file: no `inodes (volume)` index (only `clearVolume`
+ * used it, and a scan serves that rare call) and `dirents.seq` is a plain rowid, not
+ * AUTOINCREMENT (which rewrote `sqlite_sequence` on every insert). A `seq` may now be reused
+ * once the highest one is deleted; `readdir` cookies stay valid (an entry created during a
+ * listing may or may not appear, as POSIX allows).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 /** Bytes per `chunks` row: large enough for throughput, small enough that a partial write is cheap. */
 export const CHUNK_SIZE = 64 * 1024;
 
@@ -33,6 +38,19 @@ const CHUNKS_COLUMNS = `
   idx INTEGER NOT NULL,
   data BLOB NOT NULL,
   PRIMARY KEY (ino, idx)
+`;
+
+const DIRENTS_COLUMNS = `
+  seq INTEGER PRIMARY KEY,
+  parent INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  ino INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
+  UNIQUE (parent, name)
+`;
+
+const DIRENTS_INDEXES = `
+CREATE INDEX IF NOT EXISTS dirents_ino ON dirents (ino);
+CREATE INDEX IF NOT EXISTS dirents_parent_seq ON dirents (parent, seq);
 `;
 
 const DDL = `
@@ -49,20 +67,12 @@ CREATE TABLE IF NOT EXISTS inodes (
   ctime_ns INTEGER NOT NULL,
   target TEXT
 ) STRICT;
-CREATE INDEX IF NOT EXISTS inodes_volume ON inodes (volume);
 CREATE TABLE IF NOT EXISTS volumes (
   name TEXT PRIMARY KEY,
   root INTEGER NOT NULL UNIQUE REFERENCES inodes (ino)
 ) STRICT;
-CREATE TABLE IF NOT EXISTS dirents (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  parent INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
-  name TEXT NOT NULL,
-  ino INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
-  UNIQUE (parent, name)
-) STRICT;
-CREATE INDEX IF NOT EXISTS dirents_ino ON dirents (ino);
-CREATE INDEX IF NOT EXISTS dirents_parent_seq ON dirents (parent, seq);
+CREATE TABLE IF NOT EXISTS dirents (${DIRENTS_COLUMNS}) STRICT;
+${DIRENTS_INDEXES}
 CREATE TABLE IF NOT EXISTS chunks (${CHUNKS_COLUMNS}) STRICT;
 `;
 
@@ -104,8 +114,9 @@ export function initSchema(db: Database): void {
       ins.run('schema_version', SCHEMA_VERSION);
       ins.run('used_bytes', 0);
       ins.run('used_inodes', 0);
-    } else if (row.value === 1) {
-      migrateFrom1(db);
+    } else if (row.value === 1 || row.value === 2) {
+      if (row.value === 1) migrateChunksFrom1(db);
+      migrateTo3(db);
     } else if (row.value !== SCHEMA_VERSION) {
       throw new SandboxError('INTERNAL', `VFS schema version ${row.value} is not supported`);
     }
@@ -123,12 +134,28 @@ export function initSchema(db: Database): void {
 }
 
 /** Version 1 → 2: rebuild `chunks` as a rowid table (same columns, same rows). */
-function migrateFrom1(db: Database): void {
+function migrateChunksFrom1(db: Database): void {
   db.exec(`
     CREATE TABLE chunks_v2 (${CHUNKS_COLUMNS}) STRICT;
     INSERT INTO chunks_v2 (ino, idx, data) SELECT ino, idx, data FROM chunks;
     DROP TABLE chunks;
     ALTER TABLE chunks_v2 RENAME TO chunks;
+  `);
+}
+
+/**
+ * Version 2 → 3: drop the `inodes (volume)` index; rebuild `dirents` without AUTOINCREMENT (same
+ * rows, same `seq` values, so cookies handed out before stay valid). Nothing references
+ * `dirents`, so dropping the old table cascades nowhere.
+ */
+function migrateTo3(db: Database): void {
+  db.exec(`
+    DROP INDEX IF EXISTS inodes_volume;
+    CREATE TABLE dirents_v3 (${DIRENTS_COLUMNS}) STRICT;
+    INSERT INTO dirents_v3 (seq, parent, name, ino) SELECT seq, parent, name, ino FROM dirents;
+    DROP TABLE dirents;
+    ALTER TABLE dirents_v3 RENAME TO dirents;
+    ${DIRENTS_INDEXES}
   `);
   db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(SCHEMA_VERSION);
 }

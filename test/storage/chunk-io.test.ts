@@ -111,7 +111,7 @@ test('a schema 1 database (WITHOUT ROWID chunks) is migrated on open with its co
     const check = openDatabase(file, { readonly: true });
     const sql = (check.prepare("SELECT sql FROM sqlite_schema WHERE name = 'chunks'").get() as { sql: string }).sql;
     assert.doesNotMatch(sql, /WITHOUT ROWID/);
-    assert.equal((check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: number }).value, 2);
+    assert.equal((check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: number }).value, 3);
     check.close();
   } finally {
     cleanup();
