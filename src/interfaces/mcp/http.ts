@@ -1,0 +1,63 @@
+/**
+ * MCP over streamable HTTP, stateless: `membrane serve` routes `POST /mcp` here after bearer
+ * authentication, with the token's tenant and profile as the grant.
+ *
+ * Owns: one fresh `McpServer` + `StreamableHTTPServerTransport` (`sessionIdGenerator: undefined`,
+ * JSON responses) per request, both closed when the response ends; `GET` and `DELETE` (a
+ * standalone event stream, session teardown) are 405 — a stateless server has no session to
+ * stream on or end.
+ * Invariant: nothing survives a request — no session id, no server, no transport — so one
+ * tenant's request can never be answered on another's connection, and the grant is exactly the
+ * one the caller authenticated with.
+ *
+ * Does not protect against: body size, rates and authentication — the HTTP layer enforces them
+ * before calling here (MAX_MCP_BODY_BYTES is the body a maximal run_wasm upload needs).
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ERROR_TABLE } from '../../errors.ts';
+import type { McpContext } from './context.ts';
+import { MAX_MODULE_BYTES } from './schemas.ts';
+import { createMcpServer } from './server.ts';
+
+/** A JSON-RPC envelope around a base64 module of MAX_MODULE_BYTES, plus 1 MiB for the rest. */
+export const MAX_MCP_BODY_BYTES = Math.ceil(MAX_MODULE_BYTES / 3) * 4 + 1024 * 1024;
+
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/**
+ * Serve one MCP request. `body` is the already-parsed JSON body (POST); `ctx` is the grant of the
+ * authenticated caller (plus, optionally, the command registry and a logger).
+ */
+export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse, body: unknown, ctx: McpContext): Promise<void> {
+  if (req.method !== 'POST') {
+    jsonRpcError(res, 405, ERROR_TABLE.METHOD_NOT_ALLOWED.mcpCode, 'this MCP endpoint is stateless: use POST', { allow: 'POST' });
+    return;
+  }
+  const server = createMcpServer(ctx);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  let closed = false;
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    void transport.close().catch(() => undefined);
+    void server.close().catch(() => undefined);
+  };
+  res.on('close', close);
+  try {
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  } catch {
+    ctx.log?.warn({ tenant: ctx.tenant }, 'mcp request failed');
+    jsonRpcError(res, 500, ERROR_TABLE.INTERNAL.mcpCode, ERROR_TABLE.INTERNAL.message);
+    close();
+  }
+}
