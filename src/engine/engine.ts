@@ -34,6 +34,7 @@ import { Instance, type InstanceInfo } from './instance.ts';
 import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
 import { Lanes, runExec, type ExecOptions, type ExecOutcome } from './exec.ts';
+import { lanePowerServer } from './lane-powers.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from './command-abi.ts';
@@ -104,6 +105,7 @@ export class Engine {
   private readonly lanes: Lanes;
   private readonly starting = new Set<string>();
   private runs = 0;
+  private execs = 0;
   private closed = false;
 
   constructor(options: EngineOptions = {}) {
@@ -322,6 +324,15 @@ export class Engine {
       this.config,
       (language, onProgress) => this.lanes.get(language, onProgress),
       (tenant, requested, ran) => this.brokers.record({ tenant, instance: '', kind: 'profile-fallback', detail: { requested: requested.slice(0, 64), ran } }),
+      (tenant, caps) => {
+        // The snippet's principal: its tenant and an exec-unique instance (revocable like any other).
+        const who = { tenant, instance: `exec-${++this.execs}`, policy: { caps } };
+        return lanePowerServer({
+          call: (name, args, cap) => this.brokers.call(who, name, args, cap),
+          net: (name, args, stop) => this.brokers.net(who, name, args, stop),
+          admit: (cap, op, bytes, max) => this.brokers.cadence.admit({ tenant, instance: who.instance, caps }, cap, op, { bytes, max }),
+        });
+      },
     );
   }
 

@@ -6,7 +6,9 @@
  * Owns: resolving the profile into the lane request (time, fuel, memory, caps — a caller can only
  * lower them), starting each lane on first use (and warming its pool), the profile fallback's
  * audit record, and the result shape `{ ok, result?, stdout, stderr, error?, fuelUsed,
- * durationMs, profile, warnings, poolHit }`.
+ * durationMs, profile, warnings, poolHit }`; one power server per call (lane-powers.ts: the
+ * granted caps as powers, served through the brokers as the principal `tenant`/`exec-N`), ended
+ * when the call ends.
  * Invariant: one lane object per language per engine, closed with the engine; a request never
  * reaches a lane with more than its profile grants.
  *
@@ -17,6 +19,12 @@ import { SandboxError, toSandboxError } from '../errors.ts';
 import { resolvePolicy, type PolicyOptions } from '../policy/resolve.ts';
 import type { EngineConfig } from './options.ts';
 import type { ExecRequest, ExecResult, Language } from '../lanes/types.ts';
+import type { PowerServer } from '../lanes/powers.ts';
+import type { CapWord } from '../policy/profiles.ts';
+import { checkName } from './guest-spec.ts';
+
+/** Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance. */
+export type PowersFor = (tenant: string, caps: readonly CapWord[]) => { readonly serve: PowerServer; end(): void };
 
 export interface ExecOptions extends PolicyOptions {
   readonly language: Language | string;
@@ -94,6 +102,7 @@ export async function runExec(
   config: EngineConfig,
   lane: (language: Language, onProgress?: (what: string) => void) => Promise<Lane>,
   audit: (tenant: string, requested: string, ran: string) => void,
+  powers: PowersFor,
 ): Promise<ExecOutcome> {
   const t0 = performance.now();
   let profile = 'compute';
@@ -111,11 +120,14 @@ export async function runExec(
     } catch {
       throw new SandboxError('POLICY_INVALID', 'context must be JSON-serializable');
     }
+    const tenant = checkName('tenant', opts.tenant ?? 'default');
     const policy = resolvePolicy(opts, config);
     profile = policy.profile;
     warnings = policy.warnings;
-    if (policy.requestedProfile !== policy.profile) audit(opts.tenant ?? 'default', policy.requestedProfile, policy.profile);
-    const r = await (await lane(language, opts.onProgress)).exec({
+    if (policy.requestedProfile !== policy.profile) audit(tenant, policy.requestedProfile, policy.profile);
+    const started = await lane(language, opts.onProgress);
+    const server = policy.caps.length > 0 ? powers(tenant, policy.caps) : null;
+    const r = await started.exec({
       language,
       code: opts.code,
       ...(context !== undefined ? { context } : {}),
@@ -123,7 +135,8 @@ export async function runExec(
       fuel: config.fuel ? policy.fuel * LANE_FUEL_UNIT : Number.MAX_SAFE_INTEGER,
       memoryBytes: policy.memoryBytes,
       caps: policy.caps,
-    });
+      ...(server ? { powers: server.serve } : {}),
+    }).finally(() => server?.end());
     const fuelUsed = Math.ceil(r.fuelUsed / LANE_FUEL_UNIT);
     const error =
       r.error?.code === 'FUEL_EXHAUSTED' ? { code: 'FUEL_EXHAUSTED', message: `the call used more than its ${policy.fuel} units of fuel` } : r.error;

@@ -4,8 +4,11 @@
  * `ExecResult`. Shared so the lanes and the engine agree on one shape.
  *
  * Invariant: a request never carries more than its profile grants (the engine narrows it first);
- * a lane adds nothing to `caps`.
+ * a lane adds nothing to `caps`, and offers a snippet only the powers of `caps` that `powers`
+ * serves.
  */
+
+import type { PowerServer } from './powers.ts';
 
 export type Language = 'js' | 'ts' | 'python';
 export interface ExecRequest {
@@ -17,6 +20,8 @@ export interface ExecRequest {
   readonly fuel: number;          // budget; FUEL_EXHAUSTED past it
   readonly memoryBytes: number;   // linear memory cap
   readonly caps: readonly string[]; // granted cap words; a power is present only if granted
+  /** Serves the granted caps' powers (src/lanes/powers.ts); without it no power is present. */
+  readonly powers?: PowerServer;
 }
 export interface ExecResult {
   readonly ok: boolean;

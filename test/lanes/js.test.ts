@@ -114,7 +114,7 @@ test('each call sees a fresh global: a global set in call 1 is absent in call 2'
   assert.deepEqual(b.result, ['undefined', 'undefined', 'undefined']);
 });
 
-test('granted caps add no globals yet: kv and fetch stay absent', async () => {
+test('without a power server, granted caps add no globals: kv and fetch stay absent', async () => {
   const r = await lane.exec(req('[typeof kv, typeof fetch, typeof queue, typeof secrets, typeof net]', { caps: ['kv', 'net', 'queue', 'secrets'] }));
   assert.deepEqual(r.result, ['undefined', 'undefined', 'undefined', 'undefined', 'undefined']);
   assert.ok(r.warnings.some((w) => w.includes('kv')));

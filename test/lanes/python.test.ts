@@ -48,9 +48,15 @@ test('an exception → GUEST_TRAP with its last line', async () => {
   assert.deepEqual(r.error, { code: 'GUEST_TRAP', message: 'ValueError: nope' });
 });
 
-test('membrane has an attribute per granted cap and none for others', async () => {
-  const r = await lane.exec(req("import membrane\n[hasattr(membrane, 'kv'), hasattr(membrane, 'net')]", { caps: ['net'] }));
-  assert.deepEqual(r.result, [false, true]);
+test('membrane has an attribute per granted cap and none for others; its calls reach the power server', async () => {
+  const seen: unknown[] = [];
+  const powers = async (q: { power: string; args: readonly unknown[] }) => (seen.push(q), { ok: true as const, value: 'pong' });
+  const r = await lane.exec(req("import membrane\n[hasattr(membrane, 'kv'), hasattr(membrane, 'net'), membrane.browse.fetch('https://example.test/')]", { caps: ['net', 'browse'], powers }));
+  assert.deepEqual(r.result, [false, true, 'pong'], JSON.stringify(r));
+  assert.deepEqual(seen, [{ power: 'browse.fetch', args: ['https://example.test/'] }]);
+  const bare = await lane.exec(req("import membrane\nhasattr(membrane, 'net')", { caps: ['net'] }));
+  assert.equal(bare.result, false);
+  assert.ok(bare.warnings.some((w) => /no power server/.test(w)));
 });
 
 test('the tier is reported; without bwrap a warning says so', async () => {

@@ -20,6 +20,9 @@ import { SecretStore, type SecretSpec } from './secrets.ts';
 import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
 import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
 
+/** Who calls a broker: a core guest's `Caller`, or an exec call's principal (src/engine/lane-powers.ts). */
+export type BrokerCaller = Pick<Caller, 'tenant' | 'instance'> & { readonly policy: { readonly caps: readonly CapWord[] } };
+
 /** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
 export const REMOTE_CALLS: Readonly<Record<string, number>> = { ...NET_CALLS, llm_complete: LLM_MAX_REQUEST_BYTES };
 import { GUEST_ERR } from '../command-abi.ts';
@@ -78,7 +81,7 @@ export class Brokers {
    * principal (or the job ending) aborts it in flight. Guard refusals are audited like cadence
    * denials.
    */
-  async net(caller: Caller, name: string, args: readonly Uint8Array[], stop: AbortSignal): Promise<Uint8Array | number> {
+  async net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal): Promise<Uint8Array | number> {
     const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps };
     const cap = lookupImport(MEMBRANE_MODULE, name)?.grant as CapWord;
     const bytes = args.reduce((n, a) => n + a.byteLength, 0);
@@ -112,7 +115,7 @@ export class Brokers {
     return this.database;
   }
 
-  call(caller: Caller, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer {
+  call(caller: BrokerCaller, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer {
     return this.hub.call({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, name, args, cap);
   }
 

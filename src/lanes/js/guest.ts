@@ -2,27 +2,66 @@
  * The guest-side half of the JS lane's interpreter: the prelude evaluated into every fresh
  * context before the snippet, and the host's readers of what it returns.
  *
- * The prelude installs `console` and returns `{ setContext, stringify, describe }`, which the host
- * keeps as a handle — they are never globals, so the snippet cannot see or replace them. They
+ * The prelude installs `console` and returns `{ setContext, installPowers, stringify, describe }`,
+ * which the host keeps as a handle — they are never globals, so the snippet cannot see or replace them. They
  * capture the intrinsics they use (`JSON`, `String`, `Object.freeze`, …) before the snippet runs;
  * a snippet that later mutates prototypes can only distort its own output. Everything here runs
  * inside QuickJS and is metered like the snippet once the call has begun.
+ *
+ * Powers: `installPowers(caps)` defines one global per granted cap (`kv`, `queue`, `secrets`,
+ * `llm`, `browse`, `tcp`/`udp`/`tls`, and `fetch` for `net`) whose functions are plain QuickJS
+ * functions around the host function `power(name, argsJson) → answerJson` (never a global). A
+ * refused power throws an `Error` named `MembraneError` with `code` (DESIGN §4) and a fixed
+ * message; no host detail crosses.
  *
  * Does not protect against: a snippet whose own `toJSON` or getters run during serialization —
  * that is its code, bounded by fuel and the deadline like the rest of it.
  */
 
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten-core';
+import { POWER_ERROR_MESSAGES } from '../powers.ts';
 
 /** Largest result (serialized JSON) passed back to the host; larger results are dropped. */
 export const MAX_RESULT_CHARS = 4 * 1024 * 1024;
 /** Longest error message kept. */
 export const MAX_MESSAGE_CHARS = 2000;
 
-export const GUEST_PRELUDE = `(write) => {
+export const GUEST_PRELUDE = `(write, power) => {
   'use strict';
   const S = String, JS = JSON.stringify, JP = JSON.parse, freeze = Object.freeze, keys = Object.keys;
-  const define = Object.defineProperty, ErrorCtor = Error;
+  const define = Object.defineProperty, ErrorCtor = Error, PromiseCtor = Promise;
+  const MESSAGES = freeze(${JSON.stringify(POWER_ERROR_MESSAGES)});
+  const call = (name, args) => {
+    const a = JP(power(name, JS(args)));
+    if (a.ok) return a.value;
+    const e = new ErrorCtor('membrane ' + name + ': ' + (MESSAGES[a.code] ?? 'failed') + ' (' + S(a.code) + ')');
+    define(e, 'name', { value: 'MembraneError', writable: true, configurable: true, enumerable: false });
+    define(e, 'code', { value: S(a.code), writable: false, configurable: false, enumerable: true });
+    throw e;
+  };
+  const later = (f) => new PromiseCtor((resolve) => resolve(f()));
+  const response = (r) => {
+    const body = typeof r.body === 'string' ? r.body : '';
+    return freeze({
+      status: r.status, ok: r.status >= 200 && r.status < 300, headers: freeze(r.headers ?? {}),
+      ...(typeof r.bodyBase64 === 'string' ? { bodyBase64: r.bodyBase64 } : {}),
+      text: () => later(() => body), json: () => later(() => JP(body)),
+    });
+  };
+  const POWERS = {
+    kv: () => ['kv', { get: (k) => call('kv.get', [k]), put: (k, v) => { call('kv.put', [k, v]); }, delete: (k) => call('kv.delete', [k]), list: (p) => call('kv.list', [p === undefined ? '' : p]) }],
+    queue: () => ['queue', { push: (q, m) => { call('queue.push', [q, m]); }, pop: (q) => call('queue.pop', [q]), len: (q) => call('queue.len', [q]) }],
+    secrets: () => ['secrets', { sign: (n, m) => call('secrets.sign', [n, m]) }],
+    net: () => ['fetch', (url, init) => later(() => {
+      const o = init ?? {};
+      return response(call('net.fetch', [{ url: S(url), method: o.method, headers: o.headers, body: o.body }]));
+    })],
+    llm: () => ['llm', { complete: (req) => later(() => call('llm.complete', [req])) }],
+    browse: () => ['browse', { fetch: (url) => later(() => call('browse.fetch', [S(url)])) }],
+    tcp: () => ['tcp', { request: (t, d) => call('tcp.request', [t, d === undefined ? '' : d]) }],
+    udp: () => ['udp', { request: (t, d) => call('udp.request', [t, d === undefined ? '' : d]) }],
+    tls: () => ['tls', { request: (t, d) => call('tls.request', [t, d === undefined ? '' : d]) }],
+  };
   const show = (v) => {
     if (typeof v === 'string') return v;
     if (v instanceof ErrorCtor) { try { return S(v.name) + ': ' + S(v.message); } catch { return 'Error'; } }
@@ -37,6 +76,14 @@ export const GUEST_PRELUDE = `(write) => {
   define(globalThis, 'console', { value: freeze({ log, info: log, debug: log, error, warn: error }), writable: true, configurable: true, enumerable: false });
   const deepFreeze = (v) => { if (v !== null && typeof v === 'object') { freeze(v); for (const k of keys(v)) deepFreeze(v[k]); } return v; };
   return freeze({
+    installPowers(capsJson) {
+      for (const cap of JP(capsJson)) {
+        const make = POWERS[cap];
+        if (make === undefined) continue;
+        const [name, value] = make();
+        define(globalThis, name, { value: freeze(value), writable: true, configurable: true, enumerable: false });
+      }
+    },
     setContext(json) {
       define(globalThis, 'context', { value: json === '' ? undefined : deepFreeze(JP(json)), writable: false, configurable: false, enumerable: false });
     },

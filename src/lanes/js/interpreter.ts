@@ -6,8 +6,9 @@
  * Owns: the snippet's world. Globals are the ECMAScript built-ins QuickJS provides, `console`
  * (log/info/debug → stdout, error/warn → stderr, captured and capped) and `context` (a deep-frozen
  * copy parsed from JSON, non-writable). No `std`/`os` modules, no module loader, no host object.
- * Granted caps add nothing yet: powers (`kv`, `fetch`, …) land with the broker bridge, so today
- * every power is absent, never a stub. For TypeScript, a second runtime in the same instance holds
+ * Powers: only the job's granted caps (`job.powers`) become globals (`kv`, `fetch`, …; guest.ts);
+ * an ungranted one is absent, never a stub. Each power call goes through the host function
+ * `power`, which hands it to the job's `PowerCall` (the bridge to the main thread, bridge.ts). For TypeScript, a second runtime in the same instance holds
  * sucrase (loaded during preparation, so its load is not metered); stripping the snippet's types
  * runs inside the wasm and its fuel counts toward the call.
  * Invariant: an interpreter is never reused — not its context, runtime or linear memory.
@@ -44,7 +45,13 @@ export interface Interpreter {
   /** `{ setContext, stringify, describe }`, kept host-side (never a global). */
   readonly helpers: QuickJSHandle;
   readonly transpiler: { readonly rt: QuickJSRuntime; readonly ctx: QuickJSContext; readonly transform: QuickJSHandle } | null;
+  /** Where the host function `power` sends a call: set by `evaluate` for its one job. */
+  readonly powers: { call: PowerCall | null };
 }
+
+/** One power call: the power's name and its arguments as JSON → the answer as JSON (powers.ts). */
+export type PowerCall = (power: string, argsJson: string) => string;
+const NO_POWER = '{"ok":false,"code":"DENIED"}';
 
 export interface PrepareConfig {
   readonly module: WebAssembly.Module;
@@ -81,10 +88,16 @@ export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig): Promise<In
   const write = ctx.newFunction('write', (fd, text) => {
     if (ctx.typeof(text) === 'string') sink.write(ctx.getNumber(fd) === 2 ? 'stderr' : 'stdout', ctx.getString(text));
   });
+  const powers: Interpreter['powers'] = { call: null };
+  const power = ctx.newFunction('power', (name, args) => {
+    const ok = ctx.typeof(name) === 'string' && ctx.typeof(args) === 'string' && powers.call !== null;
+    return ctx.newString(ok ? powers.call!(ctx.getString(name), ctx.getString(args)) : NO_POWER);
+  });
   const factory = ctx.unwrapResult(ctx.evalCode(GUEST_PRELUDE, 'membrane:prelude'));
-  const helpers = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, write));
+  const helpers = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, write, power));
   factory.dispose();
   write.dispose();
+  power.dispose();
   let transpiler: Interpreter['transpiler'] = null;
   if (kind === 'ts') {
     transpilerSource ??= readFileSync(cfg.transpilerPath, 'utf8');
@@ -100,7 +113,7 @@ export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig): Promise<In
     warmup.dispose();
     transpiler = { rt: trt, ctx: tctx, transform };
   }
-  return { kind, meter, sink, rt, ctx, helpers, transpiler };
+  return { kind, meter, sink, rt, ctx, helpers, transpiler, powers };
 }
 
 type Failure = { readonly code: string; readonly message: string };
@@ -125,7 +138,7 @@ function classifyHost(e: unknown, budget: number): Failure {
 }
 
 /** Run one job in `it`, which must never be used again afterwards. */
-export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: number): ExecResult {
+export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: number, powerCall: PowerCall | null = null): ExecResult {
   const { ctx, rt, meter, sink } = it;
   const warnings: string[] = [];
   let failure: Failure | null = null;
@@ -138,6 +151,7 @@ export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: nu
     it.transpiler.rt.setMemoryLimit(job.memoryBytes);
     it.transpiler.rt.setInterruptHandler(meter.shouldInterrupt);
   }
+  it.powers.call = powerCall;
   meter.begin(job.fuel, performance.now() + job.timeoutMs);
   try {
     failure = run(it, job, warnings, (v) => {
@@ -179,6 +193,13 @@ function run(it: Interpreter, job: ExecJob, warnings: string[], setResult: (v: u
   ctxArg.dispose();
   if (set.error) return { code: 'INTERNAL', message: 'the context could not be set' };
   set.value.dispose();
+  if (job.powers.length > 0) {
+    const capsArg = ctx.newString(JSON.stringify(job.powers));
+    const installed = call('installPowers', capsArg);
+    capsArg.dispose();
+    if (installed.error) return { code: 'INTERNAL', message: 'the powers could not be installed' };
+    installed.value.dispose();
+  }
 
   let source = job.code;
   if (job.language === 'ts') {

@@ -9,9 +9,10 @@
  * cache under `$MEMBRANE_HOME/cache` (`cacheDir: false` disables it). Linear memory: each call's
  * `memoryBytes` is QuickJS's allocation limit; every instance's wasm memory maximum is
  * `LINEAR_MEMORY_CEILING_BYTES` (a larger request is clamped, with a warning).
- * Caps: powers (`kv`, `fetch`, `queue`, `secrets`, …) arrive with the broker bridge; until then a
- * granted cap adds nothing to the snippet's globals (absent, never a stub) and is named in
- * `warnings`.
+ * Caps: each granted cap with a lane power (src/lanes/powers.ts) becomes a global (`kv`, `queue`,
+ * `secrets`, `fetch` for `net`, `llm`, `browse`, `tcp`/`udp`/`tls`) served by the request's
+ * `powers` server; an ungranted cap's global is absent, never a stub. A granted cap without a lane
+ * power (or any cap, when the request has no server) is named in `warnings`.
  *
  * Does not protect against: a queue of slow calls delaying later ones (their own deadlines start
  * when they run, not when they were queued).
@@ -25,6 +26,7 @@ import { membraneHome } from '../../storage/sqlite.ts';
 import type { ExecRequest, ExecResult } from '../types.ts';
 import { DEFAULT_OUTPUT_LIMIT_BYTES } from './output.ts';
 import type { ExecJob, JsWorkerData } from './protocol.ts';
+import { lanePowerCaps, type PowerServer } from '../powers.ts';
 import { WorkerSlot } from './slot.ts';
 
 export interface JsLaneOptions {
@@ -41,11 +43,11 @@ export interface JsLaneOptions {
 export const DEFAULT_POOL_SIZE = 2;
 export const MAX_POOL_SIZE = 16;
 export const LINEAR_MEMORY_CEILING_BYTES = 1024 * 1024 * 1024;
-/** The ECMAScript built-ins are the snippet's whole world until the broker bridge lands. */
-const NOT_YET_BRIDGED = 'the JS lane does not bridge host powers yet; granted caps add no globals';
+const NO_SERVER = 'js: no power server was given; granted caps add no globals';
 
 interface Queued {
   readonly job: ExecJob;
+  readonly server: PowerServer | null;
   readonly resolve: (r: ExecResult) => void;
   readonly warnings: readonly string[];
 }
@@ -93,7 +95,7 @@ export class JsLane {
     if (this.slot) return this.slot;
     const p = (async () => {
       const b = await bundles();
-      const data: JsWorkerData = {
+      const data: Omit<JsWorkerData, 'powerPort' | 'powerSignal'> = {
         v: 1,
         wasmPath: createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm'),
         transpilerPath: b.transpiler,
@@ -144,7 +146,9 @@ export class JsLane {
       return Promise.resolve(failed('POLICY_INVALID', 'context must be JSON-serializable'));
     }
     const warnings: string[] = [];
-    if (req.caps.length > 0) warnings.push(`${NOT_YET_BRIDGED} (${req.caps.join(', ')})`);
+    const { powers, warning } = lanePowerCaps(req.caps, 'js');
+    if (req.powers === undefined && req.caps.length > 0) warnings.push(`${NO_SERVER} (${req.caps.join(', ')})`);
+    else if (warning !== null) warnings.push(warning);
     let memoryBytes = Math.floor(req.memoryBytes);
     if (memoryBytes > LINEAR_MEMORY_CEILING_BYTES) {
       memoryBytes = LINEAR_MEMORY_CEILING_BYTES;
@@ -158,9 +162,10 @@ export class JsLane {
       timeoutMs: Math.max(1, req.timeoutMs),
       fuel: Math.max(0, Math.floor(req.fuel)),
       memoryBytes: Math.max(1024 * 1024, memoryBytes),
+      powers: req.powers === undefined ? [] : powers,
     };
     return new Promise((resolve) => {
-      this.queue.push({ job, resolve, warnings });
+      this.queue.push({ job, server: req.powers ?? null, resolve, warnings });
       void this.pump();
     });
   }
@@ -173,7 +178,7 @@ export class JsLane {
         let r: ExecResult;
         try {
           const slot = await this.getSlot();
-          r = await slot.run(q.job);
+          r = await slot.run(q.job, q.server);
           if (!slot.alive && this.slot) {
             // Terminated at the backstop (or died): the next call gets a fresh worker.
             this.slot = null;

@@ -7,9 +7,17 @@
  * Invariant: only JSON-like data and one compiled `WebAssembly.Module` (the instrumented QuickJS,
  * shared so a replacement worker need not rewrite it) cross the boundary — never a handle into
  * an interpreter.
+ *
+ * Powers (src/lanes/powers.ts): the worker, blocked inside a snippet's power call, posts
+ * `{ kind: 'power', id, seq, request }` (request: JSON text); the host answers on the dedicated
+ * `powerPort` with `{ seq, answer }` (answer: JSON text), then stores `seq` into `powerSignal[0]`
+ * and notifies. The worker reads the answer with `receiveMessageOnPort` — its event loop is busy
+ * running the snippet — and every wait for it is bounded by the call's deadline (bridge.ts).
  */
 
 import type { ExecResult } from '../types.ts';
+
+import type { MessagePort } from 'node:worker_threads';
 
 export const JS_LANE_PROTOCOL_VERSION = 1;
 
@@ -30,6 +38,16 @@ export interface JsWorkerData {
   readonly memoryCeilingBytes: number;
   /** Int32[1]: the main thread sets it to 1 at the current job's deadline. */
   readonly interrupt: SharedArrayBuffer;
+  /** The worker's end of the power answers' channel (transferred at spawn). */
+  readonly powerPort: MessagePort;
+  /** Int32[1]: the seq of the last power answer posted on `powerPort`. */
+  readonly powerSignal: SharedArrayBuffer;
+}
+
+/** What the host posts on `powerPort`. */
+export interface PowerReply {
+  readonly seq: number;
+  readonly answer: string;
 }
 
 /** The per-call part of an `ExecRequest` the worker needs (caps are resolved on the host). */
@@ -41,6 +59,8 @@ export interface ExecJob {
   readonly timeoutMs: number;
   readonly fuel: number;
   readonly memoryBytes: number;
+  /** Granted caps whose powers the snippet gets (src/lanes/powers.ts LANE_POWERS). */
+  readonly powers: readonly string[];
 }
 
 export type HostToWorker =
@@ -52,7 +72,8 @@ export type WorkerToHost =
   | { readonly v: 1; readonly kind: 'boot-failed'; readonly message: string }
   | { readonly v: 1; readonly kind: 'result'; readonly id: number; readonly result: ExecResult }
   | { readonly v: 1; readonly kind: 'pool'; readonly js: number; readonly ts: number }
-  | { readonly v: 1; readonly kind: 'warmed'; readonly id: number };
+  | { readonly v: 1; readonly kind: 'warmed'; readonly id: number }
+  | { readonly v: 1; readonly kind: 'power'; readonly id: number; readonly seq: number; readonly request: string };
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
 
@@ -84,6 +105,10 @@ export function parseWorkerMessage(x: unknown): WorkerToHost | null {
       return typeof x['js'] === 'number' && typeof x['ts'] === 'number' ? { v: 1, kind: 'pool', js: x['js'], ts: x['ts'] } : null;
     case 'warmed':
       return typeof x['id'] === 'number' ? { v: 1, kind: 'warmed', id: x['id'] } : null;
+    case 'power':
+      return typeof x['id'] === 'number' && typeof x['seq'] === 'number' && typeof x['request'] === 'string'
+        ? { v: 1, kind: 'power', id: x['id'], seq: x['seq'], request: x['request'] }
+        : null;
     default:
       return null;
   }

@@ -6,15 +6,19 @@
  * next fuel refill or interrupt check, and the worker lives on); if no result has arrived
  * `TERMINATE_GRACE_MS` later, the worker is terminated — a runaway never keeps a core — and the
  * slot reports itself dead so the lane replaces it.
+ * Powers: while a job runs, the worker's power requests (protocol.ts) are handed to that job's
+ * `PowerServer` and answered on the power port; a request for any other job, or when the job has
+ * no server, answers DENIED. Every request is answered (the worker's own wait is bounded).
  * Invariant: `run()` always settles: with the worker's result, at the backstop, or when the
  * worker dies.
  *
  * Does not protect against: the worker's own bugs beyond what `resourceLimits` bounds.
  */
 
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ExecResult } from '../types.ts';
-import { parseWorkerMessage, type ExecJob, type HostToWorker, type JsWorkerData } from './protocol.ts';
+import { MAX_POWER_FRAME_BYTES, encodeAnswer, parsePowerRequest, type PowerAnswer, type PowerServer } from '../powers.ts';
+import { parseWorkerMessage, type ExecJob, type HostToWorker, type JsWorkerData, type PowerReply } from './protocol.ts';
 
 export const TERMINATE_GRACE_MS = 200;
 /** V8 heap of the worker; the interpreters' linear memories are outside it (capped per call). */
@@ -38,6 +42,9 @@ export class WorkerSlot {
   private readonly pending = new Map<number, (r: ExecResult) => void>();
   private readonly warming = new Map<number, () => void>();
   private readonly flag: Int32Array;
+  private readonly powerFlag: Int32Array;
+  /** The running job's id, its power server and its deadline (Date.now()-based). */
+  private serving: { id: number; server: PowerServer | null; deadline: number } | null = null;
   alive = true;
   busy = false;
   ready = { js: 0, ts: 0 };
@@ -47,12 +54,19 @@ export class WorkerSlot {
     private readonly worker: Worker,
     interrupt: SharedArrayBuffer,
     private readonly onPool: () => void,
+    private readonly powerPort: MessagePort,
+    powerSignal: SharedArrayBuffer,
   ) {
     this.flag = new Int32Array(interrupt);
+    this.powerFlag = new Int32Array(powerSignal);
   }
 
-  static async spawn(file: string, data: JsWorkerData, onPool: () => void): Promise<WorkerSlot> {
+  static async spawn(file: string, base: Omit<JsWorkerData, 'powerPort' | 'powerSignal'>, onPool: () => void): Promise<WorkerSlot> {
+    const channel = new MessageChannel();
+    channel.port1.unref();
+    const data: JsWorkerData = { ...base, powerPort: channel.port2, powerSignal: new SharedArrayBuffer(4) };
     const worker = new Worker(file, {
+      transferList: [channel.port2],
       env: {},
       argv: [],
       execArgv: [],
@@ -65,7 +79,7 @@ export class WorkerSlot {
     worker.stdout.resume();
     worker.stderr.resume();
     worker.unref();
-    const slot = new WorkerSlot(worker, data.interrupt, onPool);
+    const slot = new WorkerSlot(worker, data.interrupt, onPool, channel.port1, data.powerSignal);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         void worker.terminate();
@@ -102,7 +116,30 @@ export class WorkerSlot {
     } else if (m.kind === 'warmed') {
       this.warming.get(m.id)?.();
       this.warming.delete(m.id);
+    } else if (m.kind === 'power') {
+      void this.power(m.id, m.seq, m.request);
     }
+  }
+
+  /** Serve one power request of the running job and post the answer (always). */
+  private async power(id: number, seq: number, request: string): Promise<void> {
+    const job = this.serving;
+    let answer: PowerAnswer = { ok: false, code: 'DENIED' };
+    if (job !== null && job.id === id && job.server !== null) {
+      let parsed: unknown = null;
+      try {
+        parsed = request.length > MAX_POWER_FRAME_BYTES ? null : JSON.parse(request);
+      } catch {
+        parsed = null;
+      }
+      const req = parsePowerRequest(parsed);
+      answer = req === null ? { ok: false, code: request.length > MAX_POWER_FRAME_BYTES ? 'TOO_LARGE' : 'INVALID' } : await job.server(req, job.deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
+    }
+    if (!this.alive) return;
+    const reply: PowerReply = { seq, answer: encodeAnswer(answer) };
+    this.powerPort.postMessage(reply);
+    Atomics.store(this.powerFlag, 0, seq);
+    Atomics.notify(this.powerFlag, 0);
   }
 
   private died(_code: number): void {
@@ -131,11 +168,12 @@ export class WorkerSlot {
     });
   }
 
-  /** Run one job; the caller runs at most one at a time per slot. */
-  run(job: ExecJob): Promise<ExecResult> {
+  /** Run one job (its powers served by `server`); the caller runs at most one at a time per slot. */
+  run(job: ExecJob, server: PowerServer | null = null): Promise<ExecResult> {
     const t0 = performance.now();
     if (!this.alive) return Promise.resolve(failure('INTERNAL', 'the JS lane worker exited', t0));
     const id = this.nextId++;
+    this.serving = { id, server, deadline: Date.now() + job.timeoutMs };
     this.busy = true;
     Atomics.store(this.flag, 0, 0);
     return new Promise<ExecResult>((resolve) => {
@@ -146,6 +184,7 @@ export class WorkerSlot {
         void this.terminate();
       }, job.timeoutMs + TERMINATE_GRACE_MS);
       const settle = (r: ExecResult): void => {
+        if (this.serving?.id === id) this.serving = null;
         clearTimeout(raise);
         clearTimeout(backstop);
         this.busy = false;
@@ -160,6 +199,7 @@ export class WorkerSlot {
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     const alive = this.alive;
     this.died(0);
+    this.powerPort.close();
     if (alive) {
       await this.worker.terminate();
       await Promise.race([exited, new Promise((r) => setTimeout(r, 1000).unref())]);

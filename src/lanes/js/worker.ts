@@ -14,11 +14,13 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { evaluate, prepare, type Interpreter, type PrepareConfig } from './interpreter.ts';
 import { loadInstrumentedQuickJS } from './module.ts';
+import { PowerBridge } from './bridge.ts';
 import { JS_LANE_PROTOCOL_VERSION, type HostToWorker, type JsWorkerData, type WorkerToHost } from './protocol.ts';
 
 const data = workerData as JsWorkerData;
 const port = parentPort;
 const send = (m: WorkerToHost): void => port?.postMessage(m);
+const bridge = new PowerBridge(data.powerPort, data.powerSignal, new Int32Array(data.interrupt), send);
 
 const pools: Record<'js' | 'ts', Interpreter[]> = { js: [], ts: [] };
 let wantTs = data.wantTs;
@@ -94,7 +96,11 @@ async function main(): Promise<void> {
         result: { ok: false, stdout: '', stderr: '', error: { code: 'INTERNAL', message: 'internal error' }, fuelUsed: 0, durationMs: performance.now() - t0, warnings: [], poolHit: false },
       });
     ready
-      .then((it) => send({ v: 1, kind: 'result', id: m.id, result: evaluate(it, m.job, pooled !== undefined, t0) }))
+      .then((it) => {
+        const deadline = performance.now() + m.job.timeoutMs;
+        const powerCall = m.job.powers.length > 0 ? (power: string, args: string): string => bridge.call(m.id, power, args, deadline) : null;
+        send({ v: 1, kind: 'result', id: m.id, result: evaluate(it, m.job, pooled !== undefined, t0, powerCall) });
+      })
       .catch(failed)
       .finally(() => {
         send({ v: 1, kind: 'pool', js: pools.js.length, ts: pools.ts.length });

@@ -7,6 +7,9 @@
  * `KILL_GRACE_MS`, for code that never reaches a fuel refill) and the death of the child after
  * its one call.
  *
+ * Powers: the child's fd 4 is a pipe of length-prefixed frames (protocol.ts); while its one exec
+ * runs, each request frame is handed to the call's `PowerServer` and its answer written back — a
+ * frame past `MAX_POWER_FRAME_BYTES`, or any frame when no server was given, ends or denies it.
  * Invariant: a child serves at most one exec and is killed as soon as it has answered, timed out
  * or misbehaved; every wait has a bound; the child's stdout/stderr are never read into results
  * (Pyodide's own fatal-error chatter goes nowhere).
@@ -18,6 +21,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { Duplex } from 'node:stream';
+import { MAX_POWER_FRAME_BYTES, encodeAnswer, parsePowerRequest, type PowerAnswer, type PowerServer } from '../powers.ts';
 import { parseChildMessage, type ChildMessage, type ExecMessage } from './protocol.ts';
 import type { ChildCommand } from './spawn.ts';
 
@@ -49,7 +54,7 @@ export class PythonChild {
     // Its own session and process group (no controlling terminal; one group to kill): bubblewrap's
     // outer process may exit or be killed while the sandboxed interpreter lives on, so the whole
     // group is what `kill` ends.
-    this.proc = spawn(cmd.command, [...cmd.args], { env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true });
+    this.proc = spawn(cmd.command, [...cmd.args], { env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc', 'pipe'], detached: true });
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.kill();
@@ -92,10 +97,11 @@ export class PythonChild {
     return !this.dead;
   }
 
-  /** Run the one exec this child will ever serve; the child is dead when this resolves. */
-  exec(msg: ExecMessage): Promise<ExecAnswer> {
+  /** Run the one exec this child will ever serve (its powers served by `server`); the child is dead when this resolves. */
+  exec(msg: ExecMessage, server: PowerServer | null = null): Promise<ExecAnswer> {
     if (this.used) throw new Error('python child reused');
     this.used = true;
+    this.servePowers(server, Date.now() + msg.timeoutMs);
     return new Promise<ExecAnswer>((resolve) => {
       let settled = false;
       const finish = (a: ExecAnswer): void => {
@@ -113,6 +119,45 @@ export class PythonChild {
       if (this.dead) finish({ kind: 'killed', reason: 'DIED' });
       else this.proc.send(msg, (err) => err && finish({ kind: 'killed', reason: 'DIED' }));
     });
+  }
+
+  /** Answer the child's power frames, one at a time, until it dies; a bad frame kills it. */
+  private servePowers(server: PowerServer | null, deadline: number): void {
+    const pipe = this.proc.stdio[4] as Duplex | null | undefined;
+    if (!pipe) return;
+    let buffered: Buffer = Buffer.alloc(0);
+    let busy = false;
+    const answer = (a: PowerAnswer): void => {
+      const body = Buffer.from(encodeAnswer(a));
+      const head = Buffer.alloc(4);
+      head.writeUInt32BE(body.length, 0);
+      if (!this.dead) pipe.write(Buffer.concat([head, body]));
+    };
+    const next = async (): Promise<void> => {
+      while (!busy && buffered.length >= 4) {
+        const n = buffered.readUInt32BE(0);
+        if (n > MAX_POWER_FRAME_BYTES) return this.kill();
+        if (buffered.length < 4 + n) return;
+        const frame = buffered.subarray(4, 4 + n);
+        buffered = buffered.subarray(4 + n);
+        let parsed: unknown = null;
+        try {
+          parsed = JSON.parse(frame.toString('utf8'));
+        } catch {
+          parsed = null;
+        }
+        const req = parsePowerRequest(parsed);
+        busy = true;
+        const a: PowerAnswer = req === null ? { ok: false, code: 'INVALID' } : server === null ? { ok: false, code: 'DENIED' } : await server(req, deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
+        busy = false;
+        answer(a);
+      }
+    };
+    pipe.on('data', (chunk: Buffer) => {
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      void next();
+    });
+    pipe.on('error', () => {});
   }
 
   /**

@@ -16,12 +16,20 @@
 // with `--disallow-code-generation-from-strings`, so a host `Function`/`eval` reached through a
 // proxy throws. Errors carry Python's last exception line, never a host stack or host path.
 //
+// Powers (layer 6): when the call grants caps with lane powers, a character device
+// `/dev/membrane` exists in Pyodide's in-memory FS and the `membrane` module has one attribute
+// per such cap; a power call writes its JSON request to the device and reads the answer, and the
+// device's read blocks this process on the power pipe (fd 4) until the parent's power server has
+// answered: bytes only — no JS object ever reaches Python. Waits on the pipe are bounded by the
+// call's deadline (a non-blocking pipe is polled in 1 ms sleeps; a blocking one by the parent's
+// deadline answer and its kill).
+//
 // Does not protect against: code that never reaches a fuel refill (a long host-side JS call, or
 // fuel off) — the parent SIGKILLs at the deadline plus a grace; JS objects reachable from a
 // `to_js` value (Object, Function) — they are harmless only because code generation is off and
 // this process is confined.
 
-import { constants as fsConstants, readFileSync } from 'node:fs';
+import { constants as fsConstants, readFileSync, readSync, writeSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 const [pyodideDir, wasmFile] = process.argv.slice(2);
@@ -50,6 +58,76 @@ function refill(current) {
 }
 function fuelUsed() {
   return meter.global === null ? 0 : Math.max(0, meter.granted - Number(meter.global.value));
+}
+
+/** The power bridge: frames on fd 4 (4-byte big-endian length, then JSON), one call at a time. */
+const POWER_FD = 4;
+const bridge = { max: 0, broken: false };
+const pause = new Int32Array(new SharedArrayBuffer(4));
+function pipeIo(op) {
+  for (;;) {
+    try {
+      return op();
+    } catch (e) {
+      if (e?.code !== 'EAGAIN') throw e;
+    }
+    if (performance.now() > meter.deadline) throw new Error('deadline');
+    Atomics.wait(pause, 0, 0, 1);
+  }
+}
+function readExact(n) {
+  const b = Buffer.alloc(n);
+  for (let off = 0; off < n; ) {
+    const got = pipeIo(() => readSync(POWER_FD, b, off, n - off, null));
+    if (got === 0) throw new Error('closed');
+    off += got;
+  }
+  return b;
+}
+/** One power call: request bytes up, answer bytes (JSON) back; never throws. */
+function hostCall(request) {
+  const failed = () => Buffer.from(JSON.stringify({ ok: false, code: performance.now() > meter.deadline ? 'TIMEOUT' : 'UNAVAILABLE' }));
+  if (bridge.broken) return failed();
+  if (request.length > bridge.max) return Buffer.from('{"ok":false,"code":"TOO_LARGE"}');
+  try {
+    const frame = Buffer.alloc(4 + request.length);
+    frame.writeUInt32BE(request.length, 0);
+    request.copy(frame, 4);
+    for (let off = 0; off < frame.length; ) off += pipeIo(() => writeSync(POWER_FD, frame, off, frame.length - off));
+    const n = readExact(4).readUInt32BE(0);
+    if (n > bridge.max) throw new Error('oversized answer');
+    return readExact(n);
+  } catch {
+    // A half-finished exchange leaves the pipe out of step: no later call uses it.
+    bridge.broken = true;
+    return failed();
+  }
+}
+/** `/dev/membrane`: write a request, then read its answer to EOF (one exchange per open). */
+function powerDevice(FS) {
+  const dev = FS.makedev(64, 0);
+  FS.registerDevice(dev, {
+    open(stream) {
+      stream.membrane = { chunks: [], bytes: 0, answer: null, pos: 0 };
+    },
+    close() {},
+    write(stream, buffer, offset, length) {
+      const st = stream.membrane;
+      if (st.answer !== null) return 0;
+      st.bytes += length;
+      if (st.bytes <= bridge.max) st.chunks.push(Buffer.from(new Uint8Array(buffer.buffer, buffer.byteOffset + offset, length)));
+      return length;
+    },
+    read(stream, buffer, offset, length) {
+      const st = stream.membrane;
+      if (st.answer === null) st.answer = st.bytes > bridge.max ? Buffer.from('{"ok":false,"code":"TOO_LARGE"}') : hostCall(Buffer.concat(st.chunks));
+      const n = Math.min(length, st.answer.length - st.pos);
+      new Uint8Array(buffer.buffer, buffer.byteOffset + offset, n).set(st.answer.subarray(st.pos, st.pos + n));
+      st.pos += n;
+      return n;
+    },
+  });
+  FS.mkdev('/dev/membrane', 0o600, dev);
 }
 
 /** The space wall: the heap may grow only up to the call's cap (boot runs under the ceiling). */
@@ -160,20 +238,63 @@ def _freeze(v):
 def _thaw(v):
     if isinstance(v, types.MappingProxyType): return {k: _thaw(x) for k, x in v.items()}
     return v
-class _Power:
-    """A granted capability; its broker bridge is not wired yet, so every use raises."""
-    def __init__(self, name): self.__name = name
-    def __repr__(self): return f"<membrane power {self.__name}>"
-    def __getattr__(self, attr):
-        raise NotImplementedError(f"membrane.{self.__name}: host bridge not available yet")
-    def __call__(self, *a, **k):
-        raise NotImplementedError(f"membrane.{self.__name}: host bridge not available yet")
-def _membrane_run(code, context_json, caps):
+def _membrane_module(powers, max_frame, messages):
+    class MembraneError(Exception):
+        """A refused or failed host power; .code is DESIGN 4's name (DENIED, REVOKED, ...)."""
+        def __init__(self, power, code):
+            super().__init__(f"membrane {power}: {messages.get(code, 'failed')} ({code})")
+            self.code = code
+    def call(power, args):
+        data = json.dumps({'power': power, 'args': args}).encode()
+        if len(data) > max_frame:
+            data = json.dumps({'power': power, 'oversized': len(data)}).encode()
+        fd = os.open('/dev/membrane', os.O_RDWR)
+        try:
+            view = memoryview(data)
+            while len(view):
+                view = view[os.write(fd, view):]
+            chunks = []
+            while True:
+                b = os.read(fd, 1 << 20)
+                if not b: break
+                chunks.append(b)
+        finally:
+            os.close(fd)
+        a = json.loads(b''.join(chunks))
+        if a.get('ok') is True: return a.get('value')
+        raise MembraneError(power, str(a.get('code', 'UNAVAILABLE')))
+    def text(v):
+        return v.decode('utf-8') if isinstance(v, (bytes, bytearray)) else v
+    class Response:
+        def __init__(self, r):
+            self.status = r.get('status'); self.headers = r.get('headers') or {}
+            self.ok = isinstance(self.status, int) and 200 <= self.status < 300
+            self._body = r.get('body') or ''
+        def text(self): return self._body
+        def json(self): return json.loads(self._body)
+        def __repr__(self): return f"<Response {self.status}>"
+    ns = types.SimpleNamespace
+    makers = {
+        'kv': lambda: ns(get=lambda k: call('kv.get', [k]), put=lambda k, v: call('kv.put', [k, text(v)]),
+                         delete=lambda k: call('kv.delete', [k]), list=lambda prefix='': call('kv.list', [prefix])),
+        'queue': lambda: ns(push=lambda q, m: call('queue.push', [q, text(m)]), pop=lambda q: call('queue.pop', [q]),
+                            len=lambda q: call('queue.len', [q])),
+        'secrets': lambda: ns(sign=lambda name, message: call('secrets.sign', [name, text(message)])),
+        'net': lambda: ns(fetch=lambda url, method=None, headers=None, body=None:
+                          Response(call('net.fetch', [{'url': url, 'method': method, 'headers': headers, 'body': text(body)}]))),
+        'llm': lambda: ns(complete=lambda request: call('llm.complete', [request])),
+        'browse': lambda: ns(fetch=lambda url: call('browse.fetch', [url])),
+    }
+    for sock in ('tcp', 'udp', 'tls'):
+        makers[sock] = (lambda s: lambda: ns(request=lambda target, data='': call(s + '.request', [target, text(data)])))(sock)
+    mod = types.ModuleType('membrane', 'Host powers: one attribute per granted capability (docs/lanes.md).')
+    mod.MembraneError = MembraneError
+    for c in powers:
+        if c in makers: setattr(mod, c, makers[c]())
+    return mod
+def _membrane_run(code, context_json, powers_json, max_frame, messages_json):
     from pyodide.code import eval_code
-    mod = types.ModuleType('membrane', 'Host powers: one attribute per granted capability.')
-    for c in caps:
-        setattr(mod, c, _Power(c))
-    sys.modules['membrane'] = mod
+    sys.modules['membrane'] = _membrane_module(json.loads(powers_json), max_frame, json.loads(messages_json))
     g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(json.loads(context_json))}
     try:
         value = eval_code(code, g)
@@ -205,9 +326,12 @@ process.on('message', (m) => {
   meter.granted = 0;
   if (meter.global !== null) meter.global.value = 0n;
   meter.deadline = performance.now() + m.timeoutMs;
+  bridge.max = m.maxFrameBytes;
   let reply;
   try {
-    const text = run(m.code, m.contextJson, m.caps);
+    if (m.powers.length > 0) powerDevice(pyodide.FS);
+    // Strings and numbers only cross into Python (a JS array would arrive as a JsProxy).
+    const text = run(m.code, m.contextJson, JSON.stringify(m.powers), m.maxFrameBytes, m.powerMessages);
     reply = { outcome: JSON.parse(text) };
   } catch {
     reply = { outcome: { ok: false, kind: 'host' } };

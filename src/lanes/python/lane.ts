@@ -8,8 +8,8 @@
  * Layers (§8), where they live: 1 jsglobals/js/pyodide_js, 2 no code generation, 3 `system` → -1,
  * 5 fuel + memory cap — child.mjs; 4 the process, permission model and bubblewrap — spawn.ts;
  * 6 the `membrane` module — child.mjs: it exists in every run and has one attribute per granted
- * cap and none for any other; the broker bridge is not wired yet, so a granted power's attribute
- * raises `NotImplementedError` when used.
+ * cap with a lane power (src/lanes/powers.ts), served by the request's `powers` server over the
+ * child's power pipe (child-process.ts), and none for any other cap.
  *
  * Invariant: an interpreter serves exactly one call and is then killed — never reused; a call
  * always resolves to an `ExecResult` (never throws for guest behaviour): a Python exception is
@@ -18,12 +18,13 @@
  * budget; MEMORY_LIMIT when the heap would pass the call's cap (a MemoryError the guest raised
  * because the heap was refused); INTERNAL for anything else, with no host stack or path.
  *
- * Does not protect against: what a granted broker would allow (none is wired); the cost of a cold
+ * Does not protect against: what a granted broker allows (the engine's brokers decide); the cost of a cold
  * start when the pool is empty (seconds: Pyodide boots its interpreter in each child).
  */
 
 import { rmSync } from 'node:fs';
 import type { ExecRequest, ExecResult } from '../types.ts';
+import { MAX_POWER_FRAME_BYTES, POWER_ERROR_MESSAGES, lanePowerCaps } from '../powers.ts';
 import { PythonChild, childScript, type ExecAnswer } from './child-process.ts';
 import type { ExecMessage } from './protocol.ts';
 import { childCommand, type ChildCommand, type PythonTier } from './spawn.ts';
@@ -95,6 +96,9 @@ export class PythonLane {
     const { wasm, cmd } = this.setup();
     if (cmd.tier !== 'os_process+bwrap') warnings.push(TIER_WARNING);
     if (wasm?.file == null) warnings.push(FUEL_WARNING);
+    const { powers, warning } = lanePowerCaps(req.caps, 'python');
+    if (req.powers === undefined && req.caps.length > 0) warnings.push(`python: no power server was given; the membrane module has no powers (${req.caps.join(', ')})`);
+    else if (warning !== null) warnings.push(warning);
     const fail = (code: string, message: string, extra: Partial<ExecResult> = {}): ExecResult => ({
       ok: false,
       stdout: '',
@@ -130,13 +134,15 @@ export class PythonLane {
       id: this.nextId++,
       code: req.code,
       contextJson,
-      caps: [...req.caps].filter((c) => /^[a-z][a-z0-9_]*$/.test(c)),
+      powers: req.powers === undefined ? [] : powers,
+      maxFrameBytes: MAX_POWER_FRAME_BYTES,
+      powerMessages: JSON.stringify(POWER_ERROR_MESSAGES),
       timeoutMs: req.timeoutMs,
       fuel: req.fuel,
       memoryBytes: req.memoryBytes,
       outputLimitBytes: this.outputLimit,
     };
-    const answer = await child.exec(msg);
+    const answer = await child.exec(msg, req.powers ?? null);
     return this.toResult(answer, req, hit, start, warnings);
   }
 

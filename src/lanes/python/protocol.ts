@@ -6,6 +6,10 @@
  * until `parseChildMessage` has checked its shape and bounded its sizes; anything else is
  * treated as a dead child (INTERNAL), never thrown into the host.
  *
+ * Powers travel on a separate pipe (the child's fd 4), not this IPC channel: frames of a 4-byte
+ * big-endian length and JSON (a `PowerRequest` up, a `PowerAnswer` down), one request at a time,
+ * each at most `maxFrameBytes` (child-process.ts kills a child that sends a bigger one).
+ *
  * Does not protect against: a child that lies within the shape (e.g. reports less fuel than it
  * used): fuel and output are the child's own accounting; the deadline is the parent's.
  */
@@ -16,7 +20,12 @@ export interface ExecMessage {
   readonly id: number;
   readonly code: string;
   readonly contextJson: string;
-  readonly caps: readonly string[];
+  /** Granted caps whose powers the `membrane` module gets (src/lanes/powers.ts). */
+  readonly powers: readonly string[];
+  /** The power bridge's frame cap (MAX_POWER_FRAME_BYTES). */
+  readonly maxFrameBytes: number;
+  /** JSON of POWER_ERROR_MESSAGES: the only text a MembraneError carries. */
+  readonly powerMessages: string;
   readonly timeoutMs: number;
   readonly fuel: number;
   readonly memoryBytes: number;
