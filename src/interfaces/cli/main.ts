@@ -11,6 +11,8 @@ import { instrumentCommand } from './instrument.ts';
 import { shCommand } from './sh.ts';
 import { profilesCommand } from './profiles.ts';
 import { runCommand } from './run.ts';
+import { serveCommand } from './serve.ts';
+import { tokenCommand } from './token.ts';
 
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   run: runCommand,
@@ -20,6 +22,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   instrument: instrumentCommand,
   sh: shCommand,
   audit: auditCommand,
+  serve: serveCommand,
+  token: tokenCommand,
 };
 
 export function helpText(): string {
@@ -58,6 +62,14 @@ Usage:
       digits or base64 of 32 bytes) or $MEMBRANE_HOME/audit.key (mode 0600, created on first use).
   membrane audit tail [--tenant T] [--kind K] [--limit N] [--json]
       The newest N (default 20) audit records, oldest first; JSON lines with --json.
+  membrane serve [--port N (default 7070; 0 = any free)] [--host 127.0.0.1] [--config FILE] [--json]
+      The HTTP API (docs/http-api.md), MCP at /mcp and the dashboard at /. Prints
+      "membrane serve: listening on http://HOST:PORT" first, then JSON log lines on stderr;
+      SIGTERM/SIGINT drain in-flight requests and exit. --config: JSON or TOML operator settings.
+  membrane token create --tenant T [--profile P (default compute)] [--json]
+  membrane token list [--json] | membrane token revoke ID
+      Bearer tokens for serve, stored as SHA-256 hashes in $MEMBRANE_HOME/tokens.sqlite; a new
+      token (mbt_…) is printed once.
 
 Exit codes:
     0  success (run: a WASI guest's own exit status is passed through)

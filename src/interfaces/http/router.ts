@@ -1,0 +1,120 @@
+/**
+ * The route table's shape and the matcher: a path template (`/v1/instances/{id}`, or a trailing
+ * `*` for asset trees) plus a method → a handler and the documentation the OpenAPI document is
+ * built from.
+ *
+ * Owns: matching. Invariant: a path no route matches is 404 NOT_FOUND; a path some route matches
+ * under another method is 405 METHOD_NOT_ALLOWED with an `Allow` header; path parameters are
+ * percent-decoded once and never contain `/`.
+ *
+ * Does not protect against: a handler that forgets its own checks — authentication is decided by
+ * the `auth` flag here, before any handler runs (server.ts).
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { z } from 'zod';
+import type { ProfileName } from '../../policy/profiles.ts';
+import { httpError } from './respond.ts';
+
+export type Method = 'GET' | 'POST' | 'DELETE';
+
+/** Who is calling: the bearer token's grant. */
+export interface Principal {
+  readonly tokenId: string;
+  readonly tenant: string;
+  /** The token's profile (lowered to the operator's ceiling, if one is configured). */
+  readonly profile: ProfileName;
+}
+
+export interface Ctx<S> {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  /** Present on every `auth: true` route. */
+  readonly principal: Principal | null;
+  readonly state: S;
+  /** The parsed JSON body, read under the route's cap. */
+  body(): Promise<unknown>;
+}
+
+/** A handler returns a JSON answer, or null when it wrote the response itself (SSE, text, MCP). */
+export type Answer = { readonly status: number; readonly body: unknown } | null;
+
+export interface Route<S> {
+  readonly method: Method;
+  readonly path: string;
+  readonly auth: boolean;
+  readonly summary: string;
+  /** Request body schema (documentation and validation). */
+  readonly body?: z.ZodType;
+  /** Request query schema (documentation and validation). */
+  readonly query?: z.ZodType;
+  /** The route takes a module: its body cap is the module cap, not the JSON cap. */
+  readonly largeBody?: boolean;
+  /** An explicit body cap (wins over `largeBody`): /mcp's envelope around a module. */
+  readonly bodyCap?: number;
+  /** status → JSON Schema of the body, or a media type for non-JSON answers. */
+  readonly responses: Readonly<Record<number, { readonly [key: string]: unknown } | string>>;
+  /** The label used in metrics and logs (the template, never the concrete path). */
+  readonly label?: string;
+  handle(ctx: Ctx<S>): Promise<Answer> | Answer;
+}
+
+interface Compiled<S> {
+  readonly route: Route<S>;
+  readonly re: RegExp;
+  readonly names: readonly string[];
+}
+
+export interface Match<S> {
+  readonly route: Route<S>;
+  readonly params: Record<string, string>;
+}
+
+function compile<S>(route: Route<S>): Compiled<S> {
+  const names: string[] = [];
+  let src = '';
+  for (const part of route.path.split('/').slice(1)) {
+    if (part === '*') src += '(?:/.*)?';
+    else if (part.startsWith('{') && part.endsWith('}')) {
+      names.push(part.slice(1, -1));
+      src += '/([^/]+)';
+    } else src += `/${part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`;
+  }
+  return { route, re: new RegExp(`^${src || '/'}$`), names };
+}
+
+export class Router<S> {
+  private readonly compiled: Compiled<S>[];
+
+  constructor(readonly routes: readonly Route<S>[]) {
+    this.compiled = routes.map(compile);
+  }
+
+  /** The route for this method and path, or a 404/405 SandboxError. */
+  match(method: string, pathname: string): Match<S> {
+    const allowed: string[] = [];
+    for (const c of this.compiled) {
+      const m = c.re.exec(pathname);
+      if (!m) continue;
+      if (c.route.method !== method) {
+        allowed.push(c.route.method);
+        continue;
+      }
+      const params: Record<string, string> = {};
+      c.names.forEach((n, i) => {
+        let v = m[i + 1]!;
+        try {
+          v = decodeURIComponent(v);
+        } catch {
+          throw httpError('BAD_REQUEST', 'a path segment is not valid percent-encoding');
+        }
+        params[n] = v;
+      });
+      return { route: c.route, params };
+    }
+    if (allowed.length > 0) throw Object.assign(httpError('METHOD_NOT_ALLOWED', `${method.slice(0, 16)} is not allowed here (allowed: ${[...new Set(allowed)].join(', ')})`), { allow: [...new Set(allowed)].join(', ') });
+    throw httpError('NOT_FOUND', 'no such route');
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * `/v1/runs` (one-shot modules and commands) and `/v1/exec` (untrusted JS/TS/Python source).
+ *
+ * Owns: turning a validated request plus its grant into `engine.run` / `engine.exec`, counting
+ * the call in the metrics, and remembering a tenant's recent runs. Invariant: every run and exec
+ * passes the grant rule first (a cap or profile above the token's is NOT_CAPABLE, audited; a
+ * timeout or fuel above the ceiling is clamped and reported in `clamped`); a guest-level failure
+ * (TIMEOUT, FUEL_EXHAUSTED, a trap…) is a 200 whose result has `ok: false` and `error` — the
+ * request succeeded, the guest did not.
+ *
+ * Does not protect against: what the engine's walls do not (DESIGN §3).
+ */
+
+import { validate } from './body.ts';
+import { grantFor, moduleBytes, principalOf, publicResult } from './routes-instances.ts';
+import type { Answer, Route } from './router.ts';
+import { ERROR_SCHEMA, EXEC_RESULT, ExecBody, RUN_RESULT, RUN_SUMMARY, RunBody } from './schemas.ts';
+import type { Api } from './state.ts';
+
+export function runRoutes(): Route<Api>[] {
+  return [
+    {
+      method: 'POST',
+      path: '/v1/runs',
+      auth: true,
+      summary: 'Run a module (base64) or a registered command once, in a fresh sandbox',
+      body: RunBody,
+      largeBody: true,
+      responses: { 200: RUN_RESULT, 403: ERROR_SCHEMA, 404: ERROR_SCHEMA, 413: ERROR_SCHEMA },
+      handle: async (ctx): Promise<Answer> => {
+        const who = principalOf(ctx);
+        const b = validate(RunBody, await ctx.body());
+        const g = grantFor(ctx.state, who, b);
+        const { bytes, source } = moduleBytes(ctx.state, b);
+        const id = ctx.state.tenancy.newRunId();
+        const r = await ctx.state.engine.run(bytes, {
+          tenant: who.tenant,
+          id,
+          profile: g.profile,
+          ...(g.caps ? { caps: g.caps } : {}),
+          timeoutMs: g.timeoutMs,
+          fuel: g.fuel,
+          ...(b.argv ? { argv: b.argv } : {}),
+          ...(b.stdin !== undefined ? { stdin: b.stdin } : {}),
+          ...(b.invoke !== undefined ? { invoke: b.invoke, args: b.args ?? [] } : {}),
+        });
+        ctx.state.metrics.call('run', r.ok ? 'ok' : (r.error?.code ?? 'INTERNAL'), r.fuelUsed, r.durationMs);
+        const body = { id, ...publicResult(r, g.clamped) };
+        ctx.state.tenancy.keepRun(who.tenant, id, source, { ...r, clamped: g.clamped });
+        return { status: 200, body };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/runs',
+      auth: true,
+      summary: "The caller's tenant's recent runs, newest first",
+      responses: { 200: { type: 'object', properties: { runs: { type: 'array', items: RUN_SUMMARY } }, required: ['runs'] } },
+      handle: (ctx): Answer => ({ status: 200, body: { runs: ctx.state.tenancy.listRuns(principalOf(ctx).tenant) } }),
+    },
+    {
+      method: 'GET',
+      path: '/v1/runs/{id}',
+      auth: true,
+      summary: 'One recent run of the caller (its output cut to 64 KiB per stream)',
+      responses: { 200: RUN_RESULT, 404: ERROR_SCHEMA },
+      handle: (ctx): Answer => ({ status: 200, body: ctx.state.tenancy.getRun(principalOf(ctx).tenant, ctx.params['id']!) }),
+    },
+    {
+      method: 'POST',
+      path: '/v1/exec',
+      auth: true,
+      summary: 'Run untrusted JavaScript, TypeScript or Python in a fresh interpreter',
+      body: ExecBody,
+      responses: { 200: EXEC_RESULT, 403: ERROR_SCHEMA },
+      handle: async (ctx): Promise<Answer> => {
+        const who = principalOf(ctx);
+        const b = validate(ExecBody, await ctx.body());
+        const g = grantFor(ctx.state, who, b);
+        const r = await ctx.state.engine.exec({
+          language: b.language,
+          code: b.code,
+          tenant: who.tenant,
+          profile: g.profile,
+          ...(g.caps ? { caps: g.caps } : {}),
+          timeoutMs: g.timeoutMs,
+          fuel: g.fuel,
+          ...(b.context !== undefined ? { context: b.context } : {}),
+        });
+        ctx.state.metrics.call('exec', r.ok ? 'ok' : (r.error?.code ?? 'INTERNAL'), r.fuelUsed, r.durationMs);
+        return { status: 200, body: g.clamped.length > 0 ? { ...r, clamped: g.clamped } : r };
+      },
+    },
+  ];
+}
