@@ -130,8 +130,10 @@ test('dashboard e2e in Chromium: sign in, ladder, run, live denial, live instanc
     page.on('request', (r) => urls.push(r.url()));
 
     await page.goto(`${url}/`, { timeout: STEP_MS });
-    await page.getByLabel('API token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    // Keyboard only: the token field has focus on load, Enter submits.
+    await page.waitForFunction(() => document.activeElement?.id === 'token', undefined, { timeout: STEP_MS });
+    await page.keyboard.type(token);
+    await page.keyboard.press('Enter');
 
     // Whoami and the ladder, with the token's profile highlighted.
     await waitText(page, '#who-tenant', /^acme$/);
