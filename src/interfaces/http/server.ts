@@ -25,7 +25,7 @@ import { AuditLog } from '../../storage/audit.ts';
 import { membraneHome } from '../../storage/sqlite.ts';
 import { engineOptionsFrom, type OperatorConfig } from '../config.ts';
 import { AuditFeed } from './audit-feed.ts';
-import { BodyTooLarge, MAX_BODY_BYTES, MAX_MODULE_BODY_BYTES, readJson } from './body.ts';
+import { MAX_BODY_BYTES, MAX_MODULE_BODY_BYTES, readJson } from './body.ts';
 import { createLogger, errorField, type LogOptions, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { httpError, sendError, sendJson } from './respond.ts';
@@ -81,6 +81,26 @@ function isLogger(v: unknown): v is Logger {
 
 function lower(a: ProfileName, ceiling: ProfileName | undefined): ProfileName {
   return ceiling !== undefined && PROFILE_NAMES.indexOf(a) > PROFILE_NAMES.indexOf(ceiling) ? ceiling : a;
+}
+
+/** The request declared a body that has not been read to its end. */
+function bodyLeft(req: IncomingMessage): boolean {
+  const declared = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  return declared && !req.complete;
+}
+
+/**
+ * Stop reading a request whose body was not consumed: half-close once the answer is written, and
+ * drop the connection a moment later (time for the answer to leave) — Node would otherwise read
+ * and discard the rest of a flood to keep the connection alive.
+ */
+function hangUpAfter(req: IncomingMessage, res: ServerResponse): void {
+  const hangUp = (): void => {
+    req.socket.end();
+    setTimeout(() => req.socket.destroy(), 50).unref();
+  };
+  if (res.writableFinished) hangUp();
+  else res.once('finish', hangUp);
 }
 
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
@@ -158,24 +178,19 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       }
       const cap = route.bodyCap ?? (route.largeBody ? limits.moduleBodyBytes : limits.bodyBytes);
       const answer = await route.handle({ req, res, params, query: url.searchParams, principal, state: api, body: () => readJson(req, cap) });
-      if (answer) sendJson(res, answer.status, answer.body);
+      if (answer) sendJson(res, answer.status, answer.body, bodyLeft(req) ? { connection: 'close' } : {});
     } catch (err) {
       const headers: Record<string, string> = {};
-      if (err instanceof BodyTooLarge || draining) headers['connection'] = 'close';
+      // A body left unread (refused at the door, or past its cap) is not drained: the connection goes.
+      if (bodyLeft(req) || draining) headers['connection'] = 'close';
       if (err instanceof Error && 'allow' in err && typeof err.allow === 'string') headers['allow'] = err.allow;
       if (err instanceof Error && 'code' in err && err.code === 'UNAUTHENTICATED') headers['www-authenticate'] = 'Bearer';
       const midAnswer = res.headersSent;
       const e = midAnswer ? null : sendError(res, err, headers);
       if (midAnswer) res.destroy();
       if (e?.unexpected || midAnswer) log.error({ error: errorField(err, true), route: label }, 'unexpected error');
-      if (err instanceof BodyTooLarge) {
-        // Stop reading the flood: half-close now, drop the connection once the 413 had a moment to leave.
-        res.on('finish', () => {
-          req.socket.end();
-          setTimeout(() => req.socket.destroy(), 50).unref();
-        });
-      }
     } finally {
+      if (bodyLeft(req)) hangUpAfter(req, res);
       inFlight--;
       metrics.inFlight = inFlight;
       const status = res.statusCode;
