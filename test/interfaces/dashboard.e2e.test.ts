@@ -75,7 +75,7 @@ async function waitText(page: Page, selector: string, pattern: RegExp, ms = STEP
 async function runSnippet(page: Page, code: string, caps: string): Promise<void> {
   await page.getByLabel('Language').selectOption('js');
   await page.getByLabel(/^Capability subset/).fill(caps);
-  await page.getByLabel('Code').fill(code);
+  await page.getByLabel(/^Code/).fill(code);
   await page.getByRole('button', { name: 'Run', exact: true }).click();
   // The summary leaves "Running…" when the answer is shown.
   await page.waitForFunction(() => !/Running/.test(document.getElementById('run-summary')?.textContent ?? 'Running'), undefined, { timeout: RUN_MS });
@@ -180,6 +180,11 @@ test('dashboard e2e in Chromium: sign in, ladder, run, live denial, live instanc
     await page.screenshot({ path: shot, fullPage: true });
     t.diagnostic(`screenshot: ${shot}`);
     console.log(`dashboard screenshot: ${shot}`);
+
+    // Narrow screens: one column, nothing wider than the viewport (the table scrolls in its box).
+    await page.setViewportSize({ width: 360, height: 800 });
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'the page overflows a 360 px viewport');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-narrow.png'), fullPage: true });
 
     // Signing out forgets the token; it never appeared in a URL.
     await page.getByRole('button', { name: 'Sign out' }).click();
