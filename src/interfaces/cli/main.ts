@@ -11,6 +11,7 @@ import { instrumentCommand } from './instrument.ts';
 import { shCommand } from './sh.ts';
 import { profilesCommand } from './profiles.ts';
 import { runCommand } from './run.ts';
+import { mcpCommand } from './mcp.ts';
 import { serveCommand } from './serve.ts';
 import { tokenCommand } from './token.ts';
 
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   sh: shCommand,
   audit: auditCommand,
   serve: serveCommand,
+  mcp: mcpCommand,
   token: tokenCommand,
 };
 
@@ -70,6 +72,9 @@ Usage:
   membrane token list [--json] | membrane token revoke ID
       Bearer tokens for serve, stored as SHA-256 hashes in $MEMBRANE_HOME/tokens.sqlite; a new
       token (mbt_…) is printed once.
+  membrane mcp [--profile P (default compute)] [--tenant T (default mcp)] [--config FILE]
+      An MCP server on stdin/stdout (docs/mcp.md): tools sandbox_execute, run_wasm and
+      list_profiles under the grant P (a call may narrow it, never widen it). Logs on stderr.
 
 Exit codes:
     0  success (run: a WASI guest's own exit status is passed through)
