@@ -183,3 +183,11 @@ test('no log line carries a token, and every request has one line with method, r
   assert.equal(exec.tenant, 'acme');
   assert.equal(typeof exec.ms, 'number');
 });
+
+test('/mcp needs a token; with one, the request reaches the MCP handler with the token as the grant', async () => {
+  assert.equal((await call(t.url, '/mcp', null, 'POST', { jsonrpc: '2.0', id: 1, method: 'tools/list' })).status, 401);
+  const r = await call(t.url, '/mcp', compute, 'POST', { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }, { accept: 'application/json, text/event-stream' });
+  assert.equal(r.status, 200, r.text);
+  const names = r.body.result.tools.map((x: any) => x.name);
+  assert.ok(names.includes('sandbox_execute'), r.text);
+});
