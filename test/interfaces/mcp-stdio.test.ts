@@ -4,7 +4,7 @@
 // stdout carries only JSON-RPC, logs go to stderr, and the server exits 0 when stdin ends.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -110,4 +110,25 @@ test('stdio: --profile outside the ladder is a usage error; --profile network is
   p.stdin.end();
   assert.equal(await exited, 0);
   assert.equal((JSON.parse(out.trim()) as Rpc).result?.structuredContent?.granted, 'network');
+});
+
+test("stdio: --config's profile is the grant when --profile is absent; a config typo is refused", async () => {
+  const good = join(home, 'mcp.toml');
+  writeFileSync(good, 'profile = "minimal"\n[limits.operatorLimits.minimal]\ntimeoutMs = 7000\n');
+  const p = spawn(process.execPath, [BIN, 'mcp', '--config', good], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => p.on('close', resolve));
+  p.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_profiles', arguments: {} } })}\n`);
+  p.stdin.end();
+  assert.equal(await exited, 0);
+  const s = (JSON.parse(out.trim()) as { result: { structuredContent: { granted: string; profiles: { name: string; timeoutMs: number }[] } } }).result.structuredContent;
+  assert.equal(s.granted, 'minimal');
+  assert.equal(s.profiles.find((x) => x.name === 'minimal')?.timeoutMs, 7000);
+  const typo = join(home, 'typo.toml');
+  writeFileSync(typo, 'profil = "posix"\n');
+  const r = await runCli(['mcp', '--config', typo], env);
+  assert.equal(r.code, 64);
+  assert.match(r.stderr, /unknown key "profil"/);
+  assert.equal(r.stdout, '');
 });
