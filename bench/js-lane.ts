@@ -7,12 +7,25 @@
  * Warm: each timed call waits until the pool has an interpreter ready (what a caller whose calls
  * are spaced sees). Cold: `poolSize: 0`, so every call builds its interpreter (a pool miss).
  * Back-to-back: calls issued as fast as they complete, pool refilling behind them.
+ *
+ * Lane powers: `kv.get` of a 1 KiB value from a JS snippet (QuickJS → the worker's Atomics.wait
+ * bridge → the main thread's power server → the broker cadence → SQLite) against `kv_get` of the
+ * same value from a persistent core guest (the sync channel → the same broker). Per call: a snippet
+ * of `POWER_CALLS` gets, less the same loop around a local function, divided by `POWER_CALLS`.
  */
 
 import vm from 'node:vm';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngine } from '../src/index.ts';
 import { JsLane } from '../src/lanes/js/index.ts';
 import type { ExecRequest } from '../src/lanes/types.ts';
-import { median, printTable, quantile } from './lib.ts';
+import { KvStore } from '../src/storage/kv.ts';
+import { openDatabase } from '../src/storage/sqlite.ts';
+import { fixture, median, printTable, quantile } from './lib.ts';
+
+const POWER_CALLS = 2_000;
 
 const SNIPPET = 'const xs = [1, 2, 3, 4]; xs.map((x) => x * x).reduce((a, b) => a + b, 0)';
 const N = 60;
@@ -77,4 +90,37 @@ export async function jsLane(): Promise<void> {
   );
 }
 
-if (process.argv[1]?.endsWith('js-lane.ts')) await jsLane();
+/** µs-scale per-call cost of `kv.get` through the JS lane's power bridge vs a core guest's `kv_get`. */
+export async function jsLanePowers(): Promise<void> {
+  const home = mkdtempSync(join(tmpdir(), 'membrane-bench-lane-powers-'));
+  process.env['MEMBRANE_HOME'] = home;
+  const seed = new KvStore(openDatabase(join(home, 'engine.sqlite')));
+  seed.put('bench', 'bench', new TextEncoder().encode('v'.repeat(1024)));
+  const engine = createEngine({ poolSize: 1 });
+  const loop = (get: string) => `(() => { const get = ${get}; let n = 0; for (let i = 0; i < ${POWER_CALLS}; i++) if (get('bench') !== null) n++; return n; })()`;
+  const lane: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const withPower = await engine.exec({ language: 'js', code: loop('kv.get'), profile: 'minimal', tenant: 'bench' });
+    const without = await engine.exec({ language: 'js', code: loop("(k) => k + 'v'"), profile: 'minimal', tenant: 'bench' });
+    if (withPower.result !== POWER_CALLS || without.result !== POWER_CALLS) throw new Error(`lane kv.get missed: ${JSON.stringify(withPower.error ?? withPower.result)}`);
+    lane.push((withPower.durationMs - without.durationMs) / POWER_CALLS);
+  }
+  const plugin = await engine.start('kv-bench', await fixture('kv-loop'), { profile: 'minimal', tenant: 'bench', timeoutMs: 5_000 });
+  const core: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const t = performance.now();
+    const r = await plugin.call('get_n', [POWER_CALLS]);
+    if (r.result !== POWER_CALLS) throw new Error(`core kv_get missed: ${JSON.stringify(r.error ?? r.result)}`);
+    core.push((performance.now() - t) / POWER_CALLS);
+  }
+  await engine.close();
+  printTable(`lane powers: kv.get of 1 KiB (${POWER_CALLS} calls per run, 9 runs)`, [
+    { what: 'kv_get from a core guest (channel + cadence + SQLite)', p50: median(core), unit: 'µs' },
+    { what: 'kv.get from a JS snippet (Atomics.wait bridge + cadence + SQLite)', p50: median(lane), unit: 'µs', vs: 'kv_get from a core guest (channel + cadence + SQLite)' },
+  ]);
+}
+
+if (process.argv[1]?.endsWith('js-lane.ts')) {
+  await jsLane();
+  await jsLanePowers();
+}

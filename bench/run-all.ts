@@ -9,7 +9,7 @@ import { timeoutOvershoot } from './timeout-overshoot.ts';
 import { wasiIo } from './wasi-io.ts';
 import { shellLatency } from './shell.ts';
 import { brokers } from './brokers.ts';
-import { jsLane } from './js-lane.ts';
+import { jsLane, jsLanePowers } from './js-lane.ts';
 import { pythonLane } from './python-lane.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
@@ -23,4 +23,5 @@ await wasiIo();
 await shellLatency();
 await brokers();
 await jsLane();
+await jsLanePowers();
 await pythonLane();
