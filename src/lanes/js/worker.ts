@@ -4,6 +4,7 @@
  * the background, one interpreter per macrotask so a request is never stuck behind a whole
  * refill), and runs one job at a time, each in an interpreter of its own.
  *
+ * A job's power calls block this thread on the power bridge (bridge.ts), bounded by its deadline.
  * Invariant: an interpreter leaves the pool at most once and is dropped after its job, whatever
  * happened. The thread has an empty environment and no stdio of its own (see slot.ts).
  *
