@@ -132,3 +132,22 @@ test("stdio: --config's profile is the grant when --profile is absent; a config 
   assert.match(r.stderr, /unknown key "profil"/);
   assert.equal(r.stdout, '');
 });
+
+test('stdio: SIGTERM lets an in-flight call finish and answer, then exits 0', async () => {
+  const p = spawn(process.execPath, [BIN, 'mcp'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => p.on('close', resolve));
+  // Wait until the server answers (it is up and its signal handlers are installed).
+  p.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' })}\n`);
+  for (let i = 0; i < 1200 && !out.includes('"id":1'); i++) await new Promise((r) => setTimeout(r, 50));
+  out = '';
+  const code = 'const t = Date.now(); while (Date.now() - t < 800) {} "done"';
+  p.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'sandbox_execute', arguments: { code, language: 'js' } } })}\n`);
+  await new Promise((r) => setTimeout(r, 300));
+  p.kill('SIGTERM');
+  assert.equal(await exited, 0);
+  const msg = JSON.parse(out.trim()) as { id: number; result: { structuredContent: { ok: boolean; result: string } } };
+  assert.equal(msg.id, 9);
+  assert.equal(msg.result.structuredContent.result, 'done');
+});

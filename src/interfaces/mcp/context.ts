@@ -28,8 +28,6 @@ export interface McpContext {
   /** Names `run_wasm` accepts; default the built-in commands. */
   readonly commands?: CommandRegistry;
   readonly log?: McpLogger;
-  /** Told of every tool call in flight (stdio waits for them before it closes). */
-  readonly track?: (call: Promise<unknown>) => void;
 }
 
 export function grantOf(ctx: McpContext): Grant {

@@ -67,8 +67,3 @@ export function renderOutcome(o: {
   if (parts.length === 0) parts.push(o.ok ? '(no output)' : 'failed');
   return parts.join('\n');
 }
-
-/** Log-safe one-liner for a thrown value (code only for SandboxErrors; type name otherwise). */
-export function errorCodeOf(e: unknown): string {
-  return toSandboxError(e).code;
-}

@@ -27,13 +27,7 @@ import { ExecuteInput, ExecuteOutput, ListProfilesInput, ListProfilesOutput, Run
 export const SERVER_NAME = 'membrane';
 export const SERVER_VERSION = '0.1.0';
 
-function guarded(ctx: McpContext, tool: string, run: () => Promise<CallToolResult> | CallToolResult): Promise<CallToolResult> {
-  const call = answer(ctx, tool, run);
-  ctx.track?.(call);
-  return call;
-}
-
-async function answer(ctx: McpContext, tool: string, run: () => Promise<CallToolResult> | CallToolResult): Promise<CallToolResult> {
+async function guarded(ctx: McpContext, tool: string, run: () => Promise<CallToolResult> | CallToolResult): Promise<CallToolResult> {
   const t0 = performance.now();
   let r: CallToolResult;
   try {
