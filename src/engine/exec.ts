@@ -15,6 +15,8 @@
  * Does not protect against: what each lane's layers do not (see src/lanes/js, src/lanes/python).
  */
 
+import { availableParallelism } from 'node:os';
+import { LaneGate } from './lane-gate.ts';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { resolvePolicy, type PolicyOptions } from '../policy/resolve.ts';
 import type { EngineConfig } from './options.ts';
@@ -60,9 +62,27 @@ export const MAX_CODE_BYTES = 1024 * 1024;
  */
 export const LANE_FUEL_UNIT = 1000;
 
+/** Python snippets running at once per engine (each a child process with its own interpreter). */
+export const PYTHON_MAX_RUNNING = 4;
+/** Python snippets waiting for a place; one more is OVERLOADED at once. */
+export const PYTHON_MAX_WAITING = 64;
+/** Never-used Python interpreters a pooled engine keeps booted. */
+export const PYTHON_POOL_SIZE = 2;
+
+/** A lane whose `exec` passes through `gate` (waiting at most the call's own timeout). */
+function gated(lane: Lane, gate: LaneGate): Lane {
+  return {
+    exec: (req) => gate.run(req.timeoutMs, () => lane.exec(req)),
+    warm: (onProgress) => lane.warm(onProgress),
+    close: () => lane.close(),
+  };
+}
+
 /** The engine's lanes: one per interpreter family, started (its pool warmed) on first use. */
 export class Lanes {
   private readonly started = new Map<'js' | 'python', Promise<Lane>>();
+  /** Python calls are processes: a bounded number run at once (lane-gate.ts). */
+  readonly pythonGate = new LaneGate('python', PYTHON_MAX_RUNNING, PYTHON_MAX_WAITING);
 
   constructor(private readonly config: EngineConfig) {}
 
@@ -70,12 +90,15 @@ export class Lanes {
     const key = language === 'python' ? 'python' : 'js';
     let lane = this.started.get(key);
     if (!lane) {
-      // The engine's poolSize sizes the lanes' pools too (the CLI, running one snippet, asks for 0 → 1).
-      const poolSize = key === 'python' ? 1 : Math.max(1, Math.min(this.config.poolSize, 4));
-      const options = { poolSize, cacheDir: (this.config.cacheDir ?? false) as string | false, outputLimitBytes: this.config.outputLimitBytes };
+      // The engine's poolSize sizes the lanes' pools too (the CLI, running one snippet, asks for 0 → 1);
+      // a pooled engine (a server) runs JS on one worker per core, up to 4.
+      const serving = this.config.poolSize > 0;
+      const poolSize = key === 'python' ? (serving ? PYTHON_POOL_SIZE : 1) : Math.max(1, Math.min(this.config.poolSize, 4));
+      const workers = serving ? Math.max(1, Math.min(4, availableParallelism())) : 1;
+      const options = { poolSize, workers, cacheDir: (this.config.cacheDir ?? false) as string | false, outputLimitBytes: this.config.outputLimitBytes };
       lane = (async (): Promise<Lane> => {
         const made: Lane =
-          key === 'python' ? new (await import('../lanes/python/index.ts')).PythonLane(options) : new (await import('../lanes/js/index.ts')).JsLane(options);
+          key === 'python' ? gated(new (await import('../lanes/python/index.ts')).PythonLane(options), this.pythonGate) : new (await import('../lanes/js/index.ts')).JsLane(options);
         let last = -1;
         await made.warm((done, total) => {
           if (done === last) return;

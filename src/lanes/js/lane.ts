@@ -1,9 +1,11 @@
 /**
  * `JsLane`: untrusted JavaScript and TypeScript in QuickJS-on-wasm (DESIGN §7), fresh every call.
  *
- * Owns: one worker thread (slot.ts) holding pools of pre-initialized, never-used interpreters
- * (worker.ts, interpreter.ts), a FIFO of calls (one runs at a time; the rest wait), replacing the
- * worker when the time wall's backstop had to terminate it, and the pool statistics. The main
+ * Owns: `workers` worker threads (slot.ts, default 1), each holding pools of pre-initialized,
+ * never-used interpreters (worker.ts, interpreter.ts) and running one call at a time; a bounded
+ * FIFO of waiting calls (past `maxQueue` a call is OVERLOADED at once, and a call that cannot
+ * start within its own timeout is OVERLOADED without running); replacing a worker when the time
+ * wall's backstop had to terminate it; the pool statistics. The main
  * thread never runs QuickJS or the TypeScript stripper.
  * Defaults: `poolSize` 2 interpreters per language, `outputLimitBytes` 1 MiB per stream, the disk
  * cache under `$MEMBRANE_HOME/cache` (`cacheDir: false` disables it). Linear memory: each call's
@@ -14,8 +16,8 @@
  * `powers` server; an ungranted cap's global is absent, never a stub. A granted cap without a lane
  * power (or any cap, when the request has no server) is named in `warnings`.
  *
- * Does not protect against: a queue of slow calls delaying later ones (their own deadlines start
- * when they run, not when they were queued).
+ * Does not protect against: slow calls delaying later ones by up to those calls' own timeouts
+ * (a call's deadline starts when it runs; its wait in the queue is bounded by the same timeout).
  */
 
 import { join } from 'node:path';
@@ -38,9 +40,16 @@ export interface JsLaneOptions {
   readonly outputLimitBytes?: number | undefined;
   /** Fail with OUTPUT_LIMIT instead of truncating. Default false. */
   readonly failOnOutputLimit?: boolean | undefined;
+  /** Worker threads running calls in parallel (one call each at a time). Default 1. */
+  readonly workers?: number | undefined;
+  /** Calls that may wait for a worker; one more is OVERLOADED at once. Default DEFAULT_MAX_QUEUE. */
+  readonly maxQueue?: number | undefined;
 }
 
 export const DEFAULT_POOL_SIZE = 2;
+export const MAX_WORKERS = 8;
+/** Waiting calls beyond this are refused at once (OVERLOADED): a flood queues no unbounded work. */
+export const DEFAULT_MAX_QUEUE = 256;
 export const MAX_POOL_SIZE = 16;
 export const LINEAR_MEMORY_CEILING_BYTES = 1024 * 1024 * 1024;
 const NO_SERVER = 'js: no power server was given; granted caps add no globals';
@@ -50,6 +59,7 @@ interface Queued {
   readonly server: PowerServer | null;
   readonly resolve: (r: ExecResult) => void;
   readonly warnings: readonly string[];
+  timer: ReturnType<typeof setTimeout> | null;
 }
 
 const failed = (code: string, message: string): ExecResult => ({
@@ -69,30 +79,38 @@ async function bundles(): Promise<{ worker: string; transpiler: string }> {
   return { worker: out.jsWorker, transpiler: out.jsTranspiler };
 }
 
+interface Seat {
+  slot: Promise<WorkerSlot> | null;
+  current: WorkerSlot | null;
+  busy: boolean;
+}
+
 export class JsLane {
   private readonly poolSize: number;
   private readonly cacheDir: string | null;
   private readonly outputLimitBytes: number;
   private readonly failOnOutputLimit: boolean;
-  private slot: Promise<WorkerSlot> | null = null;
+  private readonly maxQueue: number;
+  private readonly seats: Seat[];
   private module: WebAssembly.Module | null = null;
   private wantTs = false;
   private readonly queue: Queued[] = [];
-  private running = false;
   private closed = false;
   private hits = 0;
   private misses = 0;
-  private current: WorkerSlot | null = null;
 
   constructor(opts: JsLaneOptions = {}) {
     this.poolSize = Math.max(0, Math.min(MAX_POOL_SIZE, Math.floor(opts.poolSize ?? DEFAULT_POOL_SIZE)));
     this.cacheDir = opts.cacheDir === false ? null : (opts.cacheDir ?? join(membraneHome(), 'cache'));
     this.outputLimitBytes = Math.max(0, Math.floor(opts.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES));
     this.failOnOutputLimit = opts.failOnOutputLimit ?? false;
+    this.maxQueue = Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE));
+    const workers = Math.max(1, Math.min(MAX_WORKERS, Math.floor(opts.workers ?? 1)));
+    this.seats = Array.from({ length: workers }, () => ({ slot: null, current: null, busy: false }));
   }
 
-  private getSlot(): Promise<WorkerSlot> {
-    if (this.slot) return this.slot;
+  private getSlot(seat: Seat): Promise<WorkerSlot> {
+    if (seat.slot) return seat.slot;
     const p = (async () => {
       const b = await bundles();
       const data: Omit<JsWorkerData, 'powerPort' | 'powerSignal'> = {
@@ -110,29 +128,32 @@ export class JsLane {
       };
       const slot = await WorkerSlot.spawn(b.worker, data, () => {});
       this.module = slot.module;
-      this.current = slot;
+      seat.current = slot;
       return slot;
     })();
-    this.slot = p;
+    seat.slot = p;
     p.catch(() => {
-      if (this.slot === p) this.slot = null;
+      if (seat.slot === p) seat.slot = null;
     });
     return p;
   }
 
-  /** Start the worker and fill its pools (JS and TypeScript); `onProgress` sees each step. */
+  /** Start the workers and fill their pools (JS and TypeScript); `onProgress` sees each step. */
   async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
     this.wantTs = true;
-    const slot = await this.getSlot();
-    const total = this.poolSize * 2;
-    onProgress?.(slot.ready.js + slot.ready.ts, total);
-    const tick = setInterval(() => onProgress?.(Math.min(total, slot.ready.js + slot.ready.ts), total), 100);
+    // The first worker prepares the instrumented QuickJS; the others reuse its compiled module.
+    const first = await this.getSlot(this.seats[0]!);
+    const slots = [first, ...(await Promise.all(this.seats.slice(1).map((s) => this.getSlot(s))))];
+    const total = this.poolSize * 2 * slots.length;
+    const done = (): number => Math.min(total, slots.reduce((n, s) => n + s.ready.js + s.ready.ts, 0));
+    onProgress?.(done(), total);
+    const tick = setInterval(() => onProgress?.(done(), total), 100);
     try {
-      await slot.warm(true);
+      await Promise.all(slots.map((s) => s.warm(true)));
     } finally {
       clearInterval(tick);
     }
-    onProgress?.(Math.min(total, slot.ready.js + slot.ready.ts), total);
+    onProgress?.(done(), total);
   }
 
   exec(req: ExecRequest): Promise<ExecResult> {
@@ -164,50 +185,76 @@ export class JsLane {
       memoryBytes: Math.max(1024 * 1024, memoryBytes),
       powers: req.powers === undefined ? [] : powers,
     };
+    if (this.queue.length >= this.maxQueue && this.seats.every((x) => x.busy)) {
+      return Promise.resolve(failed('OVERLOADED', `the JS lane is busy: ${this.queue.length} calls are already waiting`));
+    }
     return new Promise((resolve) => {
-      this.queue.push({ job, server: req.powers ?? null, resolve, warnings });
-      void this.pump();
+      const q: Queued = { job, server: req.powers ?? null, resolve, warnings, timer: null };
+      // A call that cannot start within its own time budget is answered OVERLOADED, not left waiting.
+      q.timer = setTimeout(() => {
+        const i = this.queue.indexOf(q);
+        if (i < 0) return;
+        this.queue.splice(i, 1);
+        resolve(failed('OVERLOADED', `the JS lane was busy for the call's whole ${job.timeoutMs} ms budget; nothing ran`));
+      }, job.timeoutMs);
+      q.timer.unref?.();
+      this.queue.push(q);
+      this.pump();
     });
   }
 
-  private async pump(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      for (let q = this.queue.shift(); q; q = this.queue.shift()) {
-        let r: ExecResult;
-        try {
-          const slot = await this.getSlot();
-          r = await slot.run(q.job, q.server);
-          if (!slot.alive && this.slot) {
-            // Terminated at the backstop (or died): the next call gets a fresh worker.
-            this.slot = null;
-            this.current = null;
-            if (!this.closed) void this.getSlot().catch(() => {});
-          }
-        } catch {
-          r = failed('INTERNAL', 'the JS lane could not start its worker');
-        }
-        if (r.poolHit) this.hits++;
-        else if (r.error?.code !== 'INTERNAL') this.misses++;
-        q.resolve({ ...r, warnings: [...q.warnings, ...r.warnings] });
-      }
-    } finally {
-      this.running = false;
+  /** Hand waiting calls to idle workers, one call per worker at a time. */
+  private pump(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      const seat = this.seats.find((x) => !x.busy && (x.current?.ready.js ?? 0) > 0) ?? this.seats.find((x) => !x.busy);
+      if (!seat) return;
+      const q = this.queue.shift()!;
+      if (q.timer) clearTimeout(q.timer);
+      seat.busy = true;
+      void this.runOn(seat, q).finally(() => {
+        seat.busy = false;
+        this.pump();
+      });
     }
   }
 
-  stats(): { poolHits: number; poolMisses: number; ready: number } {
-    const ready = this.current?.alive ? this.current.ready.js + this.current.ready.ts : 0;
-    return { poolHits: this.hits, poolMisses: this.misses, ready };
+  private async runOn(seat: Seat, q: Queued): Promise<void> {
+    let r: ExecResult;
+    try {
+      const slot = await this.getSlot(seat);
+      r = await slot.run(q.job, q.server);
+      if (!slot.alive && seat.slot) {
+        // Terminated at the backstop (or died): the next call on this seat gets a fresh worker.
+        seat.slot = null;
+        seat.current = null;
+        if (!this.closed) void this.getSlot(seat).catch(() => {});
+      }
+    } catch {
+      r = failed('INTERNAL', 'the JS lane could not start its worker');
+    }
+    if (r.poolHit) this.hits++;
+    else if (r.error?.code !== 'INTERNAL') this.misses++;
+    q.resolve({ ...r, warnings: [...q.warnings, ...r.warnings] });
+  }
+
+  stats(): { poolHits: number; poolMisses: number; ready: number; workers: number; busy: number; queued: number } {
+    const ready = this.seats.reduce((n, x) => n + (x.current?.alive ? x.current.ready.js + x.current.ready.ts : 0), 0);
+    return { poolHits: this.hits, poolMisses: this.misses, ready, workers: this.seats.length, busy: this.seats.filter((x) => x.busy).length, queued: this.queue.length };
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const q of this.queue.splice(0)) q.resolve(failed('INSTANCE_DEAD', 'the JS lane is closed'));
-    const slot = this.slot;
-    this.slot = null;
-    this.current = null;
-    if (slot) await (await slot.catch(() => null))?.terminate();
+    for (const q of this.queue.splice(0)) {
+      if (q.timer) clearTimeout(q.timer);
+      q.resolve(failed('INSTANCE_DEAD', 'the JS lane is closed'));
+    }
+    await Promise.all(
+      this.seats.map(async (seat) => {
+        const slot = seat.slot;
+        seat.slot = null;
+        seat.current = null;
+        if (slot) await (await slot.catch(() => null))?.terminate();
+      }),
+    );
   }
 }

@@ -1,0 +1,84 @@
+/**
+ * Admission to a lane whose calls are expensive processes (the Python lane: one child process,
+ * ~100 MB and a CPU-heavy boot on a pool miss, per call): at most `maxRunning` calls run at once,
+ * at most `maxWaiting` wait for a place, and none waits longer than its own timeout.
+ *
+ * Owns: the count of running calls and the FIFO of waiting ones. Invariant: `running ≤
+ * maxRunning` and `waiting ≤ maxWaiting` at every moment; a call refused at the door or after
+ * waiting its whole budget ran nothing and is answered OVERLOADED — a flood of snippets queues no
+ * unbounded work and starts no unbounded number of interpreters.
+ *
+ * Does not protect against: one tenant taking every place — fairness between tenants is the
+ * interfaces' per-tenant rate limits' job.
+ */
+
+import type { ExecResult } from '../lanes/types.ts';
+
+export interface GateStats {
+  readonly running: number;
+  readonly waiting: number;
+  readonly refused: number;
+}
+
+export class LaneGate {
+  private running = 0;
+  private refused = 0;
+  private readonly waiting: { readonly go: () => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
+
+  constructor(
+    private readonly name: string,
+    private readonly maxRunning: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  /** Run `work` once a place is free, waiting at most `waitMs`; otherwise answer OVERLOADED. */
+  async run(waitMs: number, work: () => Promise<ExecResult>): Promise<ExecResult> {
+    const t0 = performance.now();
+    if (this.running >= this.maxRunning) {
+      if (this.waiting.length >= this.maxWaiting) return this.overloaded(t0, `${this.waiting.length} calls are already waiting`);
+      const admitted = await new Promise<boolean>((resolve) => {
+        const entry = { go: () => resolve(true), timer: null as ReturnType<typeof setTimeout> | null };
+        entry.timer = setTimeout(() => {
+          const i = this.waiting.indexOf(entry);
+          if (i >= 0) this.waiting.splice(i, 1);
+          resolve(false);
+        }, Math.max(1, waitMs));
+        entry.timer.unref?.();
+        this.waiting.push(entry);
+      });
+      if (!admitted) return this.overloaded(t0, `no place freed within the call's ${waitMs} ms budget; nothing ran`);
+    } else {
+      this.running++;
+    }
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) {
+        // The place passes straight to the next waiter: `running` does not change.
+        if (next.timer) clearTimeout(next.timer);
+        next.go();
+      } else {
+        this.running--;
+      }
+    }
+  }
+
+  stats(): GateStats {
+    return { running: this.running, waiting: this.waiting.length, refused: this.refused };
+  }
+
+  private overloaded(t0: number, why: string): ExecResult {
+    this.refused++;
+    return {
+      ok: false,
+      stdout: '',
+      stderr: '',
+      error: { code: 'OVERLOADED', message: `the ${this.name} lane is at capacity (${this.maxRunning} running): ${why}` },
+      fuelUsed: 0,
+      durationMs: performance.now() - t0,
+      warnings: [],
+      poolHit: false,
+    };
+  }
+}
