@@ -49,9 +49,13 @@ export function publicError(err: unknown): PublicError {
   return { status: 500, code: 'INTERNAL', message: ERROR_TABLE.INTERNAL.message, unexpected: true };
 }
 
+/** Seconds a client is told to wait before retrying a declared overload (503 OVERLOADED). */
+export const OVERLOAD_RETRY_AFTER_S = 1;
+
 export function sendError(res: ServerResponse, err: unknown, headers: Record<string, string> = {}): PublicError {
   const e = publicError(err);
-  sendJson(res, e.status, { error: { code: e.code, message: e.message } }, headers);
+  const retry: Record<string, string> = e.code === 'OVERLOADED' ? { 'retry-after': String(OVERLOAD_RETRY_AFTER_S) } : {};
+  sendJson(res, e.status, { error: { code: e.code, message: e.message } }, { ...retry, ...headers });
   return e;
 }
 

@@ -12,6 +12,7 @@
  */
 
 import { validate } from './body.ts';
+import { httpError } from './respond.ts';
 import { grantFor, moduleBytes, principalOf, publicResult } from './routes-instances.ts';
 import type { Answer, Route } from './router.ts';
 import { ERROR_SCHEMA, EXEC_RESULT, ExecBody, RUN_RESULT, RUN_SUMMARY, RunBody } from './schemas.ts';
@@ -72,7 +73,7 @@ export function runRoutes(): Route<Api>[] {
       auth: true,
       summary: 'Run untrusted JavaScript, TypeScript or Python in a fresh interpreter',
       body: ExecBody,
-      responses: { 200: EXEC_RESULT, 403: ERROR_SCHEMA },
+      responses: { 200: EXEC_RESULT, 403: ERROR_SCHEMA, 503: ERROR_SCHEMA },
       handle: async (ctx): Promise<Answer> => {
         const who = principalOf(ctx);
         const b = validate(ExecBody, await ctx.body());
@@ -88,6 +89,8 @@ export function runRoutes(): Route<Api>[] {
           ...(b.context !== undefined ? { context: b.context } : {}),
         });
         ctx.state.metrics.call('exec', r.ok ? 'ok' : (r.error?.code ?? 'INTERNAL'), r.fuelUsed, r.durationMs);
+        // A lane at capacity ran nothing: a declared, retryable refusal (503), not a guest failure.
+        if (r.error?.code === 'OVERLOADED') throw httpError('OVERLOADED', r.error.message);
         return { status: 200, body: g.clamped.length > 0 ? { ...r, clamped: g.clamped } : r };
       },
     },
