@@ -1,6 +1,8 @@
 /* WASI file I/O workload for bench/wasi-io.ts: `big DIR` writes 64 MiB in 64 KiB chunks and
- * reads it back; `small DIR` creates 1000 files of 1 KiB and reads them back. Prints a checksum
- * so the work cannot be optimised away. */
+ * reads it back; `small DIR` creates 1000 files of 1 KiB (open, write, close each), lists the
+ * directory, stats every file and reads them all back. Prints a checksum so the work cannot be
+ * optimised away. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,19 @@ static int small(const char *dir) {
     fwrite(buf, 1, 1024, f);
     fclose(f);
   }
+  snprintf(path, sizeof path, "%s/small", dir);
+  DIR *d = opendir(path);
+  if (!d) return perror("opendir small"), 1;
+  unsigned listed = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) listed += e->d_name[0] == 'f';
+  closedir(d);
+  unsigned long long total = 0;
+  for (int i = 0; i < 1000; i++) {
+    struct stat st;
+    snprintf(path, sizeof path, "%s/small/f%04d.txt", dir, i);
+    if (stat(path, &st) != 0) return perror("stat small"), 1;
+    total += (unsigned long long)st.st_size;
+  }
   unsigned acc = 0;
   for (int i = 0; i < 1000; i++) {
     snprintf(path, sizeof path, "%s/small/f%04d.txt", dir, i);
@@ -54,7 +69,7 @@ static int small(const char *dir) {
     acc = sum(buf, n, acc);
     fclose(f);
   }
-  printf("small %u\n", acc);
+  printf("small %u listed %u bytes %llu\n", acc, listed, total);
   return 0;
 }
 
