@@ -7,7 +7,9 @@
  * Invariant: every operation runs inside `atomic()` — one SQLite transaction, so a failure
  * (a quota refusal included) undoes everything the operation did; a write transaction first
  * forgets the read memo; usage counters change only through `charge()`, which refuses (ENOSPC)
- * any increase past `maxBytes` / `maxInodes`.
+ * any increase past `maxBytes` / `maxInodes`. At most one file creation is staged (see
+ * `Staged`), and every operation — `single()`, `atomic()`, `sync()`, `close()`, `serialize()` —
+ * commits it first, so no operation of this connection ever sees the database without it.
  *
  * Does not protect against: a caller using these helpers outside `atomic()` — they are
  * protected, for `Vfs` only.
@@ -19,9 +21,9 @@ import { syncDatabase, type Database } from './sqlite.ts';
 import { MAX_FILE_SIZE, type VfsConfig, type VfsStat } from './vfs-config.ts';
 import { ChunkMemo, writeChunks, truncateChunks } from './vfs-data.ts';
 import { byteLength } from './vfs-path.ts';
-import { walk, type WalkResult } from './vfs-resolve.ts';
+import { walk, type Found, type WalkResult } from './vfs-resolve.ts';
 import {
-  initSchema, nowNs, prepareStatements, readInode,
+  CHUNK_SIZE, initSchema, nowNs, prepareStatements, readInode,
   type FileKindCode, type InodeKind, type InodeRow, type Statements, type VolumeName,
 } from './vfs-schema.ts';
 
@@ -40,12 +42,39 @@ export function checkFile<Row extends readonly [FileKindCode, ...unknown[]]>(row
   return row;
 }
 
+/** Bytes of a staged creation held back at most (then it commits and writes go straight through). */
+export const STAGE_MAX_BYTES = CHUNK_SIZE;
+
+/**
+ * A file `openInode({ stage: true })` found missing and did not create yet: it is created, with
+ * the bytes written at its start since (at most `STAGE_MAX_BYTES`, copied), in one transaction
+ * when any other operation comes — usually `release()` (WASI `fd_close`). Its handle is a
+ * negative number standing in for the inode number until then.
+ */
+interface Staged {
+  readonly handle: number;
+  readonly volume: VolumeName;
+  readonly parent: number;
+  readonly name: string;
+  readonly mode: number;
+  /** `used_bytes` when staged (nothing of this connection runs before the commit). */
+  readonly usedBytes: number;
+  /** `PRAGMA data_version` when staged: unchanged at commit = no other connection committed since. */
+  readonly version: number;
+  readonly parts: Uint8Array[];
+  length: number;
+}
+
 export abstract class VfsCore {
   readonly config: VfsConfig;
   protected readonly db: Database;
   protected readonly st: Statements;
   protected readonly roots: ReadonlyMap<VolumeName, number>;
   protected readonly memo: ChunkMemo;
+  private staged: Staged | null = null;
+  private lastHandle = 0;
+  /** Handle of a committed (or refused) staged creation → its inode (or the error, told on next use). */
+  private readonly handles = new Map<number, number | VfsError>();
 
   protected constructor(config: VfsConfig, db: Database) {
     this.config = config;
@@ -57,7 +86,17 @@ export abstract class VfsCore {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    try {
+      this.settle();
+    } finally {
+      this.db.close();
+    }
+  }
+
+  /** Commit the staged creation, if any (every operation does this first anyway). */
+  flush(): void {
+    if (this.db.open) this.settle();
   }
 
   /**
@@ -66,6 +105,7 @@ export abstract class VfsCore {
    */
   sync(): void {
     if (!this.db.open) fail('EBADF', 'the VFS is closed');
+    this.settle();
     try {
       syncDatabase(this.db);
     } catch {
@@ -75,6 +115,7 @@ export abstract class VfsCore {
 
   /** The whole database as bytes (a snapshot of an in-memory VFS for a read-only query). */
   serialize(): Uint8Array {
+    this.flush();
     return this.db.serialize();
   }
 
@@ -100,6 +141,9 @@ export abstract class VfsCore {
 
   protected atomic<R>(fn: () => R, write: boolean): R {
     if (write) this.memo.clear();
+    // A private in-memory database has this one connection and nothing else, so a read sees
+    // one state without a snapshot of its own: only writes need a transaction (to roll back).
+    else if (this.db.memory) return this.single(fn);
     return this.single(() => (write ? this.txWrite : this.txRead)(fn) as R);
   }
 
@@ -108,12 +152,92 @@ export abstract class VfsCore {
    * each statement in a snapshot of its own). Errors are mapped as in `atomic`.
    */
   protected single<R>(fn: () => R): R {
+    if (this.staged !== null && this.db.open) this.settle();
+    return this.unstaged(fn);
+  }
+
+  private dataVersion(): number {
+    return (this.st.dataVersion.get() as [number])[0];
+  }
+
+  /** `single` without committing the staged creation first. */
+  private unstaged<R>(fn: () => R): R {
     if (!this.db.open) fail('EBADF', 'the VFS is closed');
     try {
       return fn();
     } catch (err) {
       if (err instanceof VfsError || err instanceof SandboxError) throw err;
       throw new SandboxError('INTERNAL', 'VFS storage error', {}, err);
+    }
+  }
+
+  // ---- staged creation -----------------------------------------------------------------------
+
+  /** Stage the creation of file `name` in `parent` (found missing): a handle, nothing written yet. */
+  protected stage(volume: VolumeName, parent: number, name: string, mode: number): Found {
+    // The inode quota answers at open, as for an immediate creation (charged again at commit).
+    const used = this.usage();
+    if (used.inodes >= this.config.maxInodes) fail('ENOSPC', 'VFS inode quota exceeded');
+    const handle = --this.lastHandle;
+    const version = this.db.memory ? 0 : this.dataVersion();
+    this.staged = { handle, volume, parent, name, mode: mode & 0o7777, usedBytes: used.bytes, version, parts: [], length: 0 };
+    return { ino: handle, kind: 'file' };
+  }
+
+  /**
+   * Keep `data` with the staged creation `ino` when it continues the staged bytes, stays within
+   * `STAGE_MAX_BYTES` and within the byte quota; false when it must be written for real.
+   */
+  protected stageWrite(ino: number, at: number, data: Uint8Array): boolean {
+    const s = this.staged;
+    if (s === null || s.handle !== ino || at !== s.length || s.length + data.byteLength > STAGE_MAX_BYTES) return false;
+    // The byte quota answers at the write that passes it: this connection has done nothing since
+    // staging, and what another connection did is caught by the charge at commit.
+    if (s.usedBytes + s.length + data.byteLength > this.config.maxBytes) return false;
+    s.parts.push(new Uint8Array(data)); // a copy: `data` may be a view of guest memory
+    s.length += data.byteLength;
+    return true;
+  }
+
+  /** The inode number behind `ino`: itself, or what a staged creation's handle became (committing it). */
+  protected real(ino: number): number {
+    if (ino >= 0) return ino;
+    if (this.staged?.handle === ino) this.settle();
+    const r = this.handles.get(ino) ?? fail('EBADF', 'no such inode');
+    if (typeof r !== 'number') throw r;
+    return r;
+  }
+
+  /** Forget a handle: commit its creation if still staged; throw the error that refused it, if any. */
+  protected forget(ino: number): void {
+    if (ino >= 0) return;
+    try {
+      this.real(ino);
+    } finally {
+      this.handles.delete(ino);
+    }
+  }
+
+  /** Commit the staged creation with its bytes in one transaction; a refusal is kept for its handle. */
+  private settle(): void {
+    const s = this.staged;
+    if (s === null) return;
+    this.staged = null;
+    try {
+      const ino = this.atomic(() => {
+        // Only another connection can have changed the directory since the open.
+        if (!this.db.memory && this.dataVersion() !== s.version) {
+          const dir = this.st.inodeBrief.get(s.parent);
+          if (dir === undefined || dir.kind !== 'dir') fail('ENOENT', 'no such file or directory');
+          if (this.st.lookup.get(s.parent, s.name) !== undefined) fail('EEXIST', 'file exists');
+        }
+        const data = s.parts.length === 1 ? (s.parts[0] as Uint8Array) : Buffer.concat(s.parts);
+        return this.create(s.volume, s.parent, s.name, 'file', s.mode, null, data).ino;
+      }, true);
+      this.handles.set(s.handle, ino);
+    } catch (err) {
+      this.handles.set(s.handle, err instanceof VfsError ? err : new VfsError('EIO', 'could not create the file'));
+      if (!(err instanceof VfsError)) throw err;
     }
   }
 
@@ -142,12 +266,7 @@ export abstract class VfsCore {
   }
 
   protected usage(): { bytes: number; inodes: number } {
-    let bytes = 0;
-    let inodes = 0;
-    for (const r of this.st.getUsage.all()) {
-      if (r.key === 'used_bytes') bytes = r.value;
-      else inodes = r.value;
-    }
+    const [bytes, inodes] = this.st.getUsage.get() ?? [0, 0];
     return { bytes, inodes };
   }
 
@@ -166,9 +285,12 @@ export abstract class VfsCore {
     }
   }
 
-  /** Make an inode and its entry (parent, name); returns the new row as stored. */
-  protected create(volume: VolumeName, parent: number, name: string, kind: InodeKind, mode: number, target: string | null): InodeRow {
-    const size = target === null ? 0 : byteLength(target);
+  /** Make an inode and its entry (parent, name), a file maybe with contents; returns the new row as stored. */
+  protected create(
+    volume: VolumeName, parent: number, name: string, kind: InodeKind, mode: number, target: string | null,
+    data: Uint8Array | null = null,
+  ): InodeRow {
+    const size = target !== null ? byteLength(target) : (data?.byteLength ?? 0);
     this.charge(size, 1);
     const t = nowNs();
     const nlink = kind === 'dir' ? 2 : 1;
@@ -176,6 +298,7 @@ export abstract class VfsCore {
     this.st.insertEntry.run(parent, name, ino);
     this.st.touchDir.run(t, t, parent);
     if (kind === 'dir') this.st.addLinks.run(1, t, parent);
+    if (data !== null && data.byteLength > 0) writeChunks(this.st, ino, 0, 0, data);
     return { ino, volume, kind, mode: mode & 0o7777, nlink, size, atime_ns: t, mtime_ns: t, ctime_ns: t, target };
   }
 

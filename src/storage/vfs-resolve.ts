@@ -59,14 +59,15 @@ export function walk(st: Statements, root: number, path: string, opts: WalkOptio
       else if (top !== root) stack = [st.parentOf.get(top)?.parent ?? root];
       continue;
     }
-    const entry = st.lookup.get(top, part);
-    if (entry === undefined) {
+    const row = st.lookup.get(top, part);
+    if (row === undefined) {
       if (isLast) return { parent: top, name: part, node: null, trailingSlash };
       fail('ENOENT', 'no such file or directory');
     }
+    const entry = { ino: row[0], kind: row[1] };
     if (entry.kind === 'symlink' && (!isLast || opts.followFinal || trailingSlash)) {
       if (++hops > MAX_SYMLINK_HOPS) fail('ELOOP', 'too many levels of symbolic links');
-      const target = parsePath(entry.target ?? '');
+      const target = parsePath(row[2] ?? '');
       if (target.absolute) stack = [root];
       for (let i = target.parts.length - 1; i >= 0; i--) queue.push(target.parts[i] as string);
       if (isLast && target.trailingSlash) trailingSlash = true;

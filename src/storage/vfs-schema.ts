@@ -175,17 +175,19 @@ export function prepareStatements(db: Database) {
     /** [kind code, size] for inode I/O: a raw row of two integers is the cheapest lookup. */
     fileSize: db.prepare<[FileKindCode, number]>(`SELECT ${KIND_CODE}, size FROM inodes WHERE ino = ?`).raw(true),
     /**
-     * (end, chunkEnd, ino, idx, ino): [kind code, size, chunk idx] — a read of the range up to
-     * `end` in one statement; the chunk is fetched only when that range, capped at the size,
-     * ends within it (at or before `chunkEnd`), else it is null (as it is for a hole).
+     * (offset, end, chunkEnd, ino, idx, ino): [kind code, size, chunk idx] — a read of the range
+     * [offset, end) in one statement; the chunk is fetched only when that range, capped at the
+     * size, is not empty and ends within it (at or before `chunkEnd`), else it is null (as it is
+     * for a hole). A read at end of file (the last of every sequential read) fetches nothing.
      */
     fileChunk: db.prepare<[FileKindCode, number, Buffer | null]>(
-      `SELECT ${KIND_CODE}, size, CASE WHEN min(size, ?) <= ? THEN (SELECT data FROM chunks WHERE ino = ? AND idx = ?) END
+      `SELECT ${KIND_CODE}, size, CASE WHEN ? < size AND min(size, ?) <= ? THEN (SELECT data FROM chunks WHERE ino = ? AND idx = ?) END
        FROM inodes WHERE ino = ?`,
     ).raw(true),
-    lookup: db.prepare<{ ino: number; kind: InodeKind; target: string | null }>(
-      'SELECT d.ino AS ino, i.kind AS kind, i.target AS target FROM dirents d JOIN inodes i ON i.ino = d.ino WHERE d.parent = ? AND d.name = ?',
-    ),
+    /** (parent, name): [ino, kind, symlink target] as a raw row (the walk runs it per component). */
+    lookup: db.prepare<[number, InodeKind, string | null]>(
+      'SELECT d.ino, i.kind, i.target FROM dirents d JOIN inodes i ON i.ino = d.ino WHERE d.parent = ? AND d.name = ?',
+    ).raw(true),
     parentOf: db.prepare<{ parent: number }>('SELECT parent FROM dirents WHERE ino = ? LIMIT 1'),
     insertInode: db.prepare(
       'INSERT INTO inodes (volume, kind, mode, nlink, size, atime_ns, mtime_ns, ctime_ns, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -203,7 +205,10 @@ export function prepareStatements(db: Database) {
     setSize: db.prepare('UPDATE inodes SET size = ?, mtime_ns = ?, ctime_ns = ? WHERE ino = ?'),
     setTimes: db.prepare('UPDATE inodes SET atime_ns = ?, mtime_ns = ?, ctime_ns = ? WHERE ino = ?'),
     setMode: db.prepare('UPDATE inodes SET mode = ?, ctime_ns = ? WHERE ino = ?'),
-    getUsage: db.prepare<{ key: string; value: number }>("SELECT key, value FROM meta WHERE key IN ('used_bytes', 'used_inodes')"),
+    /** [used_bytes, used_inodes] as one raw row (a staged creation reads it at every open). */
+    getUsage: db.prepare<[number, number]>(
+      "SELECT (SELECT value FROM meta WHERE key = 'used_bytes'), (SELECT value FROM meta WHERE key = 'used_inodes')",
+    ).raw(true),
     addUsage: db.prepare('UPDATE meta SET value = value + ? WHERE key = ?'),
     /** (delta, key, limit - delta): add unless that passes the limit (`changes === 0` → over quota). */
     addUsageWithin: db.prepare('UPDATE meta SET value = value + ? WHERE key = ? AND value <= ?'),

@@ -9,7 +9,12 @@
  *
  * Invariant: every public operation is one SQLite transaction, all or nothing. Once it returns
  * it survives a crash or `kill -9` of the process; after `sync()` it survives power loss too
- * (`durability: 'power-loss'` fsyncs every operation instead — see `sqlite.ts`). Every
+ * (`durability: 'power-loss'` fsyncs every operation instead — see `sqlite.ts`). The one
+ * exception is asked for by name: `openInode({ stage: true })` of a missing file stages its
+ * creation, and the writes that continue its first `STAGE_MAX_BYTES` join it; all of that
+ * commits in one transaction at `release()` or before any other operation of this `Vfs` (and at
+ * `sync()` / `close()`), so this connection never observes the difference — until then a crash
+ * loses the creation with those bytes, whole. Every
  * guest-supplied path is resolved by `walk()` inside the VFS and never reaches the host
  * filesystem; every failure is a `VfsError` with a WASI errno; `maxBytes` (sum of file and
  * symlink sizes, holes included) and `maxInodes` are never exceeded (ENOSPC for both).
@@ -33,9 +38,18 @@ import { checkSymlinkTarget } from './vfs-path.ts';
 import type { Found } from './vfs-resolve.ts';
 import { CHUNK_SIZE, nowNs, VOLUMES, type InodeRow, type VolumeName } from './vfs-schema.ts';
 
-type OpenOptions = PathOptions & { mode?: number };
+type OpenOptions = PathOptions & {
+  mode?: number;
+  /**
+   * `openInode` only: when the file is missing and `O_CREAT` asks for it, stage its creation
+   * instead of committing it (see `VfsCore` `Staged`): the result's `ino` is then a negative
+   * handle, valid in every inode operation, that the caller hands to `release()` when done.
+   */
+  stage?: boolean;
+};
 
 export { VOLUMES, CHUNK_SIZE, type VolumeName, type InodeKind } from './vfs-schema.ts';
+export { STAGE_MAX_BYTES } from './vfs-core.ts';
 export * from './vfs-config.ts';
 
 export class Vfs extends VfsCore {
@@ -67,6 +81,7 @@ export class Vfs extends VfsCore {
   }
 
   statIno(ino: number): VfsStat {
+    ino = this.real(ino);
     return this.atomic(() => toStat(this.inode(ino)), false);
   }
 
@@ -92,17 +107,29 @@ export class Vfs extends VfsCore {
   /** Open (and maybe create or truncate) a file or directory; `oflags` are WASI's bits. */
   open(volume: VolumeName, path: string, oflags = 0, o: OpenOptions = {}): VfsStat {
     return this.opening(oflags, () => {
-      const r = this.openNode(volume, path, oflags, o);
+      const r = this.openNode(volume, path, oflags, o, false) as InodeRow | Found;
       return toStat('nlink' in r ? r : this.inode(r.ino));
     });
   }
 
-  /** `open` for a caller that needs only the inode and its kind (WASI `path_open`). */
+  /**
+   * `open` for a caller that needs only the inode and its kind (WASI `path_open`). With `stage`,
+   * a creation (or an open that changes nothing) is only a read; a truncation commits as usual.
+   */
   openInode(volume: VolumeName, path: string, oflags = 0, o: OpenOptions = {}): Found {
+    if (o.stage === true && (oflags & O_CREAT) !== 0) {
+      const r = this.atomic(() => this.openNode(volume, path, oflags, o, true), false);
+      if (r !== null) return { ino: r.ino, kind: r.kind };
+    }
     return this.opening(oflags, () => {
-      const r = this.openNode(volume, path, oflags, o);
+      const r = this.openNode(volume, path, oflags, o, false) as InodeRow | Found;
       return { ino: r.ino, kind: r.kind };
     });
+  }
+
+  /** Done with what `openInode({ stage: true })` returned: commits a staged creation, or throws what refused it. */
+  release(ino: number): void {
+    this.forget(ino);
   }
 
   /** Run an open in a write transaction when it may create or truncate, a read one otherwise. */
@@ -110,13 +137,19 @@ export class Vfs extends VfsCore {
     return (oflags & (O_CREAT | O_TRUNC)) !== 0 ? this.mutate(op) : this.atomic(op, false);
   }
 
-  /** The opened node: its full row when created or truncated, else what the walk found. */
-  private openNode(volume: VolumeName, path: string, oflags: number, o: OpenOptions): InodeRow | Found {
+  /**
+   * The opened node: its full row when created or truncated, else what the walk found. When
+   * `staging` (a read transaction), a creation is staged, and a truncation answers null (the
+   * caller opens again in a write transaction).
+   */
+  private openNode(volume: VolumeName, path: string, oflags: number, o: OpenOptions, staging: boolean): InodeRow | Found | null {
     const w = this.walkIn(volume, path, o.followFinal ?? true, o.from);
     if (w.node === null) {
       if ((oflags & O_CREAT) === 0) fail('ENOENT', 'no such file or directory');
       if ((oflags & O_DIRECTORY) !== 0 || w.trailingSlash) fail('EISDIR', 'cannot create a directory with open');
-      return this.create(volume, w.parent, this.nameOf(w, 'EISDIR'), 'file', o.mode ?? 0o644, null);
+      const name = this.nameOf(w, 'EISDIR');
+      if (staging) return this.stage(volume, w.parent, name, o.mode ?? 0o644);
+      return this.create(volume, w.parent, name, 'file', o.mode ?? 0o644, null);
     }
     if ((oflags & O_CREAT) !== 0 && (oflags & O_EXCL) !== 0) fail('EEXIST', 'file exists');
     const { kind } = w.node;
@@ -126,6 +159,7 @@ export class Vfs extends VfsCore {
     if ((oflags & O_TRUNC) === 0) return w.node;
     const node = this.inode(w.node.ino);
     if (node.size === 0) return node;
+    if (staging) return null;
     this.resize(node, 0);
     return this.inode(node.ino);
   }
@@ -221,6 +255,7 @@ export class Vfs extends VfsCore {
 
   /** Entries of a directory after `cookie` (0 = from the start), in a stable order. */
   readdir(ino: number, cookie = 0, max = 1024): DirEntry[] {
+    ino = this.real(ino);
     return this.atomic(() => {
       if (this.inode(ino).kind !== 'dir') fail('ENOTDIR', 'not a directory');
       if (!Number.isSafeInteger(cookie) || cookie < 0) fail('EINVAL', 'bad cookie');
@@ -234,6 +269,7 @@ export class Vfs extends VfsCore {
   read(ino: number, offset: number, len: number): Uint8Array {
     if (!Number.isSafeInteger(len) || len < 0) fail('EINVAL', 'bad length');
     const want = Math.min(len, MAX_READ_BYTES);
+    ino = this.real(ino);
     return this.atomic(() => {
       this.checkRange(offset, 0);
       return readChunks(this.st, ino, this.fileSize(ino), offset, want);
@@ -245,6 +281,7 @@ export class Vfs extends VfsCore {
    * order; returns the byte count (short at end of file; at most `MAX_READ_BYTES` in all).
    */
   readInto(ino: number, offset: number, targets: readonly Uint8Array[]): number {
+    ino = this.real(ino);
     let room = MAX_READ_BYTES;
     const capped: Uint8Array[] = [];
     for (const t of targets) {
@@ -259,7 +296,7 @@ export class Vfs extends VfsCore {
       const idx = Math.floor(offset / CHUNK_SIZE);
       const end = offset + capped.reduce((n, t) => n + t.length, 0);
       const n = this.single(() => {
-        const row = Number.isSafeInteger(ino) ? this.st.fileChunk.get(end, (idx + 1) * CHUNK_SIZE, ino, idx, ino) : undefined;
+        const row = Number.isSafeInteger(ino) ? this.st.fileChunk.get(offset, end, (idx + 1) * CHUNK_SIZE, ino, idx, ino) : undefined;
         const [, size, chunk] = checkFile(row);
         return readWithinChunk(size, chunk, offset, capped);
       });
@@ -270,6 +307,8 @@ export class Vfs extends VfsCore {
 
   /** Write all of `bytes` at `offset` (growing the file); returns the byte count. */
   write(ino: number, at: number, data: Uint8Array): number {
+    if (ino < 0 && this.stageWrite(ino, at, data)) return data.byteLength;
+    ino = this.real(ino);
     return this.atomic(() => {
       this.checkRange(at, data.byteLength);
       this.writeAt(ino, this.fileSize(ino), at, data);
@@ -279,6 +318,7 @@ export class Vfs extends VfsCore {
 
   /** Write all of `data` at the end of the file, in one transaction; returns where it landed. */
   append(ino: number, data: Uint8Array): number {
+    ino = this.real(ino);
     return this.atomic(() => {
       const size = this.fileSize(ino);
       this.checkRange(size, data.byteLength);
@@ -288,6 +328,7 @@ export class Vfs extends VfsCore {
   }
 
   truncate(ino: number, size: number): void {
+    ino = this.real(ino);
     this.atomic(() => {
       this.checkRange(size, 0);
       this.resize(this.fileNode(ino), size);
@@ -296,6 +337,7 @@ export class Vfs extends VfsCore {
 
   /** Set access and/or modification time (ns since the epoch); ctime becomes now. */
   setTimes(ino: number, atimeNs?: bigint, mtimeNs?: bigint): void {
+    ino = this.real(ino);
     this.atomic(() => {
       const node = this.inode(ino);
       this.st.setTimes.run(atimeNs ?? node.atime_ns, mtimeNs ?? node.mtime_ns, nowNs(), ino);
@@ -303,6 +345,7 @@ export class Vfs extends VfsCore {
   }
 
   setMode(ino: number, mode: number): void {
+    ino = this.real(ino);
     this.atomic(() => {
       this.inode(ino);
       this.st.setMode.run(mode & 0o7777, nowNs(), ino);

@@ -1,4 +1,8 @@
-/** An acknowledged VFS write survives SIGKILL of the writing process mid-stream. */
+/**
+ * An acknowledged VFS write survives SIGKILL of the writing process mid-stream — a write is
+ * acknowledged when its call returns; a staged creation (WASI path_open + fd_write) with its
+ * bytes when `release` (fd_close) returns.
+ */
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -6,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Vfs } from '../../src/storage/vfs.ts';
-import { logLine, record } from './fixtures/durable-writer.ts';
+import { logLine, record, smallRecord } from './fixtures/durable-writer.ts';
 import { tempDir } from './helpers.ts';
 
 const WRITER = fileURLToPath(new URL('./fixtures/durable-writer.ts', import.meta.url));
@@ -46,6 +50,17 @@ test('every write acknowledged before kill -9 is present and intact after reopen
       const want = record(i);
       assert.equal(s.size, want.length, `size of record ${i}`);
       assert.ok(Buffer.from(vfs.read(s.ino, 0, want.length)).equals(want), `contents of record ${i}`);
+      const small = vfs.stat('workspace', `/staged/s${i}`);
+      const wantSmall = smallRecord(i);
+      assert.equal(small.size, wantSmall.length, `size of staged file ${i}`);
+      assert.ok(Buffer.from(vfs.read(small.ino, 0, wantSmall.length)).equals(wantSmall), `contents of staged file ${i}`);
+    }
+    // Past the last ack the parent read (the writer ran on until the kill lands), a staged file is
+    // wholly there or wholly absent: never empty or torn.
+    for (const name of vfs.readdir(vfs.stat('workspace', '/staged').ino).map((e) => e.name)) {
+      const i = Number(name.slice(1));
+      const s = vfs.stat('workspace', `/staged/${name}`);
+      assert.ok(Buffer.from(vfs.read(s.ino, 0, s.size)).equals(smallRecord(i)), `${name} is whole`);
     }
     const log = vfs.stat('workspace', '/log');
     const line = logLine(0).length;

@@ -57,14 +57,26 @@ export class Guest {
   /** Fuel used by the last instantiate or call. */
   fuelUsed = 0;
 
+  /** The bridge as the guest's imports use it: a staged file creation commits before any host call. */
+  private readonly host: HostBridge;
+
   /** `sharedVfs`: a nested command runs against its caller's open VFS, not a new connection. */
   constructor(
     private readonly module: WebAssembly.Module,
     private readonly spec: GuestSpec,
-    private readonly host: HostBridge,
+    bridge: HostBridge,
     private readonly interrupted: () => boolean,
     private readonly sharedVfs: Vfs | null = null,
   ) {
+    // What the guest wrote must be in the database before anything outside this worker (a
+    // broker, a process on another worker, the host) can look at it.
+    this.host = {
+      call: (op, blobs) => {
+        this.vfs?.flush();
+        return bridge.call(op, blobs);
+      },
+      receiveModule: () => bridge.receiveModule(),
+    };
     this.meter = spec.fuel.metered ? new FuelMeter(spec.fuel.chunk, interrupted, this.state) : null;
     this.stdout = new CappedStream('stdout', spec.output.limitBytes, spec.output.failOnLimit);
     this.stderr = new CappedStream('stderr', spec.output.limitBytes, spec.output.failOnLimit);
@@ -128,6 +140,12 @@ export class Guest {
       values = body();
     } catch (e) {
       thrown = e;
+    }
+    try {
+      // A call's files are committed when it ends, however it ends (a staged creation included).
+      this.vfs?.flush();
+    } catch (e) {
+      thrown ??= e;
     }
     // A trap unwinds frames whose latest charges were still in locals: bill what was granted.
     const trapped = thrown instanceof WebAssembly.RuntimeError || thrown instanceof RangeError;

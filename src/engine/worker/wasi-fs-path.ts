@@ -50,7 +50,9 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       if ((want & ~d.rightsInheriting & (FILE_RIGHTS | DIR_RIGHTS)) !== 0n) refuse(E.NOTCAPABLE);
       memory.check(out, 4);
       table.reserve();
-      const st = vfs.openInode(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0 });
+      // A new file's creation is staged: it commits with the first bytes written to it, at the
+      // latest when this descriptor closes (see wasi-fs.ts on what is acknowledged when).
+      const st = vfs.openInode(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0, stage: true });
       if (st.kind === 'dir') {
         if ((fdflags & FDFLAG_APPEND) !== 0) refuse(E.ISDIR);
       } else if ((oflags & O_DIRECTORY) !== 0) {

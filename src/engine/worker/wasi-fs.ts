@@ -12,9 +12,13 @@
  *
  * Invariant: every guest pointer is bounds-checked (EFAULT), every VFS failure is its errno, every
  * write needs FD_WRITE on its descriptor and none is possible on a read-only mount (EROFS); any
- * other exception propagates as a bug. Each write is one VFS transaction: when the call returns
- * it survives a crash or `kill -9` of the engine; `fd_sync`/`fd_datasync` make every write so far
- * survive power loss too (an fsync of the VFS database; a no-op for an in-memory VFS).
+ * other exception propagates as a bug. What is acknowledged when (docs/storage.md): a file that
+ * `path_open(O_CREAT)` creates is committed, with the bytes written at its start (at most
+ * `STAGE_MAX_BYTES`), in one transaction when `fd_close` of it returns — or earlier, before any
+ * other VFS call, host call or the end of the guest's call; every other write is one VFS
+ * transaction, committed when its call returns. Committed survives a crash or `kill -9` of the
+ * engine; `fd_sync`/`fd_datasync` commit and make everything so far survive power loss too (an
+ * fsync of the VFS database; a no-op for an in-memory VFS).
  *
  * Does not protect against: a guest filling its VFS quota (the VFS answers ENOSPC) or holding
  * `MAX_FDS` descriptors open (EMFILE for itself only).
@@ -147,13 +151,17 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
 
     fd_close: g((fd: number) => {
       if (isStdio(fd)) return delegate('fd_close', fd);
+      const f = anyFd(fd);
       table.close(fd);
+      vfs.release(f.ino); // commits a staged creation; its refusal (e.g. ENOSPC) is close's errno
       return E.SUCCESS;
     }),
 
     fd_renumber: g((from: number, to: number) => {
       if (isStdio(from) || isStdio(to)) return E.NOTSUP;
+      const closed = from === to ? null : (table.get(from), table.get(to));
       table.renumber(from, to);
+      if (closed !== null) vfs.release(closed.ino);
       return E.SUCCESS;
     }),
 
