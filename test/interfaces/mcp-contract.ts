@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { watText } from '../helpers/wat.ts';
+import { runCli } from '../helpers/cli.ts';
 
 export interface AuditView {
   /** Denied records of `tenant`, oldest first. */
@@ -15,6 +16,20 @@ export interface AuditView {
 }
 
 type Structured = Record<string, unknown> & { error?: { code: string; message: string; mcpCode?: number } };
+
+/** An AuditView reading the denials back as a user would: `membrane audit tail --json` on `env`'s $MEMBRANE_HOME. */
+export function auditViaCli(env: Record<string, string>): AuditView {
+  return {
+    denied: async (tenant) => {
+      const r = await runCli(['audit', 'tail', '--json', '--tenant', tenant, '--kind', 'denied', '--limit', '1000'], env);
+      assert.equal(r.code, 0, r.stderr);
+      return r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { kind: string; detail: Record<string, unknown> });
+    },
+  };
+}
 
 export function structured(r: unknown): Structured {
   const s = (r as CallToolResult).structuredContent;

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BIN, runCli } from '../helpers/cli.ts';
-import { mcpContract, structured } from './mcp-contract.ts';
+import { auditViaCli, mcpContract, structured } from './mcp-contract.ts';
 
 const env = { MEMBRANE_HOME: mkdtempSync(join(tmpdir(), 'membrane-mcp-serve-')), MEMBRANE_AUDIT_KEY: 'f'.repeat(64) };
 let server: ChildProcess;
@@ -56,16 +56,7 @@ after(async () => {
 mcpContract(
   'serve',
   () => client,
-  {
-    denied: async (tenant) => {
-      const r = await runCli(['audit', 'tail', '--json', '--tenant', tenant, '--kind', 'denied', '--limit', '1000'], env);
-      assert.equal(r.code, 0, r.stderr);
-      return r.stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { kind: string; detail: Record<string, unknown> });
-    },
-  },
+  auditViaCli(env),
   'serve-tenant',
 );
 

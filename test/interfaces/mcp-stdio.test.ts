@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BIN, runCli } from '../helpers/cli.ts';
-import { mcpContract } from './mcp-contract.ts';
+import { auditViaCli, mcpContract } from './mcp-contract.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'membrane-mcp-stdio-'));
 const env: Record<string, string> = {
@@ -36,16 +36,7 @@ after(async () => {
 mcpContract(
   'stdio',
   () => client,
-  {
-    denied: async (tenant) => {
-      const r = await runCli(['audit', 'tail', '--json', '--tenant', tenant, '--kind', 'denied', '--limit', '1000'], env);
-      assert.equal(r.code, 0, r.stderr);
-      return r.stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { kind: string; detail: Record<string, unknown> });
-    },
-  },
+  auditViaCli(env),
   'stdio-tenant',
 );
 
