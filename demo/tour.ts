@@ -4,6 +4,7 @@
  * persistent healthy instance keeps answering calls throughout.
  */
 
+import { snippetTour } from './snippets.ts';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -147,4 +148,5 @@ console.log(
     `p50 ${(pct(0.5) * 1000).toFixed(0)} µs, p99 ${(pct(0.99) * 1000).toFixed(0)} µs, max ${pct(1).toFixed(1)} ms; info() = ${JSON.stringify(healthy.info())}`,
 );
 console.log(`Worker threads terminated and replaced during the tour: ${engine.stats().workersReplaced} (runaways stopped themselves at a fuel refill).`);
+await snippetTour(engine);
 await engine.close();

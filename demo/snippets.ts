@@ -1,0 +1,52 @@
+/**
+ * The tour's second act: model-written source through `engine.exec` — JavaScript and TypeScript in
+ * fuel-metered QuickJS, Python in hardened Pyodide in a child process — each snippet fresh, hostile
+ * ones side by side with useful ones, all at once.
+ */
+
+import type { Engine, ExecOutcome } from '../src/index.ts';
+
+interface Snippet {
+  readonly language: 'js' | 'ts' | 'python';
+  readonly tried: string;
+  readonly code: string;
+  readonly options?: { profile?: string; timeoutMs?: number; fuel?: number; memoryBytes?: number };
+}
+
+const SNIPPETS: readonly Snippet[] = [
+  { language: 'ts', tried: 'const n: number = 6; n * 7 (types stripped inside)', code: 'const n: number = 6; n * 7' },
+  { language: 'js', tried: 'for(;;){} (budget 1000 ms)', code: 'for(;;){}', options: { timeoutMs: 1000 } },
+  { language: 'js', tried: 'double a string forever (32 MiB)', code: "let s = 'x'; const keep = []; for (;;) { s += s; keep.push(s) }", options: { memoryBytes: 32 << 20 } },
+  { language: 'js', tried: 'look for process, require, kv under compute', code: "typeof process + ' ' + typeof require + ' ' + typeof kv" },
+  { language: 'js', tried: "constructor chain to 'return process'", code: "(() => { try { return this.constructor.constructor('return process')() } catch (e) { return String(e) } })()" },
+  { language: 'js', tried: 'fetch the cloud metadata service (network)', code: "fetch('http://169.254.169.254/latest/meta-data/').then((r) => r.status, (e) => e.code)", options: { profile: 'network' } },
+  { language: 'python', tried: "os.system('id')", code: "import os\nos.system('id')" },
+  { language: 'python', tried: 'import js (the host JS world)', code: 'import js' },
+  { language: 'python', tried: "open('/etc/passwd')", code: "open('/etc/passwd').read()" },
+  { language: 'python', tried: 'while True: pass on 1e7 fuel', code: 'while True: pass', options: { fuel: 1e7 } },
+  { language: 'python', tried: 'membrane.kv put + get (minimal)', code: "import membrane\nmembrane.kv.put('greeting', 'hi')\nmembrane.kv.get('greeting')", options: { profile: 'minimal' } },
+];
+
+function ended(r: ExecOutcome): string {
+  if (r.ok) return `result ${JSON.stringify(r.result)}`.slice(0, 70);
+  return `${r.error!.code}: ${r.error!.message}`.slice(0, 70);
+}
+
+/** Run every snippet at once; print one row each. */
+export async function snippetTour(engine: Engine): Promise<void> {
+  const t0 = performance.now();
+  const results = await Promise.all(SNIPPETS.map((s) => engine.exec({ language: s.language, code: s.code, ...s.options })));
+  const rows = SNIPPETS.map((s, i) => [s.language, s.tried, ended(results[i]!), `${results[i]!.durationMs.toFixed(1)} ms`]);
+  const head = ['lane', 'what the snippet tried', 'how it ended', 'took'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
+  console.log('\nUntrusted source through engine.exec: a fresh interpreter per snippet, all at once\n');
+  console.log(line(head));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+  const py = results.filter((_, i) => SNIPPETS[i]!.language === 'python');
+  console.log(
+    `\n${SNIPPETS.length} snippets in ${((performance.now() - t0) / 1000).toFixed(1)} s, including the lanes' start ` +
+      `(Python pool misses boot an interpreter, ~5 s; warm-pool hits: ${py.filter((r) => r.poolHit).length}/${py.length}).`,
+  );
+}
