@@ -16,7 +16,7 @@ interface Snippet {
 const SNIPPETS: readonly Snippet[] = [
   { language: 'ts', tried: 'const n: number = 6; n * 7 (types stripped inside)', code: 'const n: number = 6; n * 7' },
   { language: 'js', tried: 'for(;;){} (budget 1000 ms)', code: 'for(;;){}', options: { timeoutMs: 1000 } },
-  { language: 'js', tried: 'double a string forever (32 MiB)', code: "let s = 'x'; const keep = []; for (;;) { s += s; keep.push(s) }", options: { memoryBytes: 32 << 20 } },
+  { language: 'js', tried: 'allocate 1 MiB buffers forever (32 MiB)', code: 'const keep = []; for (;;) keep.push(new Uint8Array(1 << 20))', options: { memoryBytes: 32 << 20 } },
   { language: 'js', tried: 'look for process, require, kv under compute', code: "typeof process + ' ' + typeof require + ' ' + typeof kv" },
   { language: 'js', tried: "constructor chain to 'return process'", code: "(() => { try { return this.constructor.constructor('return process')() } catch (e) { return String(e) } })()" },
   { language: 'js', tried: 'fetch the cloud metadata service (network)', code: "fetch('http://169.254.169.254/latest/meta-data/').then((r) => r.status, (e) => e.code)", options: { profile: 'network' } },
