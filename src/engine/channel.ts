@@ -42,6 +42,11 @@ const STATE_WORD = 0;
 const LENGTH_WORD = 1;
 /** Set by the main thread at a job's deadline (or to stop it); read by the worker's fuel meter. */
 const INTERRUPT_WORD = 2;
+/**
+ * Set by the worker while it finishes a job's housekeeping after posting the result (closing a
+ * file VFS, whose close may checkpoint the WAL); the pool hands the worker out once it is clear.
+ */
+const HOUSEKEEPING_WORD = 3;
 export const INITIAL_CHANNEL_BYTES = 256 * 1024;
 /** The largest frame either side may send: bounds what a guest can make the host buffer. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -84,6 +89,38 @@ export class Channel {
 
   get interrupted(): boolean {
     return Atomics.load(this.words, INTERRUPT_WORD) !== 0;
+  }
+
+  /** Worker side: housekeeping starts (set before the result is posted, so no job sees it clear too early). */
+  beginHousekeeping(): void {
+    Atomics.store(this.words, HOUSEKEEPING_WORD, 1);
+  }
+
+  endHousekeeping(): void {
+    Atomics.store(this.words, HOUSEKEEPING_WORD, 0);
+    Atomics.notify(this.words, HOUSEKEEPING_WORD);
+  }
+
+  /**
+   * Main side: wait (without blocking the event loop) until the worker's housekeeping is done, at
+   * most `boundMs`; returns whether it is done.
+   */
+  async housekept(boundMs: number): Promise<boolean> {
+    if (Atomics.load(this.words, HOUSEKEEPING_WORD) === 0) return true;
+    // A pending Atomics.waitAsync does not keep Node alive by itself: a timer does, until the end.
+    const keepAlive = setInterval(() => {}, 60_000);
+    try {
+      const deadline = performance.now() + boundMs;
+      for (;;) {
+        if (Atomics.load(this.words, HOUSEKEEPING_WORD) === 0) return true;
+        const left = deadline - performance.now();
+        if (left <= 0) return false;
+        const w = Atomics.waitAsync(this.words, HOUSEKEEPING_WORD, 1, left);
+        if (w.async) await w.value;
+      }
+    } finally {
+      clearInterval(keepAlive);
+    }
   }
 
   set(state: StateValue): void {

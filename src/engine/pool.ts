@@ -5,7 +5,8 @@
  * Owns: spawning (from the bundled worker file), keeping `size` workers warm, handing one out per
  * job, and replacing a worker that was terminated (timeout) or died. Invariant: live workers
  * never exceed `maxWorkers`; a waiter for a worker waits at most `acquireTimeoutMs` and then
- * fails with INTERNAL rather than queueing forever.
+ * fails with INTERNAL rather than queueing forever; a worker is handed out once the housekeeping
+ * of its last job is done (or `acquireTimeoutMs` passed), so that work never eats a job's time.
  *
  * Does not protect against: the host running out of memory because the operator allowed many
  * workers with large guest memories; size the pool for the machine.
@@ -56,9 +57,23 @@ export class WorkerPool {
     const h = this.takeIdle();
     if (h) {
       this.warm();
-      return h;
+      return this.ready(h);
     }
     if (this.live + this.spawning < this.config.maxWorkers) this.spawnOne();
+    return this.waitForWorker().then((w) => this.ready(w));
+  }
+
+  /**
+   * `h` once it has finished the housekeeping of its last job (closing that job's file VFS, see
+   * worker/main.ts), so a job's deadline never includes it; waits at most `acquireTimeoutMs`,
+   * after which the job is posted anyway (the worker takes it when it is done).
+   */
+  private async ready(h: WorkerHandle): Promise<WorkerHandle> {
+    await h.channel.housekept(this.config.acquireTimeoutMs);
+    return h;
+  }
+
+  private waitForWorker(): Promise<WorkerHandle> {
     return new Promise<WorkerHandle>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w.timer !== timer);
@@ -74,7 +89,8 @@ export class WorkerPool {
    */
   async acquireDedicated(): Promise<WorkerHandle> {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
-    const h = this.takeIdle() ?? (await WorkerHandle.spawn(await this.config.file(), this.config.limits));
+    const idle = this.takeIdle();
+    const h = idle ? await this.ready(idle) : await WorkerHandle.spawn(await this.config.file(), this.config.limits);
     if (this.all.delete(h)) this.live--;
     this.warm();
     return h;

@@ -98,6 +98,7 @@ export class WorkerHandle {
         this.modulePort?.close();
         this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the guest worker exited');
         this.channel.set(State.DEAD);
+        this.channel.endHousekeeping(); // a dead worker has nothing left to finish
         resolve();
       });
     });

@@ -116,7 +116,19 @@ export interface OpenDatabaseOptions {
   readonly readonly?: boolean;
   /** Default `'power-loss'` (`synchronous=FULL`). */
   readonly durability?: DatabaseDurability;
+  /**
+   * Let the WAL grow to about this many bytes before a commit checkpoints it (SQLite's default
+   * is 1000 pages, about 4 MiB); after a checkpoint the WAL file is cut back to
+   * `WAL_KEEP_BYTES`. Checkpoints change what survives nothing: they only move committed pages
+   * from the WAL into the database file. Default: SQLite's.
+   */
+  readonly walCheckpointBytes?: number;
+  /** SQLite's page cache for this connection, at most this many bytes. Default: SQLite's (16 MB here). */
+  readonly cacheBytes?: number;
 }
+
+/** What a WAL file is cut back to after a checkpoint (SQLite `journal_size_limit`). */
+export const WAL_KEEP_BYTES = 4 * 1024 * 1024;
 
 /**
  * Open (creating if needed) the database at `file` — an absolute or cwd-relative host path chosen
@@ -144,6 +156,12 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
   }
   try {
     configure(db, memory || options.readonly === true, options.durability ?? 'power-loss');
+    if (!memory && options.walCheckpointBytes !== undefined) {
+      const page = Number(db.pragma('page_size', { simple: true }));
+      db.pragma(`wal_autocheckpoint = ${Math.max(1, Math.ceil(options.walCheckpointBytes / page))}`);
+      db.pragma(`journal_size_limit = ${WAL_KEEP_BYTES}`);
+    }
+    if (options.cacheBytes !== undefined) db.pragma(`cache_size = ${-Math.max(1, Math.floor(options.cacheBytes / 1024))}`);
   } catch (err) {
     db.close();
     throw err instanceof SandboxError ? err : new SandboxError('INTERNAL', 'could not configure a database', {}, err);

@@ -21,6 +21,21 @@ export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_MAX_INODES = 100_000;
 /** Default durability of VFS writes (see `VfsOptions.durability` and `sqlite.ts`). */
 export const DEFAULT_DURABILITY: DatabaseDurability = 'process-crash';
+/**
+ * The WAL of a file VFS grows to about this much before a commit checkpoints it into the
+ * database file (SQLite's default is ~4 MiB). Checkpointing is the costly half of a write — every
+ * page copied a second time, two fsyncs — so a run writing less than this never checkpoints in
+ * its calls: its connection's close does, after the run's result is out (the worker then tells
+ * the pool it is busy). Bounds the disk a VFS takes beyond its byte quota to about this much
+ * (plus one transaction) while a connection is open.
+ */
+export const WAL_CHECKPOINT_BYTES = 128 * 1024 * 1024;
+/**
+ * SQLite's page cache of one file VFS connection: at most this much host memory (its in-memory
+ * counterpart holds a whole VFS, up to `DEFAULT_MAX_BYTES`). Large enough that a file written in
+ * a run is read back from memory rather than from the WAL, page by page, with a system call each.
+ */
+export const CACHE_BYTES = 128 * 1024 * 1024;
 /** Largest file offset accepted (beyond it: EFBIG); keeps every offset an exact JS number. */
 export const MAX_FILE_SIZE = 2 ** 48;
 /** Largest single read, so one call cannot allocate without bound. */

@@ -29,7 +29,7 @@
 import { fail } from './errno.ts';
 import { openDatabase } from './sqlite.ts';
 import {
-  MAX_READ_BYTES, O_CREAT, O_DIRECTORY, O_EXCL, O_TRUNC, resolveVfs,
+  MAX_READ_BYTES, O_CREAT, O_DIRECTORY, O_EXCL, O_TRUNC, resolveVfs, CACHE_BYTES, WAL_CHECKPOINT_BYTES,
   type DirEntry, type PathOptions, type Usage, type VfsOptions, type VfsStat,
 } from './vfs-config.ts';
 import { checkFile, toStat, VfsCore } from './vfs-core.ts';
@@ -55,7 +55,7 @@ export * from './vfs-config.ts';
 export class Vfs extends VfsCore {
   static open(options: VfsOptions = {}): Vfs {
     const config = resolveVfs(options);
-    const db = openDatabase(config.file, { durability: config.durability });
+    const db = openDatabase(config.file, { durability: config.durability, walCheckpointBytes: WAL_CHECKPOINT_BYTES, cacheBytes: CACHE_BYTES });
     try {
       return new Vfs(config, db);
     } catch (err) {

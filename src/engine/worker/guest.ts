@@ -174,6 +174,11 @@ export class Guest {
     };
   }
 
+  /** Whether `dispose` closes a database connection of this guest's own. */
+  get holdsStorage(): boolean {
+    return this.ownsVfs && this.vfs !== null;
+  }
+
   /** Close the guest's VFS (its database connection) unless it is its caller's; the guest is not called again. */
   dispose(): void {
     if (this.ownsVfs) this.vfs?.close();

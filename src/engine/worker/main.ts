@@ -169,8 +169,24 @@ port.on('message', (msg: unknown) => {
   const left = rest();
   const outcome = entry.kind === 'start' ? guest.call('_start', [], left) : guest.call(entry.export, entry.args, left);
   guest.fuelUsed += startFuel;
-  guest.dispose();
+  // Everything the run wrote is committed (the call commits a staged creation when it ends).
+  // Closing its own file VFS may checkpoint the WAL into the database file, which moves committed
+  // pages and changes nothing any reader sees: that happens after the result is out, with the
+  // housekeeping word up so the pool gives this worker its next job only when it is done.
+  const closing = guest.holdsStorage;
+  if (closing) ch.beginHousekeeping();
+  else guest.dispose();
   postDone(msg.job, guest, outcome, t0);
+  if (closing) {
+    try {
+      guest.dispose();
+    } catch {
+      // Nothing to report: the result is out and every write is in the WAL, which the next
+      // open of the database reads.
+    } finally {
+      ch.endHousekeeping();
+    }
+  }
 });
 
 port.postMessage({ v: PROTOCOL_VERSION, kind: 'ready' });
