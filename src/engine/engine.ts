@@ -34,7 +34,7 @@ import { Instance, type InstanceInfo } from './instance.ts';
 import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
 import { Lanes, runExec, type ExecOptions, type ExecOutcome } from './exec.ts';
-import { lanePowerServer } from './lane-powers.ts';
+import { execPowerServer } from './exec-powers.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from './command-abi.ts';
@@ -324,15 +324,21 @@ export class Engine {
       this.config,
       (language, onProgress) => this.lanes.get(language, onProgress),
       (tenant, requested, ran) => this.brokers.record({ tenant, instance: '', kind: 'profile-fallback', detail: { requested: requested.slice(0, 64), ran } }),
-      (tenant, caps) => {
-        // The snippet's principal: its tenant and an exec-unique instance (revocable like any other).
-        const who = { tenant, instance: `exec-${++this.execs}`, policy: { caps } };
-        return lanePowerServer({
-          call: (name, args, cap) => this.brokers.call(who, name, args, cap),
-          net: (name, args, stop) => this.brokers.net(who, name, args, stop),
-          admit: (cap, op, bytes, max) => this.brokers.cadence.admit({ tenant, instance: who.instance, caps }, cap, op, { bytes, max }),
-        });
-      },
+      // The snippet's principal: its tenant and an exec-unique instance (revocable like any other).
+      (tenant, policy, vfs) =>
+        execPowerServer(
+          {
+            config: this.config,
+            brokers: this.brokers,
+            services: this.services,
+            run: (bytes, o, inherited) => this.execute(bytes, { tenant, ...o }, inherited),
+            query: (source, sql) => (this.queries ??= new QueryService()).query(source, sql),
+          },
+          tenant,
+          `exec-${++this.execs}`,
+          policy,
+          vfs,
+        ),
     );
   }
 

@@ -22,11 +22,21 @@ import { resolvePolicy, type PolicyOptions } from '../policy/resolve.ts';
 import type { EngineConfig } from './options.ts';
 import type { ExecRequest, ExecResult, Language } from '../lanes/types.ts';
 import type { PowerServer } from '../lanes/powers.ts';
-import type { CapWord } from '../policy/profiles.ts';
+import type { PolicyConfig } from '../policy/resolve.ts';
+import { resolveVfs } from '../storage/index.ts';
 import { checkName } from './guest-spec.ts';
 
-/** Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance. */
-export type PowersFor = (tenant: string, caps: readonly CapWord[]) => { readonly serve: PowerServer; end(): void };
+/**
+ * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
+ * names the persistent VFS the call's `vfs.*` powers and commands use (else a private one).
+ * `end()` settles once the call's commands are stopped and its VFS is closed (a private one
+ * removed); `fuelUsed()` is what its commands spent.
+ */
+export type PowersFor = (
+  tenant: string,
+  policy: PolicyConfig,
+  vfs: string | undefined,
+) => { readonly serve: PowerServer; end(): Promise<void>; fuelUsed(): number };
 
 export interface ExecOptions extends PolicyOptions {
   readonly language: Language | string;
@@ -34,6 +44,12 @@ export interface ExecOptions extends PolicyOptions {
   /** JSON-serializable; a read-only value named `context` in the snippet. */
   readonly context?: unknown;
   readonly tenant?: string;
+  /**
+   * A named persistent VFS (`$MEMBRANE_HOME/vfs/NAME.sqlite`, the one `membrane run --vfs NAME`
+   * uses) for the snippet's `vfs.*` powers and the commands it runs; without one a call granted
+   * `vfs` gets a private VFS, created on first use and removed when the call ends.
+   */
+  readonly vfs?: string;
   /** Told what is happening while a lane starts (the CLI prints it). */
   readonly onProgress?: ((what: string) => void) | undefined;
 }
@@ -144,12 +160,13 @@ export async function runExec(
       throw new SandboxError('POLICY_INVALID', 'context must be JSON-serializable');
     }
     const tenant = checkName('tenant', opts.tenant ?? 'default');
+    if (opts.vfs !== undefined) resolveVfs({ name: opts.vfs }); // a bad name is refused before anything runs
     const policy = resolvePolicy(opts, config);
     profile = policy.profile;
     warnings = policy.warnings;
     if (policy.requestedProfile !== policy.profile) audit(tenant, policy.requestedProfile, policy.profile);
     const started = await lane(language, opts.onProgress);
-    const server = policy.caps.length > 0 ? powers(tenant, policy.caps) : null;
+    const server = policy.caps.length > 0 ? powers(tenant, policy, opts.vfs) : null;
     const r = await started.exec({
       language,
       code: opts.code,
@@ -160,7 +177,8 @@ export async function runExec(
       caps: policy.caps,
       ...(server ? { powers: server.serve } : {}),
     }).finally(() => server?.end());
-    const fuelUsed = Math.ceil(r.fuelUsed / LANE_FUEL_UNIT);
+    // The commands a snippet ran spent core wasm fuel, counted in the same unit as the profile's budget.
+    const fuelUsed = Math.ceil(r.fuelUsed / LANE_FUEL_UNIT) + (server?.fuelUsed() ?? 0);
     const error =
       r.error?.code === 'FUEL_EXHAUSTED' ? { code: 'FUEL_EXHAUSTED', message: `the call used more than its ${policy.fuel} units of fuel` } : r.error;
     return { ...r, ...(error ? { error } : {}), fuelUsed, profile, warnings: [...warnings, ...r.warnings] };

@@ -104,6 +104,25 @@ export class HostServices {
     return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
   }
 
+  /** A registered command's module (the operator's registry), for a snippet's commands. */
+  command(name: string): Uint8Array | undefined {
+    return this.deps.registry.get(name);
+  }
+
+  /**
+   * One of `tenant`'s concurrent exec slots for a snippet's exec-cap call (engine/lane-host.ts):
+   * its release (idempotent), or null when the tenant already has MAX_CONCURRENT_EXECS in flight.
+   */
+  takeExec(tenant: string): (() => void) | null {
+    if ((this.execs.get(tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return null;
+    this.bump(this.execs, tenant, 1);
+    let held = true;
+    return () => {
+      if (held) this.bump(this.execs, tenant, -1);
+      held = false;
+    };
+  }
+
   job(caller: Caller): JobHost {
     const slots = new Set<number>();
     const processes = new Map<number, Process>();

@@ -12,6 +12,9 @@
  * Invariant: the principal (tenant, `exec-N` instance) and caps are captured when the call starts;
  * a request can name a power and its arguments, nothing else. Every request is answered.
  *
+ * The `vfs`, `commands` and `exec` powers are the call's LaneHost's (lane-host.ts), reached
+ * from here after the same checks.
+ *
  * Does not protect against: what the brokers allow once admitted (their own caps and guard).
  */
 
@@ -20,6 +23,8 @@ import { KV_MAX_VALUE_BYTES } from '../storage/kv.ts';
 import { LANE_POWERS, MAX_POWER_FRAME_BYTES, POWER_CODES, type PowerAnswer, type PowerCode, type PowerRequest, type PowerServer } from '../lanes/powers.ts';
 import { GUEST_ERR } from './command-abi.ts';
 import type { BrokerAnswer } from './brokers/hub.ts';
+import { PowerRefusal } from './lane-vfs.ts';
+import type { LaneHost } from './lane-host.ts';
 
 /** The brokers, bound to one exec call's principal and caps (the engine builds these). */
 export interface LanePowerDeps {
@@ -29,7 +34,12 @@ export interface LanePowerDeps {
   readonly net: (name: string, args: readonly Uint8Array[], stop: AbortSignal) => Promise<Uint8Array | number>;
   /** The cadence's steps 1-4 alone (a request refused before reaching a broker): null = go. */
   readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
+  /** The call's VFS and command powers (`vfs.*`, `commands.run`, `exec.run`; lane-host.ts). */
+  readonly host?: LaneHost;
 }
+
+/** Caps whose powers the call's LaneHost serves. */
+const HOST_CAPS = new Set(['vfs', 'commands', 'exec']);
 
 /** The largest answer a broker may hand back to a power (the cap argument of `call`). */
 const ANSWER_CAP_BYTES = Math.max(KV_MAX_VALUE_BYTES, 4 * 1024 * 1024);
@@ -49,6 +59,13 @@ const IMPORT_OF: Readonly<Record<string, string>> = {
   'tcp.request': 'tcp_request',
   'udp.request': 'udp_request',
   'tls.request': 'tls_request',
+  'vfs.read': 'vfs_read',
+  'vfs.write': 'vfs_write',
+  'vfs.list': 'vfs_list',
+  'vfs.delete': 'vfs_delete',
+  'vfs.query': 'vfs_query',
+  'commands.run': 'run_command',
+  'exec.run': 'exec',
 };
 
 const NAME_OF = new Map<number, PowerCode>(POWER_CODES.map((c) => [GUEST_ERR[c], c]));
@@ -114,7 +131,7 @@ function fetchAnswer(bytes: Uint8Array): unknown {
  * (`Date.now()`-based), remote powers are aborted and answer TIMEOUT. `end()` aborts whatever is
  * still in flight.
  */
-export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end: () => void } {
+export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end: () => Promise<void>; fuelUsed: () => number } {
   const ended = new AbortController();
   const local = (name: string, args: readonly Uint8Array[]): BrokerAnswer => deps.call(name, args, ANSWER_CAP_BYTES);
   let deadline = 0;
@@ -178,10 +195,18 @@ export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end:
         const refused = deps.admit(cap as CapWord, IMPORT_OF[req.power]!, req.oversized, MAX_POWER_FRAME_BYTES);
         return { ok: false, code: refused === null ? 'TOO_LARGE' : codeOf(refused) };
       }
+      if (HOST_CAPS.has(cap)) return { ok: true, value: await (deps.host ?? refuse('DENIED')).call(req.power, req.args, until) };
       return { ok: true, value: await run(req.power, req.args) };
     } catch (e) {
-      return { ok: false, code: e instanceof Refusal ? e.code : 'UNAVAILABLE' };
+      return { ok: false, code: e instanceof Refusal ? e.code : e instanceof PowerRefusal ? codeOf(e.errno) : 'UNAVAILABLE' };
     }
   };
-  return { serve, end: () => ended.abort() };
+  return {
+    serve,
+    end: async () => {
+      ended.abort();
+      await deps.host?.end();
+    },
+    fuelUsed: () => deps.host?.fuelUsed() ?? 0,
+  };
 }

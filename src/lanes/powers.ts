@@ -61,11 +61,15 @@ export const MAX_POWER_FRAME_BYTES = 8 * 1024 * 1024;
 
 /**
  * The powers a granted cap word gives a snippet (`<cap>.<op>`). The JS lane exposes `net.fetch`
- * as the global `fetch`; every other cap is a global object named after the cap. Caps not listed
- * (`vfs`, `commands`, `exec`, `posix`, `parallel`) have no lane power yet and are named in the
- * result's warnings.
+ * as the global `fetch`; every other cap is a global object named after the cap (`vfs`,
+ * `commands`, `exec`, `kv`, …). `commands.run` and `exec.run` take the same arguments; `exec.run`
+ * goes through the exec cap's accounting. Caps not listed (`posix`, `parallel`) have no lane
+ * power yet and are named in the result's warnings.
  */
 export const LANE_POWERS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  vfs: ['read', 'write', 'list', 'delete', 'query'],
+  commands: ['run'],
+  exec: ['run'],
   kv: ['get', 'put', 'delete', 'list'],
   queue: ['push', 'pop', 'len'],
   secrets: ['sign'],

@@ -3,10 +3,10 @@
  * over the guest's VFS in this worker, and `vfs_query`, which the main thread runs in its query
  * service (storage/query.ts) against this guest's database only.
  *
- * Owns: guest path → (volume, path) through the guest's preopens (the longest preopen prefix at a
- * component boundary wins; the rest resolves inside that volume, where `..` stops at its root),
- * VFS errno → guest error code, and the retry rule for a too-small buffer (the last answer is kept
- * and served to the same request without doing the work again).
+ * Owns: reading paths and data from guest memory and the retry rule for a too-small buffer (the
+ * last answer is kept and served to the same request without doing the work again). The path
+ * rules (preopens, `..` stopping at a volume root, listing, errno → guest code) are vfs-paths.ts,
+ * shared with the JS/Python lanes' `vfs.*` powers.
  * Invariant: a guest names paths and SQL, never a database or a host path — the database is
  * the one in the guest's spec, chosen by the engine.
  *
@@ -14,6 +14,7 @@
  */
 
 import { VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
+import { guestCode, listPrefix, locatePath, makeParents } from './vfs-paths.ts';
 import { GUEST_ERR } from '../command-abi.ts';
 import type { VfsSpec } from '../protocol.ts';
 import type { HostBridge } from './guest.ts';
@@ -21,12 +22,12 @@ import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
 import { RetryHold } from '../retry-hold.ts';
 
-/** At most this many entries in one `vfs_list` answer; more is TOO_LARGE (narrow the prefix). */
-export const MAX_LIST_ENTRIES = 10_000;
 const MAX_PATH_BYTES = 4096;
 const MAX_SQL_BYTES = 64 * 1024;
 const O_CREAT = 1;
 const O_TRUNC = 8;
+
+export { MAX_LIST_ENTRIES, locatePath } from './vfs-paths.ts';
 
 export interface VfsImportsContext {
   readonly host: HostBridge;
@@ -149,94 +150,4 @@ export function vfsImports(ctx: VfsImportsContext): Record<string, (...a: number
         return deliver(`query:${sql}`, answer.payload ?? new Uint8Array(0), outPtr, outCap);
       }),
   };
-}
-
-/** A guest path → the volume of the longest matching preopen and the path inside it. */
-export function locatePath(spec: VfsSpec, path: string): { volume: VolumeName; rest: string } | number {
-  if (!path.startsWith('/') || path.includes('\0')) return GUEST_ERR.INVALID;
-  let best: { guestPath: string; volume: VolumeName } | null = null;
-  for (const p of spec.preopens) {
-    const root = p.guestPath.replace(/\/+$/, '');
-    const matches = root === '' || path === root || path.startsWith(`${root}/`);
-    if (matches && (!best || root.length > best.guestPath.length)) best = { guestPath: root, volume: p.volume };
-  }
-  if (!best) return GUEST_ERR.NOT_FOUND;
-  const rest = path.slice(best.guestPath.length).replace(/^\/+/, '');
-  return { volume: best.volume, rest: rest === '' ? '.' : rest };
-}
-
-interface Listed {
-  readonly path: string;
-  readonly type: 'file' | 'dir' | 'symlink';
-  readonly size: number;
-}
-
-/** Every entry whose guest path starts with `prefix`, depth-first, symlinks not followed. */
-function listPrefix(vfs: Vfs, spec: VfsSpec, prefix: string): Listed[] | number {
-  if (!prefix.startsWith('/') || prefix.includes('\0')) return GUEST_ERR.INVALID;
-  const out: Listed[] = [];
-  const walk = (ino: number, dir: string, volume: VolumeName): boolean => {
-    let cookie = 0;
-    for (;;) {
-      const batch = vfs.readdir(ino, cookie, 1024);
-      if (batch.length === 0) return true;
-      for (const e of batch) {
-        cookie = e.next;
-        const path = `${dir === '/' ? '' : dir}/${e.name}`;
-        // Another preopen mounted here (e.g. /tmp inside /) is listed from its own volume.
-        if (dir === '/' && spec.preopens.some((p) => p.guestPath === path && p.volume !== volume)) continue;
-        const under = path.startsWith(prefix) || prefix.startsWith(`${path}/`);
-        if (!under) continue;
-        if (path.startsWith(prefix)) {
-          if (out.length >= MAX_LIST_ENTRIES) return false;
-          const st = vfs.statIno(e.ino);
-          out.push({ path, type: st.kind as Listed['type'], size: st.kind === 'file' ? st.size : 0 });
-        }
-        if (e.kind === 'dir' && !walk(e.ino, path, volume)) return false;
-      }
-    }
-  };
-  for (const p of [...spec.preopens].sort((a, b) => a.guestPath.localeCompare(b.guestPath))) {
-    const root = p.guestPath;
-    if (!(root.startsWith(prefix) || prefix.startsWith(root))) continue;
-    if (root !== '/' && root.startsWith(prefix)) {
-      if (out.length >= MAX_LIST_ENTRIES) return GUEST_ERR.TOO_LARGE;
-      out.push({ path: root, type: 'dir', size: 0 });
-    }
-    if (!walk(vfs.rootIno(p.volume), root, p.volume)) return GUEST_ERR.TOO_LARGE;
-  }
-  return out;
-}
-
-/** `mkdir -p` of a path's parent directories (a write names a file, not a tree to prepare). */
-function makeParents(vfs: Vfs, volume: VolumeName, rest: string): void {
-  const parts = rest.split('/').filter((p) => p !== '' && p !== '.');
-  let dir = '';
-  for (const part of parts.slice(0, -1)) {
-    dir = dir ? `${dir}/${part}` : part;
-    try {
-      vfs.mkdir(volume, dir);
-    } catch (e) {
-      if (!(e instanceof VfsError && e.code === 'EEXIST')) throw e;
-    }
-  }
-}
-
-function guestCode(e: VfsError): number {
-  switch (e.code) {
-    case 'ENOENT':
-      return GUEST_ERR.NOT_FOUND;
-    case 'ENOSPC':
-    case 'EDQUOT':
-      return GUEST_ERR.QUOTA;
-    case 'EFBIG':
-    case 'ENAMETOOLONG':
-      return GUEST_ERR.TOO_LARGE;
-    case 'EACCES':
-    case 'EPERM':
-    case 'EROFS':
-      return GUEST_ERR.DENIED;
-    default:
-      return GUEST_ERR.INVALID;
-  }
 }

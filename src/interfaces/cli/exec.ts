@@ -1,6 +1,8 @@
 /**
  * `membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout MS] [--fuel N]
- * [--memory BYTES] [--context JSON] [--json]`: run untrusted source in its lane (DESIGN §7, §9).
+ * [--memory BYTES] [--context JSON] [--vfs NAME] [--json]`: run untrusted source in its lane
+ * (DESIGN §7, §9); `--vfs NAME` gives the snippet's `vfs.*` powers and commands the named
+ * persistent VFS (the one `membrane run --vfs NAME` uses) instead of a private one.
  * Human output: the snippet's stdout and stderr, then the result (JSON) on its own line.
  */
 
@@ -19,6 +21,7 @@ export async function execCommand(argv: string[]): Promise<number> {
     memory: { type: 'string' },
     context: { type: 'string' },
     tenant: { type: 'string' },
+    vfs: { type: 'string' },
     json: { type: 'boolean' },
   });
   const language = str(values['lang']);
@@ -55,6 +58,7 @@ export async function execCommand(argv: string[]): Promise<number> {
       ...(context !== undefined ? { context } : {}),
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
       ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),
+      ...(str(values['vfs']) !== undefined ? { vfs: str(values['vfs'])! } : {}),
       ...(fuel !== undefined ? { fuel } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(memoryBytes !== undefined ? { memoryBytes } : {}),

@@ -44,10 +44,11 @@ Usage:
       --allow-cidr admits an address range the network guard refuses by default (e.g. a
       service on 127.0.0.1/32); nothing private is reachable without it.
   membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout MS] [--fuel N]
-               [--memory BYTES] [--context JSON] [--tenant T] [--json]
+               [--memory BYTES] [--context JSON] [--tenant T] [--vfs NAME] [--json]
       Run untrusted source in a fresh interpreter: JavaScript/TypeScript in fuel-metered QuickJS,
       Python in hardened Pyodide in a child process. Prints stdout/stderr, then the value of the
-      last expression as JSON.
+      last expression as JSON. --vfs NAME: the snippet's vfs/commands powers use that persistent
+      VFS (as run --vfs NAME) instead of a private one removed after the call.
   membrane inspect MODULE [--json]
       Imports, exports, memory, the caps the module needs and the least-privileged profiles.
   membrane profiles [--json]

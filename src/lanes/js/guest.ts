@@ -8,8 +8,8 @@
  * a snippet that later mutates prototypes can only distort its own output. Everything here runs
  * inside QuickJS and is metered like the snippet once the call has begun.
  *
- * Powers: `installPowers(caps)` defines one global per granted cap (`kv`, `queue`, `secrets`,
- * `llm`, `browse`, `tcp`/`udp`/`tls`, and `fetch` for `net`) whose functions are plain QuickJS
+ * Powers: `installPowers(caps)` defines one global per granted cap (`vfs`, `commands`, `exec`,
+ * `kv`, `queue`, `secrets`, `llm`, `browse`, `tcp`/`udp`/`tls`, and `fetch` for `net`) whose functions are plain QuickJS
  * functions around the host function `power(name, argsJson) → answerJson` (never a global). A
  * refused power throws an `Error` named `MembraneError` with `code` (DESIGN §4) and a fixed
  * message; no host detail crosses.
@@ -48,7 +48,15 @@ export const GUEST_PRELUDE = `(write, power) => {
       text: () => later(() => body), json: () => later(() => JP(body)),
     });
   };
+  const runArgs = (name, argv, o) => [name, argv === undefined ? [] : argv, o === undefined || o === null ? {} : { stdin: o.stdin }];
   const POWERS = {
+    vfs: () => ['vfs', {
+      read: (p) => call('vfs.read', [p]), write: (p, text) => { call('vfs.write', [p, text]); },
+      list: (prefix) => call('vfs.list', [prefix === undefined ? '/' : prefix]), delete: (p) => call('vfs.delete', [p]),
+      query: (sql) => call('vfs.query', [sql]),
+    }],
+    commands: () => ['commands', { run: (name, argv, o) => call('commands.run', runArgs(name, argv, o)) }],
+    exec: () => ['exec', { run: (name, argv, o) => call('exec.run', runArgs(name, argv, o)) }],
     kv: () => ['kv', { get: (k) => call('kv.get', [k]), put: (k, v) => { call('kv.put', [k, v]); }, delete: (k) => call('kv.delete', [k]), list: (p) => call('kv.list', [p === undefined ? '' : p]) }],
     queue: () => ['queue', { push: (q, m) => { call('queue.push', [q, m]); }, pop: (q) => call('queue.pop', [q]), len: (q) => call('queue.len', [q]) }],
     secrets: () => ['secrets', { sign: (n, m) => call('secrets.sign', [n, m]) }],

@@ -274,7 +274,14 @@ def _membrane_module(powers, max_frame, messages):
         def json(self): return json.loads(self._body)
         def __repr__(self): return f"<Response {self.status}>"
     ns = types.SimpleNamespace
+    def run_args(name, argv, stdin):
+        return [name, [text(a) for a in (argv or [])], {} if stdin is None else {'stdin': text(stdin)}]
     makers = {
+        'vfs': lambda: ns(read=lambda path: call('vfs.read', [path]), write=lambda path, data: call('vfs.write', [path, text(data)]),
+                          list=lambda prefix='/': call('vfs.list', [prefix]), delete=lambda path: call('vfs.delete', [path]),
+                          query=lambda sql: call('vfs.query', [sql])),
+        'commands': lambda: ns(run=lambda name, argv=None, stdin=None: call('commands.run', run_args(name, argv, stdin))),
+        'exec': lambda: ns(run=lambda name, argv=None, stdin=None: call('exec.run', run_args(name, argv, stdin))),
         'kv': lambda: ns(get=lambda k: call('kv.get', [k]), put=lambda k, v: call('kv.put', [k, text(v)]),
                          delete=lambda k: call('kv.delete', [k]), list=lambda prefix='': call('kv.list', [prefix])),
         'queue': lambda: ns(push=lambda q, m: call('queue.push', [q, text(m)]), pop=lambda q: call('queue.pop', [q]),
