@@ -2,13 +2,15 @@
 // failing stub; every power call passes the broker cadence (granted → revoked → rate → size) with
 // an audit record for each denial; the network guard applies to snippet fetches exactly as to core
 // guests; a failed power says nothing about the host; and a power is no doorway out of QuickJS or
-// Pyodide.
+// Pyodide — nor its VFS paths, SQL or commands a way onto the host (vfs, commands, exec).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { createEngine, type Engine } from '../../src/index.ts';
+import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
+import { GUEST_ERR, MAX_EXEC_DEPTH } from '../../src/engine/command-abi.ts';
+import { MAX_CONCURRENT_EXECS } from '../../src/engine/host-services.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { MAX_POWER_FRAME_BYTES } from '../../src/lanes/powers.ts';
@@ -200,4 +202,110 @@ test('a power hung on a server that never answers cannot hold the lane past the 
     await local.close();
     await hung.close();
   }
+});
+
+// vfs, commands and exec: a snippet's paths stay in its VFS, its SQL in its database, its commands
+// in the registry, and its command runs inside its own deadline and its tenant's exec bound.
+
+const ESCAPES = ['/etc/passwd', '../../../../etc/passwd', '/../../../../etc/passwd', '/tmp/../../etc/passwd', '/proc/self/environ', '/a\0b', `/${'x'.repeat(5000)}`];
+const ESCAPE_CODES = [null, 'INVALID', null, null, null, 'INVALID', 'TOO_LARGE'];
+
+test('path escapes through vfs.read (/etc/passwd, ../ chains, /proc/self/environ, NUL, 5 000 chars) reach nothing on the host, in both lanes', async () => {
+  const js = await exec('js', `${JSON.stringify(ESCAPES)}.map((p) => { try { return vfs.read(p); } catch (e) { return e.code; } })`);
+  assert.deepEqual(js.result, ESCAPE_CODES, JSON.stringify(js));
+  const py = await exec('python', `import membrane\ndef f(p):\n  try: return membrane.vfs.read(p)\n  except membrane.MembraneError as e: return e.code\n[f(p) for p in ${JSON.stringify(ESCAPES)}]`);
+  assert.deepEqual(py.result, ESCAPE_CODES, JSON.stringify(py));
+});
+
+test('path escapes through vfs.write land inside the VFS: the host /etc/passwd and $MEMBRANE_HOME are untouched', async () => {
+  const passwd = readFileSync('/etc/passwd', 'utf8');
+  const marker = join(home, 'escaped.txt');
+  const targets = ['/etc/passwd', '/../../../../etc/passwd', `/../../../..${marker}`, `/tmp/../..${marker}`];
+  const js = await exec('js', `const out = []; for (const p of ${JSON.stringify(targets)}) { vfs.write(p, 'pwned'); out.push(vfs.read(p)); } out.push((() => { try { vfs.write('../../etc/passwd', 'x'); } catch (e) { return e.code; } })()); out`);
+  assert.deepEqual(js.result, ['pwned', 'pwned', 'pwned', 'pwned', 'INVALID'], JSON.stringify(js));
+  const py = await exec('python', `import membrane\nfor p in ${JSON.stringify(targets)}: membrane.vfs.write(p, 'pwned')\n[membrane.vfs.read(p) for p in ${JSON.stringify(targets)}]`);
+  assert.deepEqual(py.result, ['pwned', 'pwned', 'pwned', 'pwned'], JSON.stringify(py));
+  assert.equal(readFileSync('/etc/passwd', 'utf8'), passwd);
+  assert.equal(existsSync(marker), false);
+});
+
+test('vfs.query with ATTACH, load_extension, pragma database_list or pragma_database_list is refused (no host path in the answer)', async () => {
+  const attempts = ["ATTACH DATABASE '/tmp/other.db' AS other", "SELECT load_extension('/usr/lib/x.so')", 'PRAGMA database_list', 'SELECT file FROM pragma_database_list', "VACUUM INTO '/tmp/copy.db'"];
+  const js = await exec('js', `${JSON.stringify(attempts)}.map((q) => { try { return vfs.query(q); } catch (e) { return [e.code, e.message]; } })`);
+  for (const [code, message] of js.result as [string, string][]) {
+    assert.ok(code === 'DENIED' || code === 'INVALID', code);
+    assert.doesNotMatch(message, /\/tmp|membrane-|\.sqlite/);
+  }
+  const py = await exec('python', `import membrane\ndef f(q):\n  try: return membrane.vfs.query(q)\n  except membrane.MembraneError as e: return e.code\n[f(q) for q in ${JSON.stringify(attempts)}]`);
+  assert.ok((py.result as string[]).every((c) => c === 'DENIED' || c === 'INVALID'), JSON.stringify(py));
+  assert.equal(existsSync('/tmp/copy.db'), false);
+});
+
+test('commands.run of an unregistered name or a host path (/bin/sh, ../bin/cat) is NOT_FOUND, in both lanes', async () => {
+  const names = ['/bin/sh', 'sh', '../bin/cat', 'nosuch'];
+  const js = await exec('js', `${JSON.stringify(names)}.map((n) => { try { return commands.run(n, ['-c', 'id']); } catch (e) { return e.code; } })`);
+  assert.deepEqual(js.result, ['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND']);
+  const py = await exec('python', `import membrane\ndef f(n):\n  try: return membrane.commands.run(n, ['-c', 'id'])\n  except membrane.MembraneError as e: return e.code\n[f(n) for n in ${JSON.stringify(names)}]`);
+  assert.deepEqual(py.result, ['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND']);
+});
+
+test('under compute (commands and exec not granted) there is no commands or exec power; vfs is there', async () => {
+  const j = await exec('js', '[typeof commands, typeof exec, typeof vfs]', { profile: 'compute' });
+  assert.deepEqual(j.result, ['undefined', 'undefined', 'object']);
+  const p = await exec('python', "import membrane\n[hasattr(membrane, 'commands'), hasattr(membrane, 'exec'), hasattr(membrane, 'vfs')]", { profile: 'compute' });
+  assert.deepEqual(p.result, [false, false, true]);
+  // Narrowed to [vfs] under minimal: the same.
+  const n = await exec('js', '[typeof commands, typeof exec, typeof vfs]', { caps: ['vfs'] });
+  assert.deepEqual(n.result, ['undefined', 'undefined', 'object']);
+});
+
+/** An engine with the `nest` and `waiter` test commands registered, and room for 64 held execs. */
+let nesting: Engine | null = null;
+const withNest = (): Engine => {
+  if (nesting) return nesting;
+  const registry = CommandRegistry.withBuiltins();
+  registry.register('nest', new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url))));
+  registry.register('waiter', new Uint8Array(readFileSync(new URL('../fixtures/c/waiter.wasm', import.meta.url))));
+  nesting = createEngine({ commands: registry, poolSize: 1, maxWorkers: MAX_CONCURRENT_EXECS + 4, workerHeapMb: 16, brokers: { databaseFile: join(home, 'engine.sqlite') } });
+  return nesting;
+};
+after(() => nesting?.close());
+
+test(`exec recursion from a snippet stops at depth ${MAX_EXEC_DEPTH}: the exec that would be depth ${MAX_EXEC_DEPTH + 1} is QUOTA`, async () => {
+  const r = await withNest().exec({ language: 'js', code: "exec.run('nest', ['deep', '1']).stdout", profile: 'minimal', tenant: 'recurser' });
+  const lines = String(r.result).trim().split('\n');
+  assert.deepEqual(lines, [...Array.from({ length: MAX_EXEC_DEPTH }, (_, d) => `depth ${d + 1}`), `refused ${GUEST_ERR.QUOTA}`], JSON.stringify(r));
+});
+
+test(`an exec flood: with ${MAX_CONCURRENT_EXECS} execs of the tenant in flight, a snippet's exec.run is QUOTA (audited); commands.run is not an exec`, { timeout: 180_000 }, async () => {
+  const e = withNest();
+  const tenant = 'lane-flooder';
+  const vfs = 'lane-exec-flood';
+  const held = Array.from({ length: MAX_CONCURRENT_EXECS }, () => e.run(new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url))), { profile: 'posix', tenant, vfs, argv: ['exec', 'waiter', '/go'] }));
+  const end = Date.now() + 120_000;
+  while (e.principalUsage(tenant).execs < MAX_CONCURRENT_EXECS && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(e.principalUsage(tenant).execs, MAX_CONCURRENT_EXECS);
+  const code = "const r = []; try { exec.run('echo', ['x']); r.push('ran'); } catch (err) { r.push(err.code); } r.push(commands.run('echo', ['still']).stdout); r";
+  const js = await e.exec({ language: 'js', code, profile: 'minimal', tenant });
+  assert.deepEqual(js.result, ['QUOTA', 'still\n'], JSON.stringify(js));
+  const py = await e.exec({ language: 'python', code: "import membrane\ntry:\n  membrane.exec.run('echo', ['x'])\n  r = 'ran'\nexcept membrane.MembraneError as err:\n  r = err.code\nr", profile: 'minimal', tenant, timeoutMs: 60_000 });
+  assert.equal(py.result, 'QUOTA', JSON.stringify(py));
+  const release = await e.exec({ language: 'js', code: "vfs.write('/go', '1')", profile: 'minimal', tenant: 'bystander', vfs });
+  assert.equal(release.ok, true);
+  for (const r of await Promise.all(held)) assert.equal(r.stdout, 'found\nstatus=0 error=\n');
+  assert.deepEqual(e.principalUsage(tenant), { execs: 0, processes: 0 });
+  assert.equal((await e.exec({ language: 'js', code: "exec.run('echo', ['room']).stdout", profile: 'minimal', tenant })).result, 'room\n');
+  assert.ok(records(tenant, 'exec').some((r) => r.detail['code'] === 'QUOTA'));
+});
+
+test("a command run by a snippet cannot outlive the snippet's deadline: a 10 s spinner ends with the 1 s call", async () => {
+  const e = withNest();
+  const t0 = performance.now();
+  const r = await e.exec({ language: 'js', code: "exec.run('nest', ['spin', '10000'])", profile: 'minimal', tenant: 'spinner', timeoutMs: 1000 });
+  const elapsed = performance.now() - t0;
+  assert.equal(r.ok, false);
+  assert.equal(r.error?.code, 'TIMEOUT', JSON.stringify(r));
+  assert.ok(elapsed < 2500, `took ${elapsed} ms`);
+  // The command's exec slot is back: nothing of it is still running.
+  assert.deepEqual(e.principalUsage('spinner'), { execs: 0, processes: 0 });
 });
