@@ -68,3 +68,15 @@ test('--lang python -c "print(sum(range(10)))" --json → stdout 45; a runaway: 
   assert.equal(f.code, ERROR_TABLE.FUEL_EXHAUSTED.exitCode, f.stderr);
   assert.match(f.stderr, /starting the python interpreter pool: 1\/1 ready/);
 });
+
+test('--vfs NAME: a file a snippet writes stays in that VFS; `membrane run cat.wasm --vfs NAME` and the next snippet read it', async () => {
+  const w = await membrane(['exec', '--lang', 'js', '-c', "vfs.write('/from-cli.txt', 'kept\\n'); commands.run('cat', ['/from-cli.txt']).stdout", '--profile', 'minimal', '--vfs', 'cli-notes', '--json']);
+  assert.equal(w.code, 0, w.stderr);
+  assert.equal((JSON.parse(w.stdout) as { result: string }).result, 'kept\n');
+  const cat = await membrane(['run', new URL('../../commands/bin/cat.wasm', import.meta.url).pathname, '--vfs', 'cli-notes', '--', '/from-cli.txt']);
+  assert.equal(cat.stdout, 'kept\n', cat.stderr);
+  const r = await membrane(['exec', '--lang', 'python', '-c', "import membrane\nmembrane.vfs.read('/from-cli.txt')", '--vfs', 'cli-notes', '--json']);
+  assert.equal((JSON.parse(r.stdout) as { result: string }).result, 'kept\n', r.stderr);
+  const bad = await membrane(['exec', '--lang', 'js', '-c', '1', '--vfs', '../escape', '--json']);
+  assert.equal((JSON.parse(bad.stdout) as { error: { code: string } }).error.code, 'POLICY_INVALID');
+});
