@@ -7,9 +7,11 @@
  * Invariant: every operation runs inside `atomic()` — one SQLite transaction, so a failure
  * (a quota refusal included) undoes everything the operation did; a write transaction first
  * forgets the read memo; usage counters change only through `charge()`, which refuses (ENOSPC)
- * any increase past `maxBytes` / `maxInodes`. At most one file creation is staged (see
- * `Staged`), and every operation — `single()`, `atomic()`, `sync()`, `close()`, `serialize()` —
- * commits it first, so no operation of this connection ever sees the database without it.
+ * any increase past `maxBytes` / `maxInodes`. At most one span of one file's writes is held in
+ * memory (`Held`: at most `MAX_HELD_WRITE_BYTES`, maybe with the file's staged creation), and every
+ * operation — `single()`, `atomic()`, `sync()`, `close()`, `serialize()` — commits it first, so no
+ * operation of this connection ever sees the database without it; the commit is one transaction,
+ * so a crash loses the held span whole or not at all.
  *
  * Does not protect against: a caller using these helpers outside `atomic()` — they are
  * protected, for `Vfs` only.
@@ -42,26 +44,35 @@ export function checkFile<Row extends readonly [FileKindCode, ...unknown[]]>(row
   return row;
 }
 
-/** Bytes of a staged creation held back at most (then it commits and writes go straight through). */
-export const STAGE_MAX_BYTES = CHUNK_SIZE;
+/**
+ * Bytes of writes held back at most per connection (then they commit, and a new hold begins):
+ * what a `kill -9` of the engine may take beyond the acknowledged, and host memory per connection.
+ */
+export const MAX_HELD_WRITE_BYTES = 1024 * 1024;
 
 /**
- * A file `openInode({ stage: true })` found missing and did not create yet: it is created, with
- * the bytes written at its start since (at most `STAGE_MAX_BYTES`, copied), in one transaction
- * when any other operation comes — usually `release()` (WASI `fd_close`). Its handle is a
- * negative number standing in for the inode number until then.
+ * Writes held in memory instead of committed: one contiguous span of one file, at most
+ * `MAX_HELD_WRITE_BYTES`, in one transaction when any other operation comes (see `hold()`). The
+ * file is either an inode being written sequentially, or a creation `openInode({ stage: true })`
+ * found missing and did not make yet (`create`): its handle is then a negative number standing in
+ * for the inode number until the commit.
  */
-interface Staged {
-  readonly handle: number;
-  readonly volume: VolumeName;
-  readonly parent: number;
-  readonly name: string;
-  readonly mode: number;
-  /** `used_bytes` when staged (nothing of this connection runs before the commit). */
+interface Held {
+  /** The inode, or the staged creation's (negative) handle. */
+  readonly ino: number;
+  readonly create: {
+    readonly volume: VolumeName;
+    readonly parent: number;
+    readonly name: string;
+    readonly mode: number;
+    /** `PRAGMA data_version` when staged: unchanged at commit = no other connection committed since. */
+    readonly version: number;
+  } | null;
+  /** `used_bytes` and the file's size when the hold began (nothing of this connection runs before the commit). */
   readonly usedBytes: number;
-  /** `PRAGMA data_version` when staged: unchanged at commit = no other connection committed since. */
-  readonly version: number;
-  readonly parts: Uint8Array[];
+  readonly size: number;
+  /** File offset of the held bytes (in `VfsCore.heldBytes`, from 0). */
+  readonly start: number;
   length: number;
 }
 
@@ -71,10 +82,14 @@ export abstract class VfsCore {
   protected readonly st: Statements;
   protected readonly roots: ReadonlyMap<VolumeName, number>;
   protected readonly memo: ChunkMemo;
-  private staged: Staged | null = null;
+  private held: Held | null = null;
+  /** The held bytes (allocated at the first hold, reused: SQLite copies what it binds). */
+  private heldBytes: Buffer | null = null;
   private lastHandle = 0;
   /** Handle of a committed (or refused) staged creation → its inode (or the error, told on next use). */
   private readonly handles = new Map<number, number | VfsError>();
+  /** Inode → the error that refused its held writes at commit, told by its next write or release. */
+  private readonly refused = new Map<number, VfsError>();
 
   protected constructor(config: VfsConfig, db: Database) {
     this.config = config;
@@ -94,16 +109,17 @@ export abstract class VfsCore {
     }
   }
 
-  /** Commit the staged creation, if any (every operation does this first anyway). */
+  /** Commit the held writes, if any (every operation does this first anyway). */
   flush(): void {
     if (this.db.open) this.settle();
   }
 
   /**
    * Make every write acknowledged so far survive power loss, not only a crash of the process
-   * (`fd_sync` / `fd_datasync`); a failure of the host's fsync is EIO.
+   * (`fd_sync` / `fd_datasync`); a failure of the host's fsync is EIO. With `ino`, also throws
+   * what refused that file's held writes at their commit (as `fsync` reports a deferred error).
    */
-  sync(): void {
+  sync(ino?: number): void {
     if (!this.db.open) fail('EBADF', 'the VFS is closed');
     this.settle();
     try {
@@ -111,6 +127,7 @@ export abstract class VfsCore {
     } catch {
       fail('EIO', 'sync failed');
     }
+    if (ino !== undefined) this.tellRefusal(this.real(ino));
   }
 
   /** The whole database as bytes (a snapshot of an in-memory VFS for a read-only query). */
@@ -152,7 +169,7 @@ export abstract class VfsCore {
    * each statement in a snapshot of its own). Errors are mapped as in `atomic`.
    */
   protected single<R>(fn: () => R): R {
-    if (this.staged !== null && this.db.open) this.settle();
+    if (this.held !== null && this.db.open) this.settle();
     return this.unstaged(fn);
   }
 
@@ -160,7 +177,7 @@ export abstract class VfsCore {
     return (this.st.dataVersion.get() as [number])[0];
   }
 
-  /** `single` without committing the staged creation first. */
+  /** `single` without committing the held writes first. */
   private unstaged<R>(fn: () => R): R {
     if (!this.db.open) fail('EBADF', 'the VFS is closed');
     try {
@@ -171,7 +188,7 @@ export abstract class VfsCore {
     }
   }
 
-  // ---- staged creation -----------------------------------------------------------------------
+  // ---- held writes and staged creation -----------------------------------------------------
 
   /** Stage the creation of file `name` in `parent` (found missing): a handle, nothing written yet. */
   protected stage(volume: VolumeName, parent: number, name: string, mode: number): Found {
@@ -180,37 +197,60 @@ export abstract class VfsCore {
     if (used.inodes >= this.config.maxInodes) fail('ENOSPC', 'VFS inode quota exceeded');
     const handle = --this.lastHandle;
     const version = this.db.memory ? 0 : this.dataVersion();
-    this.staged = { handle, volume, parent, name, mode: mode & 0o7777, usedBytes: used.bytes, version, parts: [], length: 0 };
+    this.held = { ino: handle, create: { volume, parent, name, mode: mode & 0o7777, version }, usedBytes: used.bytes, size: 0, start: 0, length: 0 };
     return { ino: handle, kind: 'file' };
   }
 
   /**
-   * Keep `data` with the staged creation `ino` when it continues the staged bytes, stays within
-   * `STAGE_MAX_BYTES` and within the byte quota; false when it must be written for real.
+   * Hold `data`, written at `at` of `ino`, instead of committing it: when it continues the held
+   * span of that file (a staged creation's always may), or — `start`, in a file database — begins a
+   * new span of a regular file (committing what was held before). False when it must be written for real: past
+   * `MAX_HELD_WRITE_BYTES`, past the byte quota (so the real write answers ENOSPC), not contiguous.
    */
-  protected stageWrite(ino: number, at: number, data: Uint8Array): boolean {
-    const s = this.staged;
-    if (s === null || s.handle !== ino || at !== s.length || s.length + data.byteLength > STAGE_MAX_BYTES) return false;
+  protected hold(ino: number, at: number, data: Uint8Array, start: boolean): boolean {
+    const n = data.byteLength;
+    let h = this.held;
+    if (h === null || h.ino !== ino || at !== h.start + h.length || (start && h.length + n > MAX_HELD_WRITE_BYTES)) {
+      // A private in-memory database commits without I/O: holding would only copy.
+      if (!start || ino < 0 || n > MAX_HELD_WRITE_BYTES || this.db.memory || !Number.isSafeInteger(ino)) return false;
+      this.settle();
+      this.tellRefusal(ino); // a refusal of this file's last span is this write's errno; nothing is held
+      this.checkRange(at, n);
+      const [size, usedBytes] = this.atomic(() => [this.fileSize(ino), this.usage().bytes] as const, false);
+      h = this.held = { ino, create: null, usedBytes, size, start: at, length: 0 };
+    }
+    const end = at + n;
+    if (h.length + n > MAX_HELD_WRITE_BYTES || end > MAX_FILE_SIZE) return false;
     // The byte quota answers at the write that passes it: this connection has done nothing since
-    // staging, and what another connection did is caught by the charge at commit.
-    if (s.usedBytes + s.length + data.byteLength > this.config.maxBytes) return false;
-    s.parts.push(new Uint8Array(data)); // a copy: `data` may be a view of guest memory
-    s.length += data.byteLength;
+    // the hold began, and what another connection did is caught by the charge at commit.
+    if (h.usedBytes + Math.max(0, end - h.size) > this.config.maxBytes) return false;
+    const buf = (this.heldBytes ??= Buffer.allocUnsafe(MAX_HELD_WRITE_BYTES));
+    buf.set(data, h.length); // a copy: `data` may be a view of guest memory
+    h.length += n;
     return true;
   }
 
   /** The inode number behind `ino`: itself, or what a staged creation's handle became (committing it). */
   protected real(ino: number): number {
     if (ino >= 0) return ino;
-    if (this.staged?.handle === ino) this.settle();
+    if (this.held?.ino === ino) this.settle();
     const r = this.handles.get(ino) ?? fail('EBADF', 'no such inode');
     if (typeof r !== 'number') throw r;
     return r;
   }
 
-  /** Forget a handle: commit its creation if still staged; throw the error that refused it, if any. */
+  /** Throw (once) the error that refused the held writes of inode `ino` at their commit, if any. */
+  protected tellRefusal(ino: number): void {
+    const err = this.refused.get(ino);
+    if (err === undefined) return;
+    this.refused.delete(ino);
+    throw err;
+  }
+
+  /** Forget a handle: commit what is held; throw the error that refused its writes or creation, if any. */
   protected forget(ino: number): void {
-    if (ino >= 0) return;
+    this.flush();
+    if (ino >= 0) return this.tellRefusal(ino);
     try {
       this.real(ino);
     } finally {
@@ -218,25 +258,32 @@ export abstract class VfsCore {
     }
   }
 
-  /** Commit the staged creation with its bytes in one transaction; a refusal is kept for its handle. */
+  /** Commit the held writes (with a staged creation) in one transaction; a refusal is kept for the file. */
   private settle(): void {
-    const s = this.staged;
-    if (s === null) return;
-    this.staged = null;
+    const h = this.held;
+    if (h === null) return;
+    this.held = null;
+    const data = (this.heldBytes ?? Buffer.alloc(0)).subarray(0, h.length);
     try {
       const ino = this.atomic(() => {
-        // Only another connection can have changed the directory since the open.
-        if (!this.db.memory && this.dataVersion() !== s.version) {
-          const dir = this.st.inodeBrief.get(s.parent);
-          if (dir === undefined || dir.kind !== 'dir') fail('ENOENT', 'no such file or directory');
-          if (this.st.lookup.get(s.parent, s.name) !== undefined) fail('EEXIST', 'file exists');
+        const c = h.create;
+        if (c === null) {
+          this.writeAt(h.ino, this.fileSize(h.ino), h.start, data);
+          return h.ino;
         }
-        const data = s.parts.length === 1 ? (s.parts[0] as Uint8Array) : Buffer.concat(s.parts);
-        return this.create(s.volume, s.parent, s.name, 'file', s.mode, null, data).ino;
+        // Only another connection can have changed the directory since the open.
+        if (!this.db.memory && this.dataVersion() !== c.version) {
+          const dir = this.st.inodeBrief.get(c.parent);
+          if (dir === undefined || dir.kind !== 'dir') fail('ENOENT', 'no such file or directory');
+          if (this.st.lookup.get(c.parent, c.name) !== undefined) fail('EEXIST', 'file exists');
+        }
+        return this.create(c.volume, c.parent, c.name, 'file', c.mode, null, data).ino;
       }, true);
-      this.handles.set(s.handle, ino);
+      if (h.create !== null) this.handles.set(h.ino, ino);
     } catch (err) {
-      this.handles.set(s.handle, err instanceof VfsError ? err : new VfsError('EIO', 'could not create the file'));
+      const told = err instanceof VfsError ? err : new VfsError('EIO', 'could not write the file');
+      if (h.create !== null) this.handles.set(h.ino, told);
+      else this.refused.set(h.ino, told);
       if (!(err instanceof VfsError)) throw err;
     }
   }

@@ -10,11 +10,12 @@
  * Invariant: every public operation is one SQLite transaction, all or nothing. Once it returns
  * it survives a crash or `kill -9` of the process; after `sync()` it survives power loss too
  * (`durability: 'power-loss'` fsyncs every operation instead — see `sqlite.ts`). The one
- * exception is asked for by name: `openInode({ stage: true })` of a missing file stages its
- * creation, and the writes that continue its first `STAGE_MAX_BYTES` join it; all of that
- * commits in one transaction at `release()` or before any other operation of this `Vfs` (and at
- * `sync()` / `close()`), so this connection never observes the difference — until then a crash
- * loses the creation with those bytes, whole. Every
+ * exceptions are asked for by name: `openInode({ stage: true })` of a missing file stages its
+ * creation, and `write(..., hold = true)` may hold a write: the writes that continue either, up
+ * to `MAX_HELD_WRITE_BYTES`, are held in memory; all of that commits in one transaction at
+ * `release()` or before any other operation of this `Vfs` (and at `sync()` / `close()`), so this
+ * connection never observes the difference — until then a crash loses the held span (with the
+ * creation), whole. Every
  * guest-supplied path is resolved by `walk()` inside the VFS and never reaches the host
  * filesystem; every failure is a `VfsError` with a WASI errno; `maxBytes` (sum of file and
  * symlink sizes, holes included) and `maxInodes` are never exceeded (ENOSPC for both).
@@ -49,7 +50,7 @@ type OpenOptions = PathOptions & {
 };
 
 export { VOLUMES, CHUNK_SIZE, type VolumeName, type InodeKind } from './vfs-schema.ts';
-export { STAGE_MAX_BYTES } from './vfs-core.ts';
+export { MAX_HELD_WRITE_BYTES } from './vfs-core.ts';
 export * from './vfs-config.ts';
 
 export class Vfs extends VfsCore {
@@ -305,10 +306,18 @@ export class Vfs extends VfsCore {
     return this.atomic(() => readChunksInto(this.st, ino, this.fileSize(ino), offset, capped, this.memo), false);
   }
 
-  /** Write all of `bytes` at `offset` (growing the file); returns the byte count. */
-  write(ino: number, at: number, data: Uint8Array): number {
-    if (ino < 0 && this.stageWrite(ino, at, data)) return data.byteLength;
+  /**
+   * Write all of `bytes` at `offset` (growing the file); returns the byte count. With `hold`, the
+   * write may be held in memory and committed with the writes that continue it (see `VfsCore`
+   * `hold()`; WASI `fd_write` at a descriptor's offset); a staged creation's writes always may.
+   * An error that refused this file's held writes at their commit is told here or by `release()`.
+   */
+  write(ino: number, at: number, data: Uint8Array, hold = false): number {
+    if (this.hold(ino, at, data, false)) return data.byteLength;
     ino = this.real(ino);
+    if (hold && this.hold(ino, at, data, true)) return data.byteLength;
+    this.flush();
+    this.tellRefusal(ino);
     return this.atomic(() => {
       this.checkRange(at, data.byteLength);
       this.writeAt(ino, this.fileSize(ino), at, data);

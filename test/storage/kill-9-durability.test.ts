@@ -1,7 +1,8 @@
 /**
  * An acknowledged VFS write survives SIGKILL of the writing process mid-stream — a write is
  * acknowledged when its call returns; a staged creation (WASI path_open + fd_write) with its
- * bytes when `release` (fd_close) returns.
+ * bytes when `release` (fd_close) returns; held writes (WASI fd_write) when the next operation
+ * commits them or a sync returns — past that, a held span is wholly there or wholly absent.
  */
 
 import { test } from 'node:test';
@@ -10,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Vfs } from '../../src/storage/vfs.ts';
-import { logLine, record, smallRecord } from './fixtures/durable-writer.ts';
+import { logLine, record, smallRecord, streamRecord } from './fixtures/durable-writer.ts';
 import { tempDir } from './helpers.ts';
 
 const WRITER = fileURLToPath(new URL('./fixtures/durable-writer.ts', import.meta.url));
@@ -24,6 +25,7 @@ test('every write acknowledged before kill -9 is present and intact after reopen
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
   let lastAck = -1;
+  let lastSynced = -1;
   let pending = '';
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
   child.stdout.on('data', (d: Buffer) => {
@@ -31,6 +33,11 @@ test('every write acknowledged before kill -9 is present and intact after reopen
     const lines = pending.split('\n');
     pending = lines.pop() ?? '';
     for (const line of lines) {
+      const synced = /^synced (\d+)$/.exec(line);
+      if (synced) {
+        lastSynced = Number(synced[1]);
+        continue;
+      }
       const m = /^acked (\d+)$/.exec(line);
       assert.ok(m, `unexpected output: ${line}`);
       const n = Number(m[1]);
@@ -67,6 +74,19 @@ test('every write acknowledged before kill -9 is present and intact after reopen
     assert.ok(log.size >= (lastAck + 1) * line, 'log holds every acked line');
     const text = Buffer.from(vfs.read(log.ino, 0, (lastAck + 1) * line));
     for (let i = 0; i <= lastAck; i++) assert.ok(text.subarray(i * line, (i + 1) * line).equals(logLine(i)), `log line ${i}`);
+    // The held stream: every round's span through the last sync survives (and each round's
+    // first operation committed the round before: through lastAck - 1); past that, the stream
+    // ends at a round's boundary — a held span is wholly there or wholly absent, never torn.
+    const stream = vfs.stat('workspace', '/stream');
+    const ends = [0];
+    for (let i = 0; ends[i] as number < stream.size; i++) ends.push((ends[i] as number) + streamRecord(i).length);
+    assert.equal(ends.at(-1), stream.size, `the stream (${stream.size} bytes) ends at a round's boundary`);
+    const rounds = ends.length - 1;
+    assert.ok(rounds >= lastAck && rounds - 1 >= lastSynced, `the stream holds ${rounds} rounds; acked ${lastAck}, synced ${lastSynced}`);
+    const streamed = Buffer.from(vfs.read(stream.ino, 0, stream.size));
+    for (let i = 0; i < rounds; i++) {
+      assert.ok(streamed.subarray(ends[i], ends[i + 1]).equals(streamRecord(i)), `stream round ${i}`);
+    }
     // Whatever was in flight is either wholly there or wholly absent (each write is one transaction).
     const usage = vfs.getUsage();
     assert.ok(usage.inodes >= lastAck + 1 + 5);

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { O_CREAT, O_EXCL, O_TRUNC, STAGE_MAX_BYTES, Vfs } from '../../src/storage/index.ts';
+import { O_CREAT, O_EXCL, O_TRUNC, MAX_HELD_WRITE_BYTES, Vfs } from '../../src/storage/index.ts';
 import { VfsError } from '../../src/storage/errno.ts';
 import { tempDir } from './helpers.ts';
 
@@ -65,10 +65,10 @@ test('any other operation of the same VFS commits first, so it sees the file; th
   }
 });
 
-test('writes past the staged prefix, or over STAGE_MAX_BYTES, go through and read back exactly', () => {
+test('writes past the staged prefix, or over MAX_HELD_WRITE_BYTES, go through and read back exactly', () => {
   const vfs = Vfs.open({ file: ':memory:' });
   try {
-    const big = bytes(STAGE_MAX_BYTES + 100);
+    const big = bytes(MAX_HELD_WRITE_BYTES + 100);
     const h = vfs.openInode('workspace', '/c', O_CREAT, { stage: true });
     vfs.write(h.ino, 0, big.subarray(0, 100));
     vfs.write(h.ino, 100, big.subarray(100));

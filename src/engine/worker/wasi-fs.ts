@@ -12,11 +12,12 @@
  *
  * Invariant: every guest pointer is bounds-checked (EFAULT), every VFS failure is its errno, every
  * write needs FD_WRITE on its descriptor and none is possible on a read-only mount (EROFS); any
- * other exception propagates as a bug. What is acknowledged when (docs/storage.md): a file that
- * `path_open(O_CREAT)` creates is committed, with the bytes written at its start (at most
- * `STAGE_MAX_BYTES`), in one transaction when `fd_close` of it returns — or earlier, before any
- * other VFS call, host call or the end of the guest's call; every other write is one VFS
- * transaction, committed when its call returns. Committed survives a crash or `kill -9` of the
+ * other exception propagates as a bug. What is acknowledged when (docs/storage.md): `fd_write`s
+ * that continue one another at a descriptor's offset (with the creation of a file `path_open
+ * (O_CREAT)` made) are held, at most `MAX_HELD_WRITE_BYTES`, and committed in one transaction when
+ * `fd_close` returns — or earlier, before any other VFS call, a write elsewhere, a host call or the
+ * end of the guest's call; every other write is one VFS transaction, committed when its call
+ * returns. Committed survives a crash or `kill -9` of the
  * engine; `fd_sync`/`fd_datasync` commit and make everything so far survive power loss too (an
  * fsync of the VFS database; a no-op for an in-memory VFS).
  *
@@ -112,7 +113,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       const data = gather(iovs, count);
       let at = f.offset;
       if ((f.fdflags & FDFLAG_APPEND) !== 0) at = vfs.append(f.ino, data);
-      else vfs.write(f.ino, at, data);
+      else vfs.write(f.ino, at, data, true); // may be held: sequential writes commit together
       f.offset = at + data.length;
       memory.setU32(nwritten, data.length);
       return E.SUCCESS;
@@ -153,7 +154,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return delegate('fd_close', fd);
       const f = anyFd(fd);
       table.close(fd);
-      vfs.release(f.ino); // commits a staged creation; its refusal (e.g. ENOSPC) is close's errno
+      vfs.release(f.ino); // commits held writes; a refusal only the commit finds (e.g. ENOSPC) is close's errno
       return E.SUCCESS;
     }),
 
@@ -203,15 +204,17 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
 
     fd_sync: g((fd: number) => {
       if (isStdio(fd)) return delegate('fd_sync', fd);
-      if ((anyFd(fd).rightsBase & R.FD_SYNC) === 0n) return E.NOTCAPABLE;
-      vfs.sync();
+      const f = anyFd(fd);
+      if ((f.rightsBase & R.FD_SYNC) === 0n) return E.NOTCAPABLE;
+      vfs.sync(f.ino);
       return E.SUCCESS;
     }),
 
     fd_datasync: g((fd: number) => {
       if (isStdio(fd)) return delegate('fd_datasync', fd);
-      if ((anyFd(fd).rightsBase & R.FD_DATASYNC) === 0n) return E.NOTCAPABLE;
-      vfs.sync();
+      const f = anyFd(fd);
+      if ((f.rightsBase & R.FD_DATASYNC) === 0n) return E.NOTCAPABLE;
+      vfs.sync(f.ino);
       return E.SUCCESS;
     }),
 
