@@ -5,6 +5,7 @@
  */
 
 import type { Engine, ExecOutcome } from '../src/index.ts';
+import { printTable } from './table.ts';
 
 interface Snippet {
   readonly language: 'js' | 'ts' | 'python';
@@ -37,13 +38,7 @@ export async function snippetTour(engine: Engine): Promise<void> {
   const t0 = performance.now();
   const results = await Promise.all(SNIPPETS.map((s) => engine.exec({ language: s.language, code: s.code, ...s.options })));
   const rows = SNIPPETS.map((s, i) => [s.language, s.tried, ended(results[i]!), `${results[i]!.durationMs.toFixed(1)} ms`]);
-  const head = ['lane', 'what the snippet tried', 'how it ended', 'took'];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
-  console.log('\nUntrusted source through engine.exec: a fresh interpreter per snippet, all at once\n');
-  console.log(line(head));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of rows) console.log(line(r));
+  printTable('Untrusted source through engine.exec: a fresh interpreter per snippet, all at once', ['lane', 'what the snippet tried', 'how it ended', 'took'], rows);
   const py = results.filter((_, i) => SNIPPETS[i]!.language === 'python');
   console.log(
     `\n${SNIPPETS.length} snippets in ${((performance.now() - t0) / 1000).toFixed(1)} s, including the lanes' start ` +

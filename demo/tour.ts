@@ -5,6 +5,7 @@
  */
 
 import { snippetTour } from './snippets.ts';
+import { printTable } from './table.ts';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,13 +135,7 @@ function outcome(r: RunResult): string {
 }
 
 const rows = results.map((x) => [x.guest, x.tried, x.saw && x.r.ok ? x.saw(x.r) : outcome(x.r), `${x.r.durationMs.toFixed(1)} ms`]);
-const head = ['guest', 'what it tried', 'how it ended', 'took'];
-const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
-console.log('\nMembrane: a tour of the walls (all guests ran concurrently in one engine)\n');
-console.log(line(head));
-console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-for (const r of rows) console.log(line(r));
+printTable('Membrane: a tour of the walls (all guests ran concurrently in one engine)', ['guest', 'what it tried', 'how it ended', 'took'], rows);
 const sorted = [...latencies].sort((a, b) => a - b);
 const pct = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 console.log(
