@@ -39,6 +39,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
   const host = needsHost
     ? laneHost({
         policy,
+        metered: config.fuel,
         vfs: caps.includes('vfs') ? new LaneVfs({ name: vfsName, instance, maxBytes: config.vfsMaxBytes, maxInodes: config.vfsMaxInodes }) : null,
         command: (name) => services.command(name),
         run: parts.run,

@@ -177,8 +177,10 @@ export async function runExec(
       caps: policy.caps,
       ...(server ? { powers: server.serve } : {}),
     }).finally(() => server?.end());
-    // The commands a snippet ran spent core wasm fuel, counted in the same unit as the profile's budget.
-    const fuelUsed = Math.ceil(r.fuelUsed / LANE_FUEL_UNIT) + (server?.fuelUsed() ?? 0);
+    // One budget: the lane's meter was charged its commands' fuel (LANE_FUEL_UNIT lane units per
+    // core wasm unit), so its count includes them once. A lane that died reports 0: what its
+    // commands spent (the server's own tally) still counts.
+    const fuelUsed = Math.max(Math.ceil(r.fuelUsed / LANE_FUEL_UNIT), server?.fuelUsed() ?? 0);
     const error =
       r.error?.code === 'FUEL_EXHAUSTED' ? { code: 'FUEL_EXHAUSTED', message: `the call used more than its ${policy.fuel} units of fuel` } : r.error;
     return { ...r, ...(error ? { error } : {}), fuelUsed, profile, warnings: [...warnings, ...r.warnings] };

@@ -7,21 +7,25 @@
  * Owns: decoding these powers' arguments (guest-controlled JSON: wrong types are INVALID, sizes
  * past the command ABI's caps TOO_LARGE), running a registered command as the call's principal
  * against the call's VFS (lane-vfs.ts) at depth 1, within what is left of the call's deadline and
- * of its command fuel, the exec cap's accounting (one of the tenant's MAX_CONCURRENT_EXECS slots
+ * of its one fuel budget, the exec cap's accounting (one of the tenant's MAX_CONCURRENT_EXECS slots
  * per call, QUOTA audited past it; one `_steps.jsonl` line per call), and ending the call: running
  * commands are aborted, awaited, then the VFS is closed (a private one removed).
  * Invariant: a snippet names a registered command and its argv — never a path or a module; a
- * command cannot outlive the call (its deadline is the call's, and `end()` aborts it); the
- * commands of one call spend at most the call's fuel budget between them (a shared pool), and
- * what they spend is reported in the call's `fuelUsed`.
+ * command cannot outlive the call (its deadline is the call's, and `end()` aborts it); one budget
+ * covers the snippet and its commands: a command is granted at most the budget minus what the
+ * snippet has used so far (the larger of what its lane reports and what its commands spent here),
+ * nothing runs once none is left (FUEL_EXHAUSTED), and what a command spent is answered as a
+ * charge (`fuel`, raw wasm units) that the lane adds to the snippet's meter — so the snippet stops
+ * FUEL_EXHAUSTED at its next refill once the total passes the budget.
  *
- * Does not protect against: the interpreter's own fuel and the commands' pool being two budgets —
- * a snippet's whole work is bounded by twice its fuel, not once (docs/lanes.md).
+ * Does not protect against: a run's own overshoot — a command is stopped at its own next refill,
+ * the snippet at its next one, so the total may pass the budget by those chunks.
  */
 
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, STATUS_ABNORMAL } from './command-abi.ts';
+import { LANE_FUEL_UNIT } from './exec.ts';
 import { PowerRefusal, type LaneVfs } from './lane-vfs.ts';
 import type { RunResult } from './results.ts';
 
@@ -34,7 +38,10 @@ export interface CommandRun {
 }
 
 export interface LaneHostDeps {
+  /** The call's policy; its `fuel` is the one budget (profile units: 1 core wasm unit, LANE_FUEL_UNIT lane units). */
   readonly policy: PolicyConfig;
+  /** Whether fuel is metered at all (EngineConfig.fuel); off, no command is refused for fuel. */
+  readonly metered: boolean;
   /** The call's VFS; null when `vfs` is not granted (commands then run without one). */
   readonly vfs: LaneVfs | null;
   /** A registered command's module. */
@@ -51,8 +58,12 @@ export interface LaneHostDeps {
 }
 
 export interface LaneHost {
-  /** One power of `vfs`, `commands` or `exec`; throws PowerRefusal with a guest code. */
-  call(power: string, args: readonly unknown[], deadline: number): Promise<unknown>;
+  /**
+   * One power of `vfs`, `commands` or `exec`; throws PowerRefusal with a guest code.
+   * `laneFuelUsed`: the raw wasm fuel the snippet has used so far, as its lane reports it. The
+   * answer's `fuel` is a command's charge to the snippet's meter, in the same raw units.
+   */
+  call(power: string, args: readonly unknown[], deadline: number, laneFuelUsed?: number): Promise<{ value: unknown; fuel?: number }>;
   /** Fuel the call's commands used (core wasm units). */
   fuelUsed(): number;
   /** Abort running commands, wait for them, close the VFS. */
@@ -104,11 +115,15 @@ function commandAnswer(r: RunResult): Record<string, unknown> {
 export function laneHost(deps: LaneHostDeps): LaneHost {
   const stop = new AbortController();
   const running = new Set<Promise<unknown>>();
-  let fuelPool = deps.policy.fuel;
   let fuelUsed = 0;
+  /** What the snippet may still spend (profile units): a lane's report is believed only when it is higher than our own tally. */
+  const fuelLeft = (laneFuelUsed: number | undefined): number => {
+    const reported = typeof laneFuelUsed === 'number' && laneFuelUsed > 0 ? Math.ceil(laneFuelUsed / LANE_FUEL_UNIT) : 0;
+    return deps.policy.fuel - Math.max(reported, fuelUsed);
+  };
   const vfs = (): LaneVfs => deps.vfs ?? refuse(GUEST_ERR.DENIED);
 
-  const runCommand = async (mode: 'commands' | 'exec', a: readonly unknown[], deadline: number): Promise<unknown> => {
+  const runCommand = async (mode: 'commands' | 'exec', a: readonly unknown[], deadline: number, laneFuelUsed: number | undefined): Promise<{ value: unknown; fuel?: number }> => {
     const op = mode === 'exec' ? 'exec' : 'run_command';
     const req = commandArgs(a);
     const refused = deps.admit(mode, op, req.bytes, MAX_REQUEST_BYTES);
@@ -128,7 +143,14 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
     try {
       const left = deadline - Date.now();
       if (left <= 0 || stop.signal.aborted) return refuse(GUEST_ERR.TIMEOUT);
-      const policy: PolicyConfig = { ...deps.policy, timeoutMs: Math.max(1, Math.floor(left)), fuel: Math.max(0, fuelPool) };
+      const fuel = fuelLeft(laneFuelUsed);
+      if (deps.metered && fuel <= 0) {
+        // The snippet's budget is spent: nothing runs; the snippet stops at its next refill.
+        const answer = { status: STATUS_ABNORMAL, stdout: '', stderr: '', error: 'FUEL_EXHAUSTED' };
+        if (mode === 'exec') deps.vfs?.step({ op: 'exec', depth: COMMAND_DEPTH, argv, status: answer.status, error: answer.error, fuelUsed: 0, durationMs: 0, stdoutBytes: 0, stderrBytes: 0 });
+        return { value: answer, fuel: 0 };
+      }
+      const policy: PolicyConfig = { ...deps.policy, timeoutMs: Math.max(1, Math.floor(left)), fuel: deps.metered ? fuel : deps.policy.fuel };
       const opts = { argv: req.argv, stdin: req.stdin, captureBytes: false, ...(deps.vfs ? { vfsFile: deps.vfs.file() } : {}) };
       const run = deps.run(bytes, opts, { policy, argv0: req.name, depth: COMMAND_DEPTH, signal: stop.signal });
       running.add(run);
@@ -138,7 +160,6 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
       } finally {
         running.delete(run);
       }
-      fuelPool -= r.fuelUsed;
       fuelUsed += r.fuelUsed;
       const answer = commandAnswer(r);
       if (mode === 'exec') {
@@ -147,13 +168,18 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
           durationMs: Math.round((performance.now() - t0) * 1000) / 1000, stdoutBytes: Buffer.byteLength(r.stdout), stderrBytes: Buffer.byteLength(r.stderr),
         });
       }
-      return answer;
+      return { value: answer, fuel: r.fuelUsed * LANE_FUEL_UNIT };
     } finally {
       release?.();
     }
   };
 
-  const call = async (power: string, a: readonly unknown[], deadline: number): Promise<unknown> => {
+  const call = async (power: string, a: readonly unknown[], deadline: number, laneFuelUsed?: number): Promise<{ value: unknown; fuel?: number }> => {
+    if (power === 'commands.run' || power === 'exec.run') return runCommand(power === 'exec.run' ? 'exec' : 'commands', a, deadline, laneFuelUsed);
+    return { value: await vfsPower(power, a) };
+  };
+
+  const vfsPower = async (power: string, a: readonly unknown[]): Promise<unknown> => {
     switch (power) {
       case 'vfs.read': {
         const data = vfs().read(a[0]);
@@ -174,10 +200,6 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
         if (!answer.ok) return refuse(answer.errno);
         return JSON.parse(lenient.decode(answer.json)) as unknown;
       }
-      case 'commands.run':
-        return runCommand('commands', a, deadline);
-      case 'exec.run':
-        return runCommand('exec', a, deadline);
       default:
         return refuse(GUEST_ERR.INVALID);
     }

@@ -13,7 +13,8 @@
  * a request can name a power and its arguments, nothing else. Every request is answered.
  *
  * The `vfs`, `commands` and `exec` powers are the call's LaneHost's (lane-host.ts), reached
- * from here after the same checks.
+ * from here after the same checks, with the fuel the lane says the snippet has used (a command
+ * gets at most what is left) and the command's charge passed back on its answer (`fuel`).
  *
  * Does not protect against: what the brokers allow once admitted (their own caps and guard).
  */
@@ -195,7 +196,11 @@ export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end:
         const refused = deps.admit(cap as CapWord, IMPORT_OF[req.power]!, req.oversized, MAX_POWER_FRAME_BYTES);
         return { ok: false, code: refused === null ? 'TOO_LARGE' : codeOf(refused) };
       }
-      if (HOST_CAPS.has(cap)) return { ok: true, value: await (deps.host ?? refuse('DENIED')).call(req.power, req.args, until) };
+      if (HOST_CAPS.has(cap)) {
+        // A command's charge (raw wasm units) rides on its answer: the lane adds it to the snippet's meter.
+        const r = await (deps.host ?? refuse('DENIED')).call(req.power, req.args, until, req.fuelUsed);
+        return r.fuel === undefined ? { ok: true, value: r.value } : { ok: true, value: r.value, fuel: r.fuel };
+      }
       return { ok: true, value: await run(req.power, req.args) };
     } catch (e) {
       return { ok: false, code: e instanceof Refusal ? e.code : e instanceof PowerRefusal ? codeOf(e.errno) : 'UNAVAILABLE' };

@@ -40,9 +40,22 @@ export interface PowerRequest {
   readonly args: readonly unknown[];
   /** Set instead of `args` when the guest side's request passed `MAX_POWER_FRAME_BYTES`. */
   readonly oversized?: number;
+  /**
+   * The raw wasm fuel the snippet has used so far (its charged commands included), added by the
+   * lane's own side — the JS worker's meter, the Python child's — outside the guest's JSON, never
+   * parsed from it. The host grants a `commands`/`exec` run at most the budget left after it.
+   */
+  readonly fuelUsed?: number;
 }
 
-export type PowerAnswer = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly code: PowerCode };
+/**
+ * An answer. `fuel` (raw wasm units, only on a `commands.run`/`exec.run` answer, whatever its
+ * outcome) is what the command spent on the snippet's behalf; the lane adds it to the snippet's
+ * own meter, so one budget covers the interpreter and its commands.
+ */
+export type PowerAnswer =
+  | { readonly ok: true; readonly value: unknown; readonly fuel?: number }
+  | { readonly ok: false; readonly code: PowerCode; readonly fuel?: number };
 
 /**
  * Served by the engine for one exec call (its principal and caps are captured). `deadline`
@@ -98,16 +111,34 @@ export function parsePowerRequest(x: unknown): PowerRequest | null {
   return { power: r['power'], args: r['args'] as unknown[] };
 }
 
-/** An answer as it travels (JSON text); one past the frame cap becomes TOO_LARGE. */
+/**
+ * An answer as it travels (JSON text); one past the frame cap becomes TOO_LARGE. A charge (`fuel`)
+ * survives either way and is written first — `{"fuel":N,"ok":...` — so a lane reads it with
+ * `answerFuel` without parsing the whole answer; everything after it is the answer proper.
+ */
 export function encodeAnswer(a: PowerAnswer): string {
+  const fuel = a.fuel === undefined ? '' : `"fuel":${Math.max(0, Math.ceil(a.fuel))},`;
+  const plain: PowerAnswer = a.ok ? { ok: true, value: a.value } : { ok: false, code: a.code };
   let s: string | undefined;
   try {
-    s = JSON.stringify(a);
+    s = JSON.stringify(plain);
   } catch {
     s = undefined;
   }
-  if (s === undefined) return JSON.stringify({ ok: false, code: 'UNAVAILABLE' });
-  return s.length * 3 > MAX_POWER_FRAME_BYTES && Buffer.byteLength(s) > MAX_POWER_FRAME_BYTES ? JSON.stringify({ ok: false, code: 'TOO_LARGE' }) : s;
+  // The charge's bytes count toward the frame cap too.
+  const room = MAX_POWER_FRAME_BYTES - fuel.length;
+  if (s === undefined || (s.length * 3 > room && Buffer.byteLength(s) > room)) {
+    s = JSON.stringify({ ok: false, code: s === undefined ? 'UNAVAILABLE' : 'TOO_LARGE' });
+  }
+  return `{${fuel}${s.slice(1)}`;
+}
+
+const FUEL_PREFIX = /^\{"fuel":(\d{1,16}),/;
+
+/** The fuel an encoded answer charges to the snippet (0 when none): host-written, at its start. */
+export function answerFuel(answer: string): number {
+  const m = FUEL_PREFIX.exec(answer.slice(0, 40));
+  return m ? Number(m[1]) : 0;
 }
 
 /** Any failure of the bridge itself, as an answer. */

@@ -49,11 +49,13 @@ test('an exception → GUEST_TRAP with its last line', async () => {
 });
 
 test('membrane has an attribute per granted cap and none for others; its calls reach the power server', async () => {
-  const seen: unknown[] = [];
-  const powers = async (q: { power: string; args: readonly unknown[] }) => (seen.push(q), { ok: true as const, value: 'pong' });
+  const seen: { power: string; args: readonly unknown[]; fuelUsed?: number }[] = [];
+  const powers = async (q: { power: string; args: readonly unknown[]; fuelUsed?: number }) => (seen.push(q), { ok: true as const, value: 'pong' });
   const r = await lane.exec(req("import membrane\n[hasattr(membrane, 'kv'), hasattr(membrane, 'net'), membrane.browse.fetch('https://example.test/')]", { caps: ['net', 'browse'], powers }));
   assert.deepEqual(r.result, [false, true, 'pong'], JSON.stringify(r));
-  assert.deepEqual(seen, [{ power: 'browse.fetch', args: ['https://example.test/'] }]);
+  assert.deepEqual(seen.map(({ power, args }) => ({ power, args })), [{ power: 'browse.fetch', args: ['https://example.test/'] }]);
+  // The child adds the snippet's fuel so far (its meter's, not the guest's JSON) to every request.
+  assert.ok((seen[0]?.fuelUsed ?? 0) > 0, JSON.stringify(seen));
   const bare = await lane.exec(req("import membrane\nhasattr(membrane, 'net')", { caps: ['net'] }));
   assert.equal(bare.result, false);
   assert.ok(bare.warnings.some((w) => /no power server/.test(w)));

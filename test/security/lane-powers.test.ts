@@ -309,3 +309,64 @@ test("a command run by a snippet cannot outlive the snippet's deadline: a 10 s s
   // The command's exec slot is back: nothing of it is still running.
   assert.deepEqual(e.principalUsage('spinner'), { execs: 0, processes: 0 });
 });
+
+// One fuel budget: the fuel a snippet's commands burn is charged to the snippet's own meter, and a
+// command is granted at most what the snippet has left — no second budget for commands.
+
+const SMALL_FUEL = 2e7;
+/** The snippet's own refill chunk (1e6 raw wasm units, in interpreter units): the slack past the budget. */
+const CHUNK_SLACK = 1000;
+const steps = async (vfs: string): Promise<Record<string, unknown>[]> => {
+  const r = await engine.exec({ language: 'js', code: "vfs.read('/_steps.jsonl')", profile: 'minimal', tenant: 'fuel-reader', vfs });
+  return String(r.result).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+};
+
+test('a snippet whose commands burn fuel cannot exceed its own budget: a loop of commands.run ends FUEL_EXHAUSTED within it, in both lanes', async () => {
+  const cases = [
+    { language: 'js' as const, code: "let n = 0; for (;;) { const r = commands.run('seq', ['1', '1000']); if (r.status !== 0) console.log('refused', r.error); console.log(++n); }" },
+    { language: 'python' as const, code: "import membrane\nn = 0\nwhile True:\n  r = membrane.commands.run('seq', ['1', '1000'])\n  if r['status'] != 0: print('refused', r.get('error'))\n  n += 1\n  print(n)" },
+  ];
+  for (const c of cases) {
+    const r = await engine.exec({ ...c, profile: 'minimal', tenant: 'fuel-burner', fuel: SMALL_FUEL });
+    assert.equal(r.error?.code, 'FUEL_EXHAUSTED', `${c.language}: ${JSON.stringify({ ...r, stdout: r.stdout.slice(-200) })}`);
+    // Before: commands drew on a pool of their own, so the total reached twice the budget.
+    assert.ok(r.fuelUsed >= SMALL_FUEL && r.fuelUsed <= SMALL_FUEL + CHUNK_SLACK, `${c.language}: fuelUsed ${r.fuelUsed}`);
+    // The commands really ran (several, each charged) before the budget ended the snippet.
+    const lines = r.stdout.split('\n');
+    assert.ok(lines.filter((l) => /^\d+$/.test(l)).length >= 2, `${c.language}: ${r.stdout.slice(-200)}`);
+    // ... and once they had spent it, the snippet stopped within a few statements: it did not go on
+    // asking for commands on an interpreter budget of its own.
+    assert.ok(lines.filter((l) => l.startsWith('refused')).length <= 10, `${c.language}: ${r.stdout.slice(-200)}`);
+  }
+});
+
+test('a snippet whose commands burn fuel cannot exceed its own budget: one command asked to run past what remains ends with its own FUEL_EXHAUSTED, in both lanes', async () => {
+  const cases = [
+    { language: 'js' as const, vfs: 'fuel-one-js', code: "exec.run('seq', ['1', '100000'])" },
+    { language: 'python' as const, vfs: 'fuel-one-py', code: "import membrane\nmembrane.exec.run('seq', ['1', '100000'])" },
+  ];
+  for (const c of cases) {
+    const r = await engine.exec({ language: c.language, code: c.code, vfs: c.vfs, profile: 'minimal', tenant: 'fuel-burner', fuel: SMALL_FUEL });
+    assert.equal(r.error?.code, 'FUEL_EXHAUSTED', `${c.language}: ${JSON.stringify(r)}`);
+    assert.ok(r.fuelUsed <= SMALL_FUEL + CHUNK_SLACK, `${c.language}: fuelUsed ${r.fuelUsed}`);
+    // The command was granted only what the snippet had left, ran out of it, and was answered so.
+    const [step] = await steps(c.vfs);
+    assert.equal(step?.['error'], 'FUEL_EXHAUSTED', JSON.stringify(step));
+    assert.ok(Number(step?.['fuelUsed']) > 0 && Number(step?.['fuelUsed']) <= SMALL_FUEL, JSON.stringify(step));
+  }
+});
+
+test("a command's fuel is counted once in the snippet's fuelUsed, in both lanes", async () => {
+  const cases = [
+    { language: 'js' as const, vfs: 'fuel-once-js', code: "exec.run('seq', ['1', '1000']).status" },
+    { language: 'python' as const, vfs: 'fuel-once-py', code: "import membrane\nmembrane.exec.run('seq', ['1', '1000'])['status']" },
+  ];
+  for (const c of cases) {
+    const r = await engine.exec({ language: c.language, code: c.code, vfs: c.vfs, profile: 'minimal', tenant: 'fuel-burner' });
+    assert.equal(r.result, 0, JSON.stringify(r));
+    const [step] = await steps(c.vfs);
+    const command = Number(step?.['fuelUsed']);
+    // The interpreter's own share of a one-line snippet is small next to seq's.
+    assert.ok(command > 100_000 && r.fuelUsed >= command && r.fuelUsed < command + 100_000, `${c.language}: ${r.fuelUsed} vs ${command}`);
+  }
+});

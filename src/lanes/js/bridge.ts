@@ -5,7 +5,8 @@
  *
  * Owns: the request's size bound (a request past `MAX_POWER_FRAME_BYTES` is not carried: an
  * `oversized` marker goes instead, so the cadence still refuses and audits it), the sequence
- * numbers (a late answer to an earlier call is discarded, never mistaken for this one) and the
+ * numbers (a late answer to an earlier call is discarded, never mistaken for this one), the
+ * snippet's fuel used so far (sent beside the request, never inside the guest's JSON) and the
  * bounded wait: slices of at most `POWER_WAIT_SLICE_MS`, ending at the call's deadline or when
  * the main thread raises the interrupt flag — then the call answers TIMEOUT.
  * Invariant: `call` always returns an answer (JSON text of `PowerAnswer`), and never waits past
@@ -36,12 +37,12 @@ export class PowerBridge {
     this.signal = new Int32Array(signal);
   }
 
-  /** One power call for job `id`; `deadline` is this thread's `performance.now()` time. */
-  call(id: number, power: string, argsJson: string, deadline: number): string {
+  /** One power call for job `id`; `deadline` is this thread's `performance.now()` time; `fuelUsed` the snippet's raw fuel so far. */
+  call(id: number, power: string, argsJson: string, deadline: number, fuelUsed: number): string {
     const seq = (this.seq = (this.seq % 0x7fffffff) + 1);
     const bytes = Buffer.byteLength(argsJson) + Buffer.byteLength(power);
     const request = bytes > MAX_POWER_FRAME_BYTES ? JSON.stringify({ power, oversized: bytes }) : `{"power":${JSON.stringify(power)},"args":${argsJson}}`;
-    this.send({ v: 1, kind: 'power', id, seq, request });
+    this.send({ v: 1, kind: 'power', id, seq, request, fuelUsed });
     for (;;) {
       for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
         const reply = m.message as { seq?: unknown; answer?: unknown } | null;

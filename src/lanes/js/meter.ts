@@ -6,7 +6,9 @@
  * pre-initialized (our own code: runtime, context, console, the TypeScript stripper) the meter
  * grants freely and counts nothing. `begin()` arms it for the snippet: each refill then checks,
  * in order, an earlier stop, the main thread's interrupt flag, the call's deadline and its fuel
- * budget, and grants the next chunk (10 000 units first, doubling up to 1e6). A stop *throws* out
+ * budget, and grants the next chunk (10 000 units first, doubling up to 1e6). The fuel the
+ * snippet's commands spent is charged in (`charge`): one budget covers both, so a refill after the
+ * total passed it is FUEL_EXHAUSTED, and `used()` includes the charges. A stop *throws* out
  * of the import, which unwinds the wasm; every later refill throws again and the interrupt
  * handler keeps answering "interrupt", so a snippet cannot catch its way past a stop.
  * Invariant: after a stop the instance is never used again (its C stack was unwound mid-call).
@@ -32,6 +34,8 @@ export class FuelStop extends Error {
 export class LaneMeter {
   private armed = false;
   private granted = 0;
+  /** Fuel spent on the snippet's behalf outside the interpreter (its commands), raw units. */
+  private charged = 0;
   private next = FIRST_CHUNK;
   private budget = 0;
   private deadline = 0;
@@ -54,6 +58,7 @@ export class LaneMeter {
   begin(budget: number, deadline: number): void {
     if (!this.global) throw new Error('LaneMeter.attach was not called');
     this.armed = true;
+    this.charged = 0;
     this.budget = budget;
     this.deadline = deadline;
     const first = Math.min(FIRST_CHUNK, budget);
@@ -62,11 +67,22 @@ export class LaneMeter {
     this.granted = first;
   }
 
-  /** Fuel the snippet used; after a stop, everything granted to it (never less than it used). */
+  /** Fuel the snippet used, its charges included; after a stop, everything granted to it (never less than it used). */
   used(): number {
     if (!this.armed || !this.global) return 0;
-    if (this.stopped) return this.stopped === 'FUEL_EXHAUSTED' ? this.budget : this.granted;
-    return Math.max(0, this.granted - Number(this.global.value as bigint));
+    if (this.stopped) return this.stopped === 'FUEL_EXHAUSTED' ? Math.max(this.budget, this.charged) : this.granted + this.charged;
+    return Math.max(0, this.granted - Number(this.global.value as bigint)) + this.charged;
+  }
+
+  /**
+   * Charge `n` units a command spent on the snippet's behalf. When that leaves nothing of the
+   * budget the snippet is stopped (FUEL_EXHAUSTED) at its next interrupt check or refill;
+   * otherwise the next refill sees the smaller budget.
+   */
+  charge(n: number): void {
+    if (!this.armed || !this.global || !Number.isFinite(n) || n <= 0) return;
+    this.charged += n;
+    if (this.stopped === null && this.used() >= this.budget) this.stopped = 'FUEL_EXHAUSTED';
   }
 
   private timeUp(): boolean {
@@ -86,8 +102,8 @@ export class LaneMeter {
     if (this.stopped) throw new FuelStop(this.stopped);
     if (this.timeUp()) throw new FuelStop((this.stopped = 'TIMEOUT'));
     const c = Number(current);
-    if (this.granted - c > this.budget) throw new FuelStop((this.stopped = 'FUEL_EXHAUSTED'));
-    const give = Math.min(Math.max(this.next, -c), this.budget - this.granted);
+    if (this.granted + this.charged - c > this.budget) throw new FuelStop((this.stopped = 'FUEL_EXHAUSTED'));
+    const give = Math.min(Math.max(this.next, -c), this.budget - this.granted - this.charged);
     this.next = Math.min(this.next * 2, MAX_CHUNK);
     this.granted += give;
     return BigInt(c + give);

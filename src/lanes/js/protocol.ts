@@ -9,7 +9,8 @@
  * an interpreter.
  *
  * Powers (src/lanes/powers.ts): the worker, blocked inside a snippet's power call, posts
- * `{ kind: 'power', id, seq, request }` (request: JSON text); the host answers on the dedicated
+ * `{ kind: 'power', id, seq, request, fuelUsed }` (request: JSON text; fuelUsed: the snippet's raw
+ * fuel so far, from its meter); the host answers on the dedicated
  * `powerPort` with `{ seq, answer }` (answer: JSON text), then stores `seq` into `powerSignal[0]`
  * and notifies. The worker reads the answer with `receiveMessageOnPort` — its event loop is busy
  * running the snippet — and every wait for it is bounded by the call's deadline (bridge.ts).
@@ -73,7 +74,7 @@ export type WorkerToHost =
   | { readonly v: 1; readonly kind: 'result'; readonly id: number; readonly result: ExecResult }
   | { readonly v: 1; readonly kind: 'pool'; readonly js: number; readonly ts: number }
   | { readonly v: 1; readonly kind: 'warmed'; readonly id: number }
-  | { readonly v: 1; readonly kind: 'power'; readonly id: number; readonly seq: number; readonly request: string };
+  | { readonly v: 1; readonly kind: 'power'; readonly id: number; readonly seq: number; readonly request: string; readonly fuelUsed: number };
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
 
@@ -107,7 +108,7 @@ export function parseWorkerMessage(x: unknown): WorkerToHost | null {
       return typeof x['id'] === 'number' ? { v: 1, kind: 'warmed', id: x['id'] } : null;
     case 'power':
       return typeof x['id'] === 'number' && typeof x['seq'] === 'number' && typeof x['request'] === 'string'
-        ? { v: 1, kind: 'power', id: x['id'], seq: x['seq'], request: x['request'] }
+        ? { v: 1, kind: 'power', id: x['id'], seq: x['seq'], request: x['request'], fuelUsed: typeof x['fuelUsed'] === 'number' && x['fuelUsed'] >= 0 ? x['fuelUsed'] : 0 }
         : null;
     default:
       return null;

@@ -117,12 +117,12 @@ export class WorkerSlot {
       this.warming.get(m.id)?.();
       this.warming.delete(m.id);
     } else if (m.kind === 'power') {
-      void this.power(m.id, m.seq, m.request);
+      void this.power(m.id, m.seq, m.request, m.fuelUsed);
     }
   }
 
   /** Serve one power request of the running job and post the answer (always). */
-  private async power(id: number, seq: number, request: string): Promise<void> {
+  private async power(id: number, seq: number, request: string, fuelUsed: number): Promise<void> {
     const job = this.serving;
     let answer: PowerAnswer = { ok: false, code: 'DENIED' };
     if (job !== null && job.id === id && job.server !== null) {
@@ -133,7 +133,7 @@ export class WorkerSlot {
         parsed = null;
       }
       const req = parsePowerRequest(parsed);
-      answer = req === null ? { ok: false, code: request.length > MAX_POWER_FRAME_BYTES ? 'TOO_LARGE' : 'INVALID' } : await job.server(req, job.deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
+      answer = req === null ? { ok: false, code: request.length > MAX_POWER_FRAME_BYTES ? 'TOO_LARGE' : 'INVALID' } : await job.server({ ...req, fuelUsed }, job.deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
     }
     if (!this.alive) return;
     const reply: PowerReply = { seq, answer: encodeAnswer(answer) };

@@ -4,7 +4,8 @@
  * the background, one interpreter per macrotask so a request is never stuck behind a whole
  * refill), and runs one job at a time, each in an interpreter of its own.
  *
- * A job's power calls block this thread on the power bridge (bridge.ts), bounded by its deadline.
+ * A job's power calls block this thread on the power bridge (bridge.ts), bounded by its deadline;
+ * a command's fuel, charged on its answer, goes into the job's meter.
  * Invariant: an interpreter leaves the pool at most once and is dropped after its job, whatever
  * happened. The thread has an empty environment and no stdio of its own (see slot.ts).
  *
@@ -16,6 +17,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { evaluate, prepare, type Interpreter, type PrepareConfig } from './interpreter.ts';
 import { loadInstrumentedQuickJS } from './module.ts';
 import { PowerBridge } from './bridge.ts';
+import { answerFuel } from '../powers.ts';
 import { JS_LANE_PROTOCOL_VERSION, type HostToWorker, type JsWorkerData, type WorkerToHost } from './protocol.ts';
 
 const data = workerData as JsWorkerData;
@@ -99,7 +101,15 @@ async function main(): Promise<void> {
     ready
       .then((it) => {
         const deadline = performance.now() + m.job.timeoutMs;
-        const powerCall = m.job.powers.length > 0 ? (power: string, args: string): string => bridge.call(m.id, power, args, deadline) : null;
+        // A command's answer carries its charge: one budget for the snippet and what it runs.
+        const powerCall =
+          m.job.powers.length > 0
+            ? (power: string, args: string): string => {
+                const answer = bridge.call(m.id, power, args, deadline, it.meter.used());
+                it.meter.charge(answerFuel(answer));
+                return answer;
+              }
+            : null;
         send({ v: 1, kind: 'result', id: m.id, result: evaluate(it, m.job, pooled !== undefined, t0, powerCall) });
       })
       .catch(failed)

@@ -8,7 +8,8 @@
  * its one call.
  *
  * Powers: the child's fd 4 is a pipe of length-prefixed frames (protocol.ts); while its one exec
- * runs, each request frame is handed to the call's `PowerServer` and its answer written back — a
+ * runs, each request frame (with the fuel the child says its snippet has used) is handed to the
+ * call's `PowerServer` and its answer written back — a
  * frame past `MAX_POWER_FRAME_BYTES`, or any frame when no server was given, ends or denies it.
  * Invariant: a child serves at most one exec and is killed as soon as it has answered, timed out
  * or misbehaved; every wait has a bound; the child's stdout/stderr are never read into results
@@ -23,6 +24,9 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Duplex } from 'node:stream';
 import { MAX_POWER_FRAME_BYTES, encodeAnswer, parsePowerRequest, type PowerAnswer, type PowerServer } from '../powers.ts';
+
+/** A request frame's header: the JSON's length (u32) and the snippet's fuel used so far (f64), big-endian. */
+const REQUEST_HEAD_BYTES = 12;
 import { parseChildMessage, type ChildMessage, type ExecMessage } from './protocol.ts';
 import type { ChildCommand } from './spawn.ts';
 
@@ -134,12 +138,14 @@ export class PythonChild {
       if (!this.dead) pipe.write(Buffer.concat([head, body]));
     };
     const next = async (): Promise<void> => {
-      while (!busy && buffered.length >= 4) {
+      while (!busy && buffered.length >= REQUEST_HEAD_BYTES) {
         const n = buffered.readUInt32BE(0);
         if (n > MAX_POWER_FRAME_BYTES) return this.kill();
-        if (buffered.length < 4 + n) return;
-        const frame = buffered.subarray(4, 4 + n);
-        buffered = buffered.subarray(4 + n);
+        if (buffered.length < REQUEST_HEAD_BYTES + n) return;
+        const reported = buffered.readDoubleBE(4);
+        const fuelUsed = Number.isFinite(reported) && reported > 0 ? reported : 0;
+        const frame = buffered.subarray(REQUEST_HEAD_BYTES, REQUEST_HEAD_BYTES + n);
+        buffered = buffered.subarray(REQUEST_HEAD_BYTES + n);
         let parsed: unknown = null;
         try {
           parsed = JSON.parse(frame.toString('utf8'));
@@ -148,7 +154,7 @@ export class PythonChild {
         }
         const req = parsePowerRequest(parsed);
         busy = true;
-        const a: PowerAnswer = req === null ? { ok: false, code: 'INVALID' } : server === null ? { ok: false, code: 'DENIED' } : await server(req, deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
+        const a: PowerAnswer = req === null ? { ok: false, code: 'INVALID' } : server === null ? { ok: false, code: 'DENIED' } : await server({ ...req, fuelUsed }, deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
         busy = false;
         answer(a);
       }

@@ -44,23 +44,33 @@ const realBinding = process.binding;
 process.binding = (name) => (name === 'constants' ? { fs: fsConstants } : realBinding.call(process, name));
 
 /** The work and time walls: one refill contract for boot (unbounded) and the call (bounded). */
-const meter = { global: null, granted: 0, budget: Infinity, deadline: Infinity, next: BOOT_CHUNK, chunk: BOOT_CHUNK, fault: null };
+// `charged`: fuel the snippet's commands spent (their answers carry it) — one budget for both.
+const meter = { global: null, granted: 0, charged: 0, budget: Infinity, deadline: Infinity, next: BOOT_CHUNK, chunk: BOOT_CHUNK, fault: null };
 class Stop extends Error {}
 function refill(current) {
   const c = Number(current);
   if (meter.fault !== null) throw new Stop(meter.fault);
   if (performance.now() > meter.deadline) throw new Stop((meter.fault = 'TIMEOUT'));
-  if (meter.granted - c > meter.budget) throw new Stop((meter.fault = 'FUEL_EXHAUSTED'));
-  const give = Math.min(Math.max(meter.next, -c), meter.budget - meter.granted);
+  if (meter.granted + meter.charged - c > meter.budget) throw new Stop((meter.fault = 'FUEL_EXHAUSTED'));
+  const give = Math.min(Math.max(meter.next, -c), meter.budget - meter.granted - meter.charged);
   meter.next = Math.min(meter.next * 2, meter.chunk);
   meter.granted += give;
   return current + BigInt(give);
 }
 function fuelUsed() {
-  return meter.global === null ? 0 : Math.max(0, meter.granted - Number(meter.global.value));
+  return (meter.global === null ? 0 : Math.max(0, meter.granted - Number(meter.global.value))) + meter.charged;
+}
+/** A command's charge, at the start of its answer (`{"fuel":N,`, written by the host). */
+function answerFuel(answer) {
+  const m = /^\{"fuel":(\d{1,16}),/.exec(answer.subarray(0, 40).toString('latin1'));
+  return m ? Number(m[1]) : 0;
 }
 
-/** The power bridge: frames on fd 4 (4-byte big-endian length, then JSON), one call at a time. */
+/**
+ * The power bridge: frames on fd 4, one call at a time. Up: a 4-byte big-endian length, the
+ * snippet's fuel used so far (8-byte big-endian float, from the meter — never from the guest's
+ * bytes), then the JSON request; down: a 4-byte length, then the JSON answer.
+ */
 const POWER_FD = 4;
 const bridge = { max: 0, broken: false };
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -90,13 +100,21 @@ function hostCall(request) {
   if (bridge.broken) return failed();
   if (request.length > bridge.max) return Buffer.from('{"ok":false,"code":"TOO_LARGE"}');
   try {
-    const frame = Buffer.alloc(4 + request.length);
+    const frame = Buffer.alloc(12 + request.length);
     frame.writeUInt32BE(request.length, 0);
-    request.copy(frame, 4);
+    frame.writeDoubleBE(fuelUsed(), 4);
+    request.copy(frame, 12);
     for (let off = 0; off < frame.length; ) off += pipeIo(() => writeSync(POWER_FD, frame, off, frame.length - off));
     const n = readExact(4).readUInt32BE(0);
     if (n > bridge.max) throw new Error('oversized answer');
-    return readExact(n);
+    const answer = readExact(n);
+    const charge = answerFuel(answer);
+    if (charge > 0) {
+      meter.charged += charge;
+      // Nothing of the budget left: the snippet stops at its next refill.
+      if (meter.fault === null && fuelUsed() >= meter.budget) meter.fault = 'FUEL_EXHAUSTED';
+    }
+    return answer;
   } catch {
     // A half-finished exchange leaves the pipe out of step: no later call uses it.
     bridge.broken = true;
@@ -331,6 +349,7 @@ process.on('message', (m) => {
   meter.chunk = RUN_CHUNK;
   meter.next = FIRST_CHUNK;
   meter.granted = 0;
+  meter.charged = 0;
   if (meter.global !== null) meter.global.value = 0n;
   meter.deadline = performance.now() + m.timeoutMs;
   bridge.max = m.maxFrameBytes;

@@ -8,10 +8,15 @@
  *
  * Powers travel on a separate pipe (the child's fd 4), not this IPC channel: frames of a 4-byte
  * big-endian length and JSON (a `PowerRequest` up, a `PowerAnswer` down), one request at a time,
- * each at most `maxFrameBytes` (child-process.ts kills a child that sends a bigger one).
+ * each at most `maxFrameBytes` (child-process.ts kills a child that sends a bigger one). A request
+ * frame has an 8-byte big-endian float after its length: the raw fuel the snippet has used so far,
+ * written by child.mjs from its meter, outside the JSON the guest wrote; an answer to a command
+ * run starts `{"fuel":N,` — the command's charge, which child.mjs adds to its meter.
  *
  * Does not protect against: a child that lies within the shape (e.g. reports less fuel than it
- * used): fuel and output are the child's own accounting; the deadline is the parent's.
+ * used): fuel and output are the child's own accounting; the deadline is the parent's. (Its
+ * commands' fuel is the parent's count too: a command is never granted more than the budget
+ * minus what they spent, whatever the child reports.)
  */
 
 export interface ExecMessage {
