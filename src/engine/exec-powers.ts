@@ -40,7 +40,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
     ? laneHost({
         policy,
         metered: config.fuel,
-        vfs: caps.includes('vfs') ? new LaneVfs({ name: vfsName, instance, maxBytes: config.vfsMaxBytes, maxInodes: config.vfsMaxInodes }) : null,
+        vfs: caps.includes('vfs') ? new LaneVfs({ name: vfsName, maxBytes: config.vfsMaxBytes, maxInodes: config.vfsMaxInodes }) : null,
         command: (name) => services.command(name),
         run: parts.run,
         query: async (file, sql) => {

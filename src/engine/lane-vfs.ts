@@ -6,19 +6,26 @@
  * nothing — either the named persistent VFS `$MEMBRANE_HOME/vfs/NAME.sqlite` (`ExecOptions.vfs`,
  * the one `membrane run --vfs NAME` uses) or a fresh private file under `$MEMBRANE_HOME/vfs/`
  * (0600, so nested commands on worker threads can open it too) that is removed when the call
- * ends; the four file operations with the core imports' semantics (worker/vfs-paths.ts: the same
+ * ends; collecting the private files an engine process killed mid-call left behind (the first
+ * private VFS a process opens sweeps `exec-<pid>-<64 hex>.sqlite` and its -wal/-shm/-journal
+ * whose pid is no live process; `sweepPrivateVfs`); the four file operations with the core imports' semantics (worker/vfs-paths.ts: the same
  * preopens, `..` stopping at a volume root, the same listing bound and error codes); the
  * `_steps.jsonl` line of an exec-cap call.
  * Invariant: a snippet names paths, never a database or a host path; every path is resolved by
  * the VFS's own walk, so `/etc/passwd` is a file of this VFS or nothing. After `close()` the
- * private database file and its -wal/-shm are gone.
+ * private database file and its -wal/-shm are gone. A sweep removes only private files whose
+ * owner is gone (`kill(pid, 0)` → ESRCH): never a live process's, never a named VFS (a private
+ * file's base name is longer than the 64 characters a VFS name may have).
  *
  * Does not protect against: a snippet reading what it (or an earlier run on the same named VFS)
  * wrote — the VFS is its own; a busy named VFS making the main thread wait up to SQLite's busy
- * timeout on a write.
+ * timeout on a write; a dead owner's pid reused by a live process (its leftovers then wait for a
+ * later sweep); engines sharing $MEMBRANE_HOME across pid namespaces (containers) — a pid is only
+ * meaningful within one.
  */
 
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
 import { DEFAULT_PREOPENS } from './guest-spec.ts';
@@ -32,12 +39,60 @@ export const MAX_LANE_PATH_BYTES = 4096;
 export const MAX_LANE_READ_BYTES = 4 * 1024 * 1024;
 
 const STEPS_FILE = '_steps.jsonl';
+/**
+ * A private VFS file: its owner's pid and 32 random bytes (hex). The base name (≥ 71 characters)
+ * is longer than any VFS name (≤ 64), so a sweep can never take a named VFS for a leftover.
+ */
+const PRIVATE_FILE = /^exec-([1-9][0-9]{0,9})-[0-9a-f]{64}\.sqlite(?:-wal|-shm|-journal)?$/;
+
+/** Whether `pid` is a live process (one owned by another user counts: EPERM). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
+/**
+ * Remove the private VFS files (and their -wal/-shm/-journal) in `dir` whose owning process is
+ * gone — an engine killed mid-call cannot remove its own. Returns the names removed. Files of
+ * this process and of every live process are kept, as is every other file.
+ */
+export function sweepPrivateVfs(dir: string): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return removed;
+  }
+  const verdict = new Map<number, boolean>();
+  for (const name of names) {
+    const m = PRIVATE_FILE.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid) continue;
+    let dead = verdict.get(pid);
+    if (dead === undefined) verdict.set(pid, (dead = !alive(pid)));
+    if (!dead) continue;
+    try {
+      rmSync(join(dir, name), { force: true });
+      removed.push(name);
+    } catch {
+      // another engine's sweep got there first, or the directory changed: the next sweep retries
+    }
+  }
+  return removed;
+}
+
+/** Whether this process has swept yet: once, when it opens its first private VFS. */
+let swept = false;
 
 export interface LaneVfsOptions {
   /** A named persistent VFS; without it the call gets a private one, removed at `close()`. */
   readonly name?: string | undefined;
-  /** The call's instance id (`exec-N`), part of the private file's name. */
-  readonly instance: string;
   readonly maxBytes: number;
   readonly maxInodes: number;
 }
@@ -73,8 +128,17 @@ export class LaneVfs {
   private open(): Vfs {
     if (this.closed) return refuse(GUEST_ERR.UNAVAILABLE);
     if (this.vfs) return this.vfs;
-    const { name, instance, maxBytes, maxInodes } = this.options;
-    const file = name !== undefined ? resolveVfs({ name }).file : join(storageDir('vfs'), `exec-${instance}-${randomUUID()}.sqlite`);
+    const { name, maxBytes, maxInodes } = this.options;
+    let file: string;
+    if (name !== undefined) file = resolveVfs({ name }).file;
+    else {
+      const dir = storageDir('vfs');
+      if (!swept) {
+        swept = true;
+        sweepPrivateVfs(dir);
+      }
+      file = join(dir, `exec-${process.pid}-${randomBytes(32).toString('hex')}.sqlite`);
+    }
     this.dbFile = file;
     this.vfs = Vfs.open({ file, maxBytes, maxInodes });
     return this.vfs;
