@@ -31,14 +31,13 @@ import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir
 import { DEFAULT_PREOPENS } from './guest-spec.ts';
 import { GUEST_ERR } from './command-abi.ts';
 import type { VfsSpec } from './protocol.ts';
-import { guestCode, listPrefix, locatePath, makeParents, type Listed } from './worker/vfs-paths.ts';
+import { appendStep, guestCode, listPrefix, locatePath, makeParents, type Listed } from './worker/vfs-paths.ts';
 
 /** Longest path a snippet may name (as for the core imports). */
 export const MAX_LANE_PATH_BYTES = 4096;
 /** Largest file `vfs.read` returns in one answer (it travels as JSON text in a bridge frame). */
 export const MAX_LANE_READ_BYTES = 4 * 1024 * 1024;
 
-const STEPS_FILE = '_steps.jsonl';
 /**
  * A private VFS file: its owner's pid and 32 random bytes (hex). The base name (≥ 71 characters)
  * is longer than any VFS name (≤ 64), so a sweep can never take a named VFS for a leftover.
@@ -226,11 +225,9 @@ export class LaneVfs {
    */
   step(record: Record<string, unknown>): void {
     try {
-      const vfs = this.open();
-      const st = vfs.open('workspace', STEPS_FILE, O_CREAT);
-      if (st.kind === 'file') vfs.write(st.ino, st.size, new TextEncoder().encode(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`));
+      appendStep(this.open(), record);
     } catch {
-      // ENOSPC, EDQUOT, or a snippet-made directory in the way: the log is the snippet's own file.
+      // The VFS could not be opened: the log is best effort, like the line itself.
     }
   }
 

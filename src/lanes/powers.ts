@@ -112,6 +112,25 @@ export function parsePowerRequest(x: unknown): PowerRequest | null {
 }
 
 /**
+ * Serve one request frame (JSON text) as both bridges do: DENIED when the call has no server,
+ * TOO_LARGE past the frame cap, INVALID when it is not a power request, else the server's answer
+ * (UNAVAILABLE if it threw). `fuelUsed` is the lane's own count, never read from the frame.
+ */
+export async function answerPowerFrame(frame: string, server: PowerServer | null, fuelUsed: number, deadline: number): Promise<PowerAnswer> {
+  if (server === null) return { ok: false, code: 'DENIED' };
+  if (frame.length > MAX_POWER_FRAME_BYTES) return { ok: false, code: 'TOO_LARGE' };
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(frame);
+  } catch {
+    parsed = null;
+  }
+  const req = parsePowerRequest(parsed);
+  if (req === null) return { ok: false, code: 'INVALID' };
+  return server({ ...req, fuelUsed }, deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
+}
+
+/**
  * An answer as it travels (JSON text); one past the frame cap becomes TOO_LARGE. A charge (`fuel`)
  * survives either way and is written first — `{"fuel":N,"ok":...` — so a lane reads it with
  * `answerFuel` without parsing the whole answer; everything after it is the answer proper.

@@ -32,10 +32,9 @@ import type { GuestSpec, Outcome } from '../protocol.ts';
 import type { HostBridge } from './guest.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
+import { appendStep } from './vfs-paths.ts';
 import { RetryHold, retryKey } from '../retry-hold.ts';
 
-const STEPS_FILE = '/_steps.jsonl';
-const O_CREAT = 1;
 
 /** What a nested command looks like to its caller: the Guest class, minus what is not needed. */
 export interface ChildGuest {
@@ -212,20 +211,10 @@ export class Commands {
     }
   }
 
-  /**
-   * Append one JSON line to `_steps.jsonl` on the workspace volume. Best effort by design: a full
-   * VFS refuses the line (ENOSPC), never the command that already ran.
-   */
+  /** Append this exec-cap call's line to `_steps.jsonl` (vfs-paths.ts), when the guest has a VFS. */
   private step(record: Record<string, unknown>): void {
     const vfs = this.ctx.vfs();
-    if (!vfs) return;
-    const line = new TextEncoder().encode(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
-    try {
-      const st = vfs.open('workspace', STEPS_FILE, O_CREAT);
-      if (st.kind === 'file') vfs.write(st.ino, st.size, line);
-    } catch {
-      // ENOSPC, EDQUOT, or a guest-made directory in the way: the log is the guest's own file.
-    }
+    if (vfs) appendStep(vfs, record);
   }
 }
 

@@ -6,14 +6,15 @@
  *
  * Owns: `locatePath` (the longest preopen prefix at a component boundary wins; the rest resolves
  * inside that volume, where `..` stops at its root), `listPrefix` (≤ `MAX_LIST_ENTRIES`, symlinks
- * not followed), `makeParents`, `guestCode`.
+ * not followed), `makeParents`, `guestCode`, and `appendStep` — the `_steps.jsonl` line every
+ * exec-cap call appends, from a core guest's exec or a snippet's `exec.run`.
  * Invariant: pure functions over a `Vfs` handle; a path never leaves the VFS — it is resolved by
  * the VFS's own walk, never by the host filesystem.
  *
  * Does not protect against: anything the VFS's quotas do not bound (they are the VFS's).
  */
 
-import { VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
+import { O_CREAT, VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
 import { GUEST_ERR } from '../command-abi.ts';
 import type { VfsSpec } from '../protocol.ts';
 
@@ -107,5 +108,22 @@ export function guestCode(e: VfsError): number {
       return GUEST_ERR.DENIED;
     default:
       return GUEST_ERR.INVALID;
+  }
+}
+
+/** The exec log on the workspace volume: one JSON line per exec-cap call. */
+export const STEPS_FILE = '/_steps.jsonl';
+
+/**
+ * Append one JSON line (`time` first) to `STEPS_FILE`. Best effort by design: a full VFS refuses
+ * the line (ENOSPC, EDQUOT, or a guest-made directory in the way), never the command that ran.
+ */
+export function appendStep(vfs: Vfs, record: Record<string, unknown>): void {
+  const line = new TextEncoder().encode(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
+  try {
+    const st = vfs.open('workspace', STEPS_FILE, O_CREAT);
+    if (st.kind === 'file') vfs.write(st.ino, st.size, line);
+  } catch {
+    // The log is the guest's own file: what it did to it is its business.
   }
 }

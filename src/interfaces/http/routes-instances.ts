@@ -13,6 +13,7 @@
 
 import { SandboxError } from '../../errors.ts';
 import { resolveGrant, type Granted } from '../grant.ts';
+import { decodeModuleBase64 } from '../module-upload.ts';
 import { validate } from './body.ts';
 import { httpError } from './respond.ts';
 import type { Answer, Ctx, Principal, Route } from './router.ts';
@@ -20,7 +21,6 @@ import { CallBody, ERROR_SCHEMA, INSTANCE_INFO, RUN_RESULT, StartInstanceBody } 
 import type { Api } from './state.ts';
 import type { RunResult } from '../../engine/index.ts';
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export function principalOf(ctx: Ctx<Api>): Principal {
   if (!ctx.principal) throw new SandboxError('INTERNAL', 'a route that needs a principal ran without one');
@@ -39,9 +39,7 @@ export function moduleBytes(api: Api, b: { module?: string | undefined; command?
     if (!bytes) throw httpError('NOT_FOUND', `no registered command named "${b.command}"`);
     return { bytes, source: `command:${b.command}` };
   }
-  const text = (b.module ?? '').replace(/\s+/g, '');
-  if (!BASE64.test(text)) throw httpError('BAD_REQUEST', 'module: expected base64');
-  return { bytes: new Uint8Array(Buffer.from(text, 'base64')), source: 'module' };
+  return { bytes: decodeModuleBase64(b.module ?? ''), source: 'module' };
 }
 
 /** The public result: no raw bytes, the clamps when there were any. */

@@ -17,11 +17,11 @@ import { SandboxError } from '../../errors.ts';
 import { CommandRegistry } from '../../engine/registry.ts';
 import { resolveGrant } from '../grant.ts';
 import { grantOf, type McpContext } from './context.ts';
+import { decodeModuleBase64 } from '../module-upload.ts';
 import { publicError, refusalText, renderOutcome, reply, resultError } from './reply.ts';
-import { MAX_MODULE_BYTES, MAX_STDIN_BYTES, type RunWasmArgs, type RunWasmResult } from './schemas.ts';
+import { MAX_STDIN_BYTES, type RunWasmArgs, type RunWasmResult } from './schemas.ts';
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** Every wasm module's base64 starts with this ("\0asm"). */
 const WASM_BASE64_PREFIX = 'AGFzbQ';
 
@@ -31,22 +31,14 @@ function registry(ctx: McpContext): CommandRegistry {
   return ctx.commands ?? (builtins ??= CommandRegistry.withBuiltins());
 }
 
-/** `module` → bytes: a registered command, or base64 of a module no larger than MAX_MODULE_BYTES. */
+/** `module` → bytes: a registered command, or base64 of a module (module-upload.ts). */
 export function resolveModule(commands: CommandRegistry, module: string): Uint8Array {
   if (COMMAND_NAME.test(module) && !module.startsWith(WASM_BASE64_PREFIX)) {
     const bytes = commands.get(module);
     if (bytes) return bytes;
     throw new SandboxError('NOT_FOUND', `no registered command named "${module}" (registered: ${commands.names().join(' ') || 'none'})`, { command: module });
   }
-  if (module.length % 4 !== 0 || !BASE64.test(module)) {
-    throw new SandboxError('INVALID_MODULE', 'module must be a registered command name or a base64-encoded WebAssembly module');
-  }
-  const padding = module.endsWith('==') ? 2 : module.endsWith('=') ? 1 : 0;
-  const decodedBytes = (module.length / 4) * 3 - padding;
-  if (decodedBytes > MAX_MODULE_BYTES) {
-    throw new SandboxError('TOO_LARGE', `the module is ${decodedBytes} bytes; the limit is ${MAX_MODULE_BYTES}`, { bytes: decodedBytes, maxBytes: MAX_MODULE_BYTES });
-  }
-  return new Uint8Array(Buffer.from(module, 'base64'));
+  return decodeModuleBase64(module);
 }
 
 export async function runWasm(ctx: McpContext, args: RunWasmArgs): Promise<CallToolResult> {

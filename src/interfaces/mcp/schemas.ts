@@ -15,8 +15,8 @@
 
 import { z } from 'zod';
 
-/** A module upload decodes to at most 16 MiB (a module bomb is refused before base64 decoding). */
-export const MAX_MODULE_BYTES = 16 * 1024 * 1024;
+/** A module upload decodes to at most 16 MiB (module-upload.ts refuses a bomb before decoding). */
+export { MAX_MODULE_BYTES } from '../module-upload.ts';
 /** Bytes of stdin a caller may hand a guest. */
 export const MAX_STDIN_BYTES = 1024 * 1024;
 /** Bytes of JSON a snippet's `context` may hold. */

@@ -17,7 +17,7 @@
 
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ExecResult } from '../types.ts';
-import { MAX_POWER_FRAME_BYTES, encodeAnswer, parsePowerRequest, type PowerAnswer, type PowerServer } from '../powers.ts';
+import { answerPowerFrame, encodeAnswer, type PowerServer } from '../powers.ts';
 import { parseWorkerMessage, type ExecJob, type HostToWorker, type JsWorkerData, type PowerReply } from './protocol.ts';
 
 export const TERMINATE_GRACE_MS = 200;
@@ -124,17 +124,7 @@ export class WorkerSlot {
   /** Serve one power request of the running job and post the answer (always). */
   private async power(id: number, seq: number, request: string, fuelUsed: number): Promise<void> {
     const job = this.serving;
-    let answer: PowerAnswer = { ok: false, code: 'DENIED' };
-    if (job !== null && job.id === id && job.server !== null) {
-      let parsed: unknown = null;
-      try {
-        parsed = request.length > MAX_POWER_FRAME_BYTES ? null : JSON.parse(request);
-      } catch {
-        parsed = null;
-      }
-      const req = parsePowerRequest(parsed);
-      answer = req === null ? { ok: false, code: request.length > MAX_POWER_FRAME_BYTES ? 'TOO_LARGE' : 'INVALID' } : await job.server({ ...req, fuelUsed }, job.deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
-    }
+    const answer = await answerPowerFrame(request, job !== null && job.id === id ? job.server : null, fuelUsed, job?.deadline ?? 0);
     if (!this.alive) return;
     const reply: PowerReply = { seq, answer: encodeAnswer(answer) };
     this.powerPort.postMessage(reply);

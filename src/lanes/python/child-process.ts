@@ -23,7 +23,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Duplex } from 'node:stream';
-import { MAX_POWER_FRAME_BYTES, encodeAnswer, parsePowerRequest, type PowerAnswer, type PowerServer } from '../powers.ts';
+import { MAX_POWER_FRAME_BYTES, answerPowerFrame, encodeAnswer, type PowerAnswer, type PowerServer } from '../powers.ts';
 
 /** A request frame's header: the JSON's length (u32) and the snippet's fuel used so far (f64), big-endian. */
 const REQUEST_HEAD_BYTES = 12;
@@ -146,15 +146,8 @@ export class PythonChild {
         const fuelUsed = Number.isFinite(reported) && reported > 0 ? reported : 0;
         const frame = buffered.subarray(REQUEST_HEAD_BYTES, REQUEST_HEAD_BYTES + n);
         buffered = buffered.subarray(REQUEST_HEAD_BYTES + n);
-        let parsed: unknown = null;
-        try {
-          parsed = JSON.parse(frame.toString('utf8'));
-        } catch {
-          parsed = null;
-        }
-        const req = parsePowerRequest(parsed);
         busy = true;
-        const a: PowerAnswer = req === null ? { ok: false, code: 'INVALID' } : server === null ? { ok: false, code: 'DENIED' } : await server({ ...req, fuelUsed }, deadline).catch((): PowerAnswer => ({ ok: false, code: 'UNAVAILABLE' }));
+        const a = await answerPowerFrame(frame.toString('utf8'), server, fuelUsed, deadline);
         busy = false;
         answer(a);
       }
