@@ -16,7 +16,7 @@
  */
 
 import { availableParallelism } from 'node:os';
-import { LaneGate } from './lane-gate.ts';
+import { LaneGate } from '../lanes/gate.ts';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { resolvePolicy, type PolicyOptions } from '../policy/resolve.ts';
 import type { EngineConfig } from './options.ts';
@@ -90,14 +90,17 @@ function gated(lane: Lane, gate: LaneGate): Lane {
   return {
     exec: (req) => gate.run(req.timeoutMs, () => lane.exec(req)),
     warm: (onProgress) => lane.warm(onProgress),
-    close: () => lane.close(),
+    close: () => {
+      gate.close();
+      return lane.close();
+    },
   };
 }
 
 /** The engine's lanes: one per interpreter family, started (its pool warmed) on first use. */
 export class Lanes {
   private readonly started = new Map<'js' | 'python', Promise<Lane>>();
-  /** Python calls are processes: a bounded number run at once (lane-gate.ts). */
+  /** Python calls are processes: a bounded number run at once (lanes/gate.ts). */
   readonly pythonGate = new LaneGate('python', PYTHON_MAX_RUNNING, PYTHON_MAX_WAITING);
 
   constructor(private readonly config: EngineConfig) {}

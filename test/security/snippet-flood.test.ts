@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
-import { LaneGate } from '../../src/engine/lane-gate.ts';
+import { LaneGate } from '../../src/lanes/gate.ts';
 import type { ExecRequest, ExecResult } from '../../src/lanes/types.ts';
 
 const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({

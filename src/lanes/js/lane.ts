@@ -2,9 +2,9 @@
  * `JsLane`: untrusted JavaScript and TypeScript in QuickJS-on-wasm (DESIGN §7), fresh every call.
  *
  * Owns: `workers` worker threads (slot.ts, default 1), each holding pools of pre-initialized,
- * never-used interpreters (worker.ts, interpreter.ts) and running one call at a time; a bounded
- * FIFO of waiting calls (past `maxQueue` a call is OVERLOADED at once, and a call that cannot
- * start within its own timeout is OVERLOADED without running); replacing a worker when the time
+ * never-used interpreters (worker.ts, interpreter.ts) and running one call at a time, admitted
+ * by a LaneGate (../gate.ts: past `maxQueue` waiting calls one is OVERLOADED at once, and a call
+ * that cannot start within its own timeout is OVERLOADED without running); replacing a worker when the time
  * wall's backstop had to terminate it; the pool statistics. The main
  * thread never runs QuickJS or the TypeScript stripper.
  * Defaults: `poolSize` 2 interpreters per language, `outputLimitBytes` 1 MiB per stream, the disk
@@ -30,6 +30,7 @@ import { DEFAULT_OUTPUT_LIMIT_BYTES } from './output.ts';
 import type { ExecJob, JsWorkerData } from './protocol.ts';
 import { lanePowerCaps, type PowerServer } from '../powers.ts';
 import { WorkerSlot } from './slot.ts';
+import { LaneGate } from '../gate.ts';
 
 export interface JsLaneOptions {
   /** Pre-initialized interpreters kept per language (js, ts). Default 2. */
@@ -54,13 +55,6 @@ export const MAX_POOL_SIZE = 16;
 export const LINEAR_MEMORY_CEILING_BYTES = 1024 * 1024 * 1024;
 const NO_SERVER = 'js: no power server was given; granted caps add no globals';
 
-interface Queued {
-  readonly job: ExecJob;
-  readonly server: PowerServer | null;
-  readonly resolve: (r: ExecResult) => void;
-  readonly warnings: readonly string[];
-  timer: ReturnType<typeof setTimeout> | null;
-}
 
 const failed = (code: string, message: string): ExecResult => ({
   ok: false,
@@ -90,11 +84,10 @@ export class JsLane {
   private readonly cacheDir: string | null;
   private readonly outputLimitBytes: number;
   private readonly failOnOutputLimit: boolean;
-  private readonly maxQueue: number;
+  private readonly gate: LaneGate;
   private readonly seats: Seat[];
   private module: WebAssembly.Module | null = null;
   private wantTs = false;
-  private readonly queue: Queued[] = [];
   private closed = false;
   private hits = 0;
   private misses = 0;
@@ -104,8 +97,8 @@ export class JsLane {
     this.cacheDir = opts.cacheDir === false ? null : (opts.cacheDir ?? join(membraneHome(), 'cache'));
     this.outputLimitBytes = Math.max(0, Math.floor(opts.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES));
     this.failOnOutputLimit = opts.failOnOutputLimit ?? false;
-    this.maxQueue = Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE));
     const workers = Math.max(1, Math.min(MAX_WORKERS, Math.floor(opts.workers ?? 1)));
+    this.gate = new LaneGate('JS', workers, Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE)));
     this.seats = Array.from({ length: workers }, () => ({ slot: null, current: null, busy: false }));
   }
 
@@ -185,44 +178,19 @@ export class JsLane {
       memoryBytes: Math.max(1024 * 1024, memoryBytes),
       powers: req.powers === undefined ? [] : powers,
     };
-    if (this.queue.length >= this.maxQueue && this.seats.every((x) => x.busy)) {
-      return Promise.resolve(failed('OVERLOADED', `the JS lane is busy: ${this.queue.length} calls are already waiting`));
-    }
-    return new Promise((resolve) => {
-      const q: Queued = { job, server: req.powers ?? null, resolve, warnings, timer: null };
-      // A call that cannot start within its own time budget is answered OVERLOADED, not left waiting.
-      q.timer = setTimeout(() => {
-        const i = this.queue.indexOf(q);
-        if (i < 0) return;
-        this.queue.splice(i, 1);
-        resolve(failed('OVERLOADED', `the JS lane was busy for the call's whole ${job.timeoutMs} ms budget; nothing ran`));
-      }, job.timeoutMs);
-      q.timer.unref?.();
-      this.queue.push(q);
-      this.pump();
-    });
+    // The gate admits one call per worker; the rest wait (bounded), none past its own timeout.
+    return this.gate.run(job.timeoutMs, () => this.runOnIdleSeat(job, req.powers ?? null, warnings));
   }
 
-  /** Hand waiting calls to idle workers, one call per worker at a time. */
-  private pump(): void {
-    while (this.queue.length > 0 && !this.closed) {
-      const seat = this.seats.find((x) => !x.busy && (x.current?.ready.js ?? 0) > 0) ?? this.seats.find((x) => !x.busy);
-      if (!seat) return;
-      const q = this.queue.shift()!;
-      if (q.timer) clearTimeout(q.timer);
-      seat.busy = true;
-      void this.runOn(seat, q).finally(() => {
-        seat.busy = false;
-        this.pump();
-      });
-    }
-  }
-
-  private async runOn(seat: Seat, q: Queued): Promise<void> {
+  /** Run on an idle worker (the gate guarantees one), preferring one with a ready interpreter. */
+  private async runOnIdleSeat(job: ExecJob, server: PowerServer | null, warnings: readonly string[]): Promise<ExecResult> {
+    const seat = this.seats.find((x) => !x.busy && (x.current?.ready.js ?? 0) > 0) ?? this.seats.find((x) => !x.busy);
+    if (!seat) return failed('INTERNAL', 'the JS lane admitted a call with no idle worker');
+    seat.busy = true;
     let r: ExecResult;
     try {
       const slot = await this.getSlot(seat);
-      r = await slot.run(q.job, q.server);
+      r = await slot.run(job, server);
       if (!slot.alive && seat.slot) {
         // Terminated at the backstop (or died): the next call on this seat gets a fresh worker.
         seat.slot = null;
@@ -231,23 +199,22 @@ export class JsLane {
       }
     } catch {
       r = failed('INTERNAL', 'the JS lane could not start its worker');
+    } finally {
+      seat.busy = false;
     }
     if (r.poolHit) this.hits++;
     else if (r.error?.code !== 'INTERNAL') this.misses++;
-    q.resolve({ ...r, warnings: [...q.warnings, ...r.warnings] });
+    return { ...r, warnings: [...warnings, ...r.warnings] };
   }
 
   stats(): { poolHits: number; poolMisses: number; ready: number; workers: number; busy: number; queued: number } {
     const ready = this.seats.reduce((n, x) => n + (x.current?.alive ? x.current.ready.js + x.current.ready.ts : 0), 0);
-    return { poolHits: this.hits, poolMisses: this.misses, ready, workers: this.seats.length, busy: this.seats.filter((x) => x.busy).length, queued: this.queue.length };
+    return { poolHits: this.hits, poolMisses: this.misses, ready, workers: this.seats.length, busy: this.seats.filter((x) => x.busy).length, queued: this.gate.stats().waiting };
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const q of this.queue.splice(0)) {
-      if (q.timer) clearTimeout(q.timer);
-      q.resolve(failed('INSTANCE_DEAD', 'the JS lane is closed'));
-    }
+    this.gate.close();
     await Promise.all(
       this.seats.map(async (seat) => {
         const slot = seat.slot;

@@ -1,7 +1,7 @@
 /**
- * Admission to a lane whose calls are expensive processes (the Python lane: one child process,
- * ~100 MB and a CPU-heavy boot on a pool miss, per call): at most `maxRunning` calls run at once,
- * at most `maxWaiting` wait for a place, and none waits longer than its own timeout.
+ * Admission to a lane: at most `maxRunning` calls run at once (the JS lane: one per worker; the
+ * Python lane: a few child processes, each ~100 MB and a CPU-heavy boot on a pool miss), at most
+ * `maxWaiting` wait for a place, and none waits longer than its own timeout.
  *
  * Owns: the count of running calls and the FIFO of waiting ones. Invariant: `running ≤
  * maxRunning` and `waiting ≤ maxWaiting` at every moment; a call refused at the door or after
@@ -12,7 +12,7 @@
  * interfaces' per-tenant rate limits' job.
  */
 
-import type { ExecResult } from '../lanes/types.ts';
+import type { ExecResult } from './types.ts';
 
 export interface GateStats {
   readonly running: number;
@@ -23,7 +23,8 @@ export interface GateStats {
 export class LaneGate {
   private running = 0;
   private refused = 0;
-  private readonly waiting: { readonly go: () => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
+  private closed = false;
+  private readonly waiting: { readonly go: (admitted: 'go' | 'late' | 'closed') => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
 
   constructor(
     private readonly name: string,
@@ -34,19 +35,21 @@ export class LaneGate {
   /** Run `work` once a place is free, waiting at most `waitMs`; otherwise answer OVERLOADED. */
   async run(waitMs: number, work: () => Promise<ExecResult>): Promise<ExecResult> {
     const t0 = performance.now();
+    if (this.closed) return this.refusal(t0, 'INSTANCE_DEAD', `the ${this.name} lane is closed`);
     if (this.running >= this.maxRunning) {
       if (this.waiting.length >= this.maxWaiting) return this.overloaded(t0, `${this.waiting.length} calls are already waiting`);
-      const admitted = await new Promise<boolean>((resolve) => {
-        const entry = { go: () => resolve(true), timer: null as ReturnType<typeof setTimeout> | null };
+      const admitted = await new Promise<'go' | 'late' | 'closed'>((resolve) => {
+        const entry = { go: resolve, timer: null as ReturnType<typeof setTimeout> | null };
         entry.timer = setTimeout(() => {
           const i = this.waiting.indexOf(entry);
           if (i >= 0) this.waiting.splice(i, 1);
-          resolve(false);
+          resolve('late');
         }, Math.max(1, waitMs));
         entry.timer.unref?.();
         this.waiting.push(entry);
       });
-      if (!admitted) return this.overloaded(t0, `no place freed within the call's ${waitMs} ms budget; nothing ran`);
+      if (admitted === 'closed') return this.refusal(t0, 'INSTANCE_DEAD', `the ${this.name} lane is closed`);
+      if (admitted === 'late') return this.overloaded(t0, `no place freed within the call's ${waitMs} ms budget; nothing ran`);
     } else {
       this.running++;
     }
@@ -57,10 +60,19 @@ export class LaneGate {
       if (next) {
         // The place passes straight to the next waiter: `running` does not change.
         if (next.timer) clearTimeout(next.timer);
-        next.go();
+        next.go('go');
       } else {
         this.running--;
       }
+    }
+  }
+
+  /** Refuse every waiting call and every later one (INSTANCE_DEAD); running calls finish. */
+  close(): void {
+    this.closed = true;
+    for (const w of this.waiting.splice(0)) {
+      if (w.timer) clearTimeout(w.timer);
+      w.go('closed');
     }
   }
 
@@ -70,11 +82,15 @@ export class LaneGate {
 
   private overloaded(t0: number, why: string): ExecResult {
     this.refused++;
+    return this.refusal(t0, 'OVERLOADED', `the ${this.name} lane is at capacity (${this.maxRunning} running): ${why}`);
+  }
+
+  private refusal(t0: number, code: string, message: string): ExecResult {
     return {
       ok: false,
       stdout: '',
       stderr: '',
-      error: { code: 'OVERLOADED', message: `the ${this.name} lane is at capacity (${this.maxRunning} running): ${why}` },
+      error: { code, message },
       fuelUsed: 0,
       durationMs: performance.now() - t0,
       warnings: [],
