@@ -190,7 +190,7 @@ export class Engine {
         startedAt,
         outputLimitBytes: this.config.outputLimitBytes,
       });
-      const withBytes = opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout } : result;
+      const withBytes = opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout, stdoutTruncated: awaited.frame.stdoutTruncated } : result;
       return mounted ? mounted.finish(withBytes) : withBytes;
     } catch (e) {
       const err = toSandboxError(e);
