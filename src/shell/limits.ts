@@ -52,6 +52,19 @@ export class Variables {
 
   /** Store `value`; refused, leaving the old value, if the script's variables would pass the bound. */
   set(name: string, value: string, bytes = utf8Bytes(value)): void {
+    this.total = this.check(name, bytes);
+    this.values.set(name, { value, bytes });
+  }
+
+  /** `NAME=word`: measured against the bound before the value is built. */
+  assign(name: string, w: Word): void {
+    const bytes = this.measure(w);
+    this.check(name, bytes);
+    this.set(name, w.map((p) => (p.kind === 'text' ? p.text : this.get(p.name))).join(''), bytes);
+  }
+
+  /** The script's variable total with `name` holding `bytes`; throws past the bound. */
+  private check(name: string, bytes: number): number {
     const old = this.values.get(name);
     const next = this.total - (old ? name.length + old.bytes : 0) + name.length + bytes;
     if (next > MAX_SHELL_VARIABLE_BYTES) {
@@ -62,8 +75,7 @@ export class Variables {
         variable: name,
       });
     }
-    this.values.set(name, { value, bytes });
-    this.total = next;
+    return next;
   }
 
   /** The UTF-8 size `w` expands to, computed without building it. */
@@ -90,15 +102,16 @@ function tooLong(what: string, size: number, limit: number): SandboxError {
 }
 
 /**
- * One command's words and prefix assignments, expanded after checking the argv bounds on their
- * measured sizes (each string counted with its terminating NUL, as a C argv/environ holds it).
+ * One command's words (at least one) and prefix assignments, expanded after checking the argv
+ * bounds on their measured sizes (each string counted with its terminating NUL, as a C
+ * argv/environ holds it).
  */
 export function expandCommand(
   vars: Variables,
   words: readonly Word[],
   assigns: readonly { readonly name: string; readonly value: Word }[],
 ): { words: string[]; assigns: [string, string][] } {
-  const name = words.length > 0 ? vars.expand(words[0]!, MAX_ARGV_BYTES, 'a command name') : 'assignment';
+  const name = vars.expand(words[0]!, MAX_ARGV_BYTES, 'a command name');
   if (words.length > MAX_ARGC) {
     throw new SandboxError('MEMORY_LIMIT', `sh: ${printable(name)}: argument list too long: ${words.length} words, over the limit of ${MAX_ARGC}`, {
       limit: 'argc',

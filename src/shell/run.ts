@@ -112,11 +112,11 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
     if (++steps > maxSteps) throw new Error(`sh: more than ${maxSteps} commands`);
     const remaining = deadline - performance.now();
     if (remaining < 1) throw outOfTime();
-    const { words, assigns } = expandCommand(vars, cmd.words, cmd.assigns);
-    if (words.length === 0) {
-      for (const [k, v] of assigns) vars.set(k, v);
+    if (cmd.words.length === 0) {
+      for (const a of cmd.assigns) vars.assign(a.name, a.value);
       return { status: 0, out: EMPTY };
     }
+    const { words, assigns } = expandCommand(vars, cmd.words, cmd.assigns);
     let stdin = input;
     for (const r of cmd.redirects.filter((x) => x.op === '<')) {
       const target = vars.expand(r.target, MAX_ARGV_BYTES, 'a redirection');
