@@ -57,6 +57,9 @@ Usage:
       The in-sandbox shell: pipes, ; && ||, variables, quoting, < > >> into the VFS; every
       command is a registered wasm guest (echo cat wc head tail grep sort uniq tr ls mkdir rm cp
       mv sha256sum base64 seq, plus --register'ed ones). An unknown command exits 127.
+      --timeout MS is the whole script's budget (default: the profile's time per call); a
+      script stopped by a wall (time, 1 MiB of variables, a 1 MiB argv, output with
+      failOnOutputLimit) exits with that error's code, e.g. 68 for TIMEOUT (docs/shell.md).
   membrane instrument IN.wasm -o OUT.wasm [--json]
       Write the fuel-metered module the engine would run (sizes, functions, loops, time).
   membrane audit verify [--json]
