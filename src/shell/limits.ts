@@ -66,13 +66,14 @@ export class Variables {
   /** The script's variable total with `name` holding `bytes`; throws past the bound. */
   private check(name: string, bytes: number): number {
     const old = this.values.get(name);
-    const next = this.total - (old ? name.length + old.bytes : 0) + name.length + bytes;
+    const nameBytes = utf8Bytes(name);
+    const next = this.total - (old ? nameBytes + old.bytes : 0) + nameBytes + bytes;
     if (next > MAX_SHELL_VARIABLE_BYTES) {
-      throw new SandboxError('MEMORY_LIMIT', `sh: ${name}: variables would hold ${next} bytes, over the script's ${MAX_SHELL_VARIABLE_BYTES}-byte limit`, {
+      throw new SandboxError('MEMORY_LIMIT', `sh: ${printable(name)}: variables would hold ${next} bytes, over the script's ${MAX_SHELL_VARIABLE_BYTES}-byte limit`, {
         limit: 'variableBytes',
         limitBytes: MAX_SHELL_VARIABLE_BYTES,
         wantedBytes: next,
-        variable: name,
+        variable: printable(name),
       });
     }
     return next;

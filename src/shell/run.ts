@@ -97,7 +97,7 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
     vars = new Variables(opts.env);
   } catch (e) {
     error = toSandboxError(e);
-    stderr.write(`sh: ${error.message}\n`);
+    stderr.write(error.message.startsWith('sh: ') ? `${error.message}\n` : `sh: ${error.message}\n`);
     return finish(STATUS_STOPPED);
   }
   const deadline = t0 + budgetMs;

@@ -60,6 +60,7 @@ test(`more than ${MAX_ARGC} words in one command is refused`, async () => {
 test('an environment over the variable bound is refused before anything runs', async () => {
   const r = await runShell(engine, registry, 'echo never', { env: { A: 'y'.repeat(MAX_SHELL_VARIABLE_BYTES) } });
   assert.equal(r.error?.code, 'MEMORY_LIMIT');
+  assert.match(r.stderr, /^sh: A: variables would hold 1048577 bytes, over the script's 1048576-byte limit\n$/);
   assert.equal(r.stdout, '');
   assert.equal(r.fuelUsed, 0);
 });
