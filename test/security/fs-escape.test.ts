@@ -81,7 +81,7 @@ test('a read-only mount is never written back, and a guest removal reaches the h
 
 test('bad mounts are POLICY_INVALID: outside the workspace, .., missing host dirs, no vfs cap', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
-  for (const m of [`${dir}:/tmp/x`, `${dir}:/memory`, `${dir}:/`, `${dir}:/a/../b`, `${dir}/nope:/data`, 'nocolon']) {
+  for (const m of [`${dir}:/tmp/x`, `${dir}:/memory`, `${dir}:/a/../b`, `${dir}/nope:/data`, 'nocolon']) {
     const r = await engine.run(command('ls'), { mounts: [m] });
     assert.equal(r.error?.code, 'POLICY_INVALID', m);
   }

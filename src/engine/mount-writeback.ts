@@ -1,0 +1,171 @@
+/**
+ * Mount write-back: a read-write mount's changes, from the run's VFS to its host directory.
+ *
+ * Owns: which host entries change after a successful run, and how. Invariant: write-back replaces
+ * directory entries and never writes into an existing inode — a changed file is written to a new
+ * temporary file beside it (`O_CREAT | O_EXCL | O_NOFOLLOW`, the old file's mode) and renamed over
+ * the old name, so a host file that is a hard link to a file outside the mount keeps the outside
+ * file as it was; a deletion unlinks the entry, never a link's target. Every host path used is
+ * strictly under HOSTDIR and each of its directories is checked with `lstat` to be a real
+ * directory (missing ones are created): a path through a host symlink, or onto a host entry that
+ * is not a regular file, is skipped with a warning, never followed. Files the guest left
+ * byte-identical to what the copy in read are not touched (hard links inside the mount survive).
+ * Only the guest's regular files and directories come out; symlinks it made stay in the VFS.
+ *
+ * Does not protect against: a host process swapping a checked directory for a symlink between the
+ * check and the rename (mounts.ts); directories the guest removed stay on the host (their files
+ * are removed); warnings name guest paths and errno codes only, never host paths.
+ */
+
+import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import type { Vfs } from '../storage/index.ts';
+import type { MountSnapshot, MountSpec } from './mounts.ts';
+
+export interface WriteBackReport {
+  readonly written: number;
+  readonly deleted: number;
+  /** Entries left alone and why (guest paths only). */
+  readonly warnings: readonly string[];
+}
+
+export const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
+
+/** `rel` (host-relative, `/`-separated, possibly empty) as a guest path under the mount point. */
+export function guestPathOf(mount: MountSpec, rel: string): string {
+  if (rel === '') return mount.guestPath;
+  return mount.guestPath === '/' ? `/${rel}` : `${mount.guestPath}/${rel}`;
+}
+
+const NEW_FILE_MODE = 0o666; // before the process umask, as a plain create would
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+/**
+ * Whether every directory from `root` down to `root/rel` is a real directory (not a symlink),
+ * creating the missing ones when `create`. Missing without `create` → 'missing'.
+ */
+function realDirs(root: string, rel: string, create: boolean): 'ok' | 'missing' | 'not-a-directory' {
+  const top = lstatOrNull(root);
+  if (top === null || !top.isDirectory()) return 'not-a-directory';
+  let at = root;
+  for (const part of rel.split('/').filter(Boolean)) {
+    at = join(at, part);
+    const st = lstatOrNull(at);
+    if (st === null) {
+      if (!create) return 'missing';
+      mkdirSync(at);
+      continue;
+    }
+    if (!st.isDirectory()) return 'not-a-directory';
+  }
+  return 'ok';
+}
+
+/** Put `data` at `host` as a fresh inode: a new file beside it, renamed over the old entry. */
+function replaceEntry(host: string, data: Uint8Array, mode: number | null): void {
+  const tmp = join(dirname(host), `.membrane-writeback-${randomUUID()}`);
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode ?? NEW_FILE_MODE);
+  try {
+    try {
+      for (let at = 0; at < data.length; ) at += writeSync(fd, data, at, data.length - at);
+      if (mode !== null) fchmodSync(fd, mode);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, host);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already renamed or never created
+    }
+    throw e;
+  }
+}
+
+const errnoOf = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? 'EIO';
+
+/** Write a read-write mount's changes back to its host directory. */
+export function writeBack(vfs: Vfs, snap: MountSnapshot): WriteBackReport {
+  const { mount } = snap;
+  if (mount.readOnly) return { written: 0, deleted: 0, warnings: [] };
+  const root = mount.hostDir;
+  const warnings: string[] = [];
+  const skip = (rel: string, why: string): void => {
+    warnings.push(`mount ${mount.guestPath}: ${guestPathOf(mount, rel)} was not written back: ${why}`);
+  };
+  const seen = new Set<string>();
+  let written = 0;
+  let guestLinks = 0;
+
+  const walk = (rel: string, ino: number): void => {
+    for (let cookie = 0; ; ) {
+      const batch = vfs.readdir(ino, cookie, 256);
+      if (batch.length === 0) break;
+      for (const e of batch) {
+        cookie = e.next;
+        if (e.name === '.' || e.name === '..' || e.name.includes('/') || e.name.includes('\0')) continue;
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        try {
+          if (e.kind === 'dir') {
+            const dirs = realDirs(root, r, true);
+            if (dirs !== 'ok') skip(r, 'a host path component is a symlink or not a directory');
+            else walk(r, e.ino);
+          } else if (e.kind === 'file') {
+            seen.add(r);
+            const data = vfs.read(e.ino, 0, vfs.statIno(e.ino).size);
+            if (snap.files.get(r) === sha256(data)) continue;
+            if (realDirs(root, rel, true) !== 'ok') {
+              skip(r, 'a host path component is a symlink or not a directory');
+              continue;
+            }
+            const host = join(root, ...r.split('/'));
+            const st = lstatOrNull(host);
+            if (st !== null && !st.isFile()) {
+              skip(r, st.isSymbolicLink() ? 'the host entry is a symlink' : 'the host entry is not a regular file');
+              continue;
+            }
+            replaceEntry(host, data, st === null ? null : st.mode & 0o7777);
+            written++;
+          } else {
+            guestLinks++;
+          }
+        } catch (err) {
+          skip(r, errnoOf(err));
+        }
+      }
+    }
+  };
+  walk('', vfs.resolve('workspace', mount.guestPath).ino);
+
+  let deleted = 0;
+  for (const r of snap.files.keys()) {
+    if (seen.has(r)) continue;
+    try {
+      const slash = r.lastIndexOf('/');
+      if (realDirs(root, slash < 0 ? '' : r.slice(0, slash), false) !== 'ok') continue;
+      const host = join(root, ...r.split('/'));
+      const st = lstatOrNull(host);
+      if (st === null) continue;
+      if (!st.isFile()) {
+        skip(r, 'the guest removed it, but the host entry is no longer a regular file');
+        continue;
+      }
+      unlinkSync(host);
+      deleted++;
+    } catch (err) {
+      skip(r, errnoOf(err));
+    }
+  }
+  if (guestLinks > 0) warnings.push(`mount ${mount.guestPath}: ${guestLinks} symlinks the guest made stay in the VFS`);
+  return { written, deleted, warnings };
+}
