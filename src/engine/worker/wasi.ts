@@ -1,6 +1,9 @@
 /**
- * WASI preview 1, the calls that touch neither files nor sockets, over captured streams, and
- * `poll_oneoff` for `posix`. The filesystem calls (the `vfs` cap) live in wasi-fs.ts.
+ * WASI preview 1, the ambient calls: args, env, clocks, random, stdio over captured streams,
+ * `proc_exit`, `sched_yield`, `poll_oneoff` (clock sleeps bounded by the call's deadline, stdio
+ * readiness) and the socket calls, which find no socket (Membrane never creates one) and answer
+ * ENOTSOCK for an open descriptor, EBADF otherwise. The filesystem calls (the `vfs` cap) live in
+ * wasi-fs.ts, which also answers the socket calls for its own descriptors.
  *
  * Why hand-written: `node:wasi` maps real host directories and inherits host descriptors; its
  * own documentation says it is not a sandbox. Here stdin is a byte buffer, stdout/stderr are
@@ -9,7 +12,9 @@
  *
  * Invariant: every pointer the guest passes is bounds-checked (EFAULT, via wasi-call.ts's guard), every call answers an
  * errno and never throws to the guest except `proc_exit` (which ends the call) and the walls
- * (output limit). Sleeps in `poll_oneoff` are bounded by the call's remaining budget.
+ * (output limit, and TIMEOUT for a sleep the call's budget cannot hold). Every sleep is an
+ * `Atomics.wait` with a bound of at most `SLEEP_SLICE_MS`, re-checking the deadline and the
+ * interrupt flag between slices; a sleep never outlasts the call's remaining budget.
  *
  * Does not protect against: timing side channels through the clocks (they are real clocks).
  */
@@ -28,6 +33,7 @@ export const Errno = {
   INVAL: 28,
   IO: 29,
   NOSYS: 52,
+  NOTSOCK: 57,
   NOTSUP: 58,
   SPIPE: 70,
   NOTCAPABLE: 76,
@@ -38,6 +44,11 @@ const RIGHT_FD_READ = 1n << 1n;
 const RIGHT_FD_WRITE = 1n << 6n;
 const RIGHT_POLL_FD_READWRITE = 1n << 27n;
 const EVENTTYPE_CLOCK = 0;
+const EVENTTYPE_FD_READ = 1;
+const EVENTTYPE_FD_WRITE = 2;
+const EVENTRWFLAGS_HANGUP = 1;
+/** Longest single `Atomics.wait` of a guest's sleep (the deadline and interrupts are re-checked). */
+export const SLEEP_SLICE_MS = 50;
 const SUBSCRIPTION_BYTES = 48;
 const EVENT_BYTES = 32;
 const MAX_SUBSCRIPTIONS = 4096;
@@ -53,6 +64,8 @@ export interface WasiContext {
   stdinOffset: number;
   /** Milliseconds left in the current call (sleeps never run past it). */
   remainingMs(): number;
+  /** The call was interrupted (cancelled or past its deadline): a sleep ends at once. */
+  interrupted(): boolean;
 }
 
 
@@ -169,65 +182,85 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
     }) as WasiFn,
     proc_raise: g(() => Errno.NOSYS),
     sched_yield: g(() => Errno.SUCCESS),
+    sock_accept: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    sock_recv: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    sock_send: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    sock_shutdown: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    poll_oneoff: pollOneoff(ctx),
   };
 }
 
-/** `posix`: poll_oneoff with clock subscriptions (sleeps) and stdio readiness. */
-export function posixWasi(ctx: WasiContext): Record<string, WasiFn> {
-  return {
-    poll_oneoff: guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
-      const n = nsubs! >>> 0;
-      if (n === 0 || n > MAX_SUBSCRIPTIONS) return Errno.INVAL;
-      ctx.memory.check(inPtr!, n * SUBSCRIPTION_BYTES);
-      ctx.memory.check(outPtr!, n * EVENT_BYTES);
-      const v = ctx.memory.view();
-      let sleepNs: bigint | null = null;
-      const ready: number[] = [];
+/** Sleep `ms`, in bounded slices, stopping early when the call is interrupted. */
+function sleep(ctx: WasiContext, ms: number): void {
+  const end = performance.now() + ms;
+  for (let left = ms; left > 0 && !ctx.interrupted(); left = end - performance.now()) {
+    Atomics.wait(sleeper, 0, 0, Math.min(left, SLEEP_SLICE_MS));
+  }
+}
+
+/**
+ * poll_oneoff: clock subscriptions sleep (never past the call's deadline: a sleep the budget
+ * cannot hold sleeps out the budget and ends the call TIMEOUT); descriptor subscriptions are
+ * ready at once for stdio (stdin with the bytes left, HANGUP at its end) and EBADF for any other
+ * descriptor, each in its own event.
+ */
+function pollOneoff(ctx: WasiContext): WasiFn {
+  return guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
+    const n = nsubs! >>> 0;
+    if (n === 0 || n > MAX_SUBSCRIPTIONS) return Errno.INVAL;
+    ctx.memory.check(inPtr!, n * SUBSCRIPTION_BYTES);
+    ctx.memory.check(outPtr!, n * EVENT_BYTES);
+    const v = ctx.memory.view();
+    let sleepNs: bigint | null = null;
+    const ready: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
+      const tag = v.getUint8(s + 8);
+      if (tag === EVENTTYPE_CLOCK) {
+        const id = v.getUint32(s + 16, true);
+        let timeout = v.getBigUint64(s + 24, true);
+        const abs = (v.getUint16(s + 40, true) & 1) === 1;
+        const now = nowNs(id);
+        if (now === null) return Errno.INVAL;
+        if (abs) timeout = timeout > now ? timeout - now : 0n;
+        if (sleepNs === null || timeout < sleepNs) sleepNs = timeout;
+      } else if (tag === EVENTTYPE_FD_READ || tag === EVENTTYPE_FD_WRITE) {
+        ready.push(i);
+      } else {
+        return Errno.INVAL;
+      }
+    }
+    let events: number[] = ready;
+    if (ready.length === 0 && sleepNs !== null) {
+      const want = Number(sleepNs) / 1e6;
+      const left = Math.max(0, ctx.remainingMs());
+      // A sleep that cannot finish within the call's budget sleeps out the budget and ends
+      // the call: the guest never runs past its deadline by sleeping.
+      if (want > left) {
+        sleep(ctx, left);
+        throw new GuestFault(new SandboxError('TIMEOUT', 'the guest slept past its budget', {}));
+      }
+      sleep(ctx, want);
+      events = [];
       for (let i = 0; i < n; i++) {
-        const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
-        const tag = v.getUint8(s + 8);
-        if (tag === EVENTTYPE_CLOCK) {
-          const id = v.getUint32(s + 16, true);
-          let timeout = v.getBigUint64(s + 24, true);
-          const abs = (v.getUint16(s + 40, true) & 1) === 1;
-          const now = nowNs(id);
-          if (now === null) return Errno.INVAL;
-          if (abs) timeout = timeout > now ? timeout - now : 0n;
-          if (sleepNs === null || timeout < sleepNs) sleepNs = timeout;
-        } else {
-          ready.push(i);
-        }
+        if (v.getUint8((inPtr! >>> 0) + i * SUBSCRIPTION_BYTES + 8) === EVENTTYPE_CLOCK) events.push(i);
       }
-      let events: number[] = ready;
-      if (ready.length === 0 && sleepNs !== null) {
-        const want = Number(sleepNs) / 1e6;
-        const left = Math.max(0, ctx.remainingMs());
-        // A sleep that cannot finish within the call's budget sleeps out the budget and ends
-        // the call: the guest never runs past its deadline by sleeping.
-        if (want > left) {
-          if (left > 0) Atomics.wait(sleeper, 0, 0, left);
-          throw new GuestFault(new SandboxError('TIMEOUT', 'the guest slept past its budget', {}));
-        }
-        if (want > 0) Atomics.wait(sleeper, 0, 0, want);
-        events = [];
-        for (let i = 0; i < n; i++) {
-          if (v.getUint8((inPtr! >>> 0) + i * SUBSCRIPTION_BYTES + 8) === EVENTTYPE_CLOCK) events.push(i);
-        }
-      }
-      const out = ctx.memory.view();
-      events.forEach((i, k) => {
-        const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
-        const e = (outPtr! >>> 0) + k * EVENT_BYTES;
-        out.setBigUint64(e, out.getBigUint64(s, true), true);
-        const tag = out.getUint8(s + 8);
-        const fd = out.getUint32(s + 16, true);
-        out.setUint16(e + 8, tag === EVENTTYPE_CLOCK || fd <= 2 ? Errno.SUCCESS : Errno.BADF, true);
-        out.setUint8(e + 10, tag);
-        out.setBigUint64(e + 16, 0n, true);
-        out.setUint16(e + 24, 0, true);
-      });
-      ctx.memory.setU32(neventsPtr!, events.length);
-      return Errno.SUCCESS;
-    }),
-  };
+    }
+    const out = ctx.memory.view();
+    events.forEach((i, k) => {
+      const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
+      const e = (outPtr! >>> 0) + k * EVENT_BYTES;
+      out.setBigUint64(e, out.getBigUint64(s, true), true);
+      const tag = out.getUint8(s + 8);
+      const fd = out.getUint32(s + 16, true);
+      const stdio = tag !== EVENTTYPE_CLOCK && fd <= 2;
+      const stdinLeft = ctx.stdin.length - ctx.stdinOffset;
+      out.setUint16(e + 8, tag === EVENTTYPE_CLOCK || stdio ? Errno.SUCCESS : Errno.BADF, true);
+      out.setUint8(e + 10, tag);
+      out.setBigUint64(e + 16, stdio && tag === EVENTTYPE_FD_READ && fd === 0 ? BigInt(Math.max(0, stdinLeft)) : 0n, true);
+      out.setUint16(e + 24, stdio && tag === EVENTTYPE_FD_READ && fd === 0 && stdinLeft <= 0 ? EVENTRWFLAGS_HANGUP : 0, true);
+    });
+    ctx.memory.setU32(neventsPtr!, events.length);
+    return Errno.SUCCESS;
+  });
 }
