@@ -18,7 +18,7 @@ const SIGS: Record<string, string> = {
   fd_readdir: 'iiiji', path_open: 'iiiiijjii', path_filestat_get: 'iiiii', path_filestat_set_times: 'iiiijji',
   path_create_directory: 'iii', path_remove_directory: 'iii', path_unlink_file: 'iii', path_rename: 'iiiiii',
   path_symlink: 'iiiii', path_readlink: 'iiiiii', path_link: 'iiiiiii',
-  sock_accept: 'iii', sock_recv: 'iiiiii', sock_send: 'iiiii', sock_shutdown: 'ii',
+  sock_accept: 'iii', sock_recv: 'iiiiii', sock_send: 'iiiii', sock_shutdown: 'ii', poll_oneoff: 'iiii',
 };
 
 const source = `(module
@@ -402,4 +402,54 @@ test('socket calls find no socket: ENOTSOCK on an open descriptor, EBADF otherwi
     assert.equal(fn(3, 0, OUT, OUT, OUT, OUT), 57, `${name} on a preopen`);
     assert.equal(fn(77, 0, OUT, OUT, OUT, OUT), 8, `${name} on a closed fd`);
   }
+});
+
+test('path_symlink: a dangling new name ending in / is ENOENT; an existing one EEXIST or ENOTDIR', async () => {
+  const g = await guest();
+  const sym = (target: string, name: string): number => {
+    const [tp, tl] = g.str(target);
+    const [np, nl] = g.str(name);
+    return g.w.path_symlink!(tp, tl, 3, np, nl);
+  };
+  assert.equal(sym('source', 'target/'), 44);
+  assert.equal(sym('source', 'target'), 0);
+  assert.equal(g.path('path_unlink_file', 3, 'target'), 0);
+  assert.equal(g.path('path_create_directory', 3, 'dir'), 0);
+  assert.equal(sym('source', 'dir/'), 20);
+  g.vfs.open('workspace', '/file', O.CREAT);
+  assert.equal(sym('source', 'file/'), 54);
+  assert.equal(sym('source', 'file'), 20);
+});
+
+test('poll_oneoff: stdio descriptors are ready at once (stdin at its end says HANGUP), other descriptors EBADF, one event each', async () => {
+  const g = await guest();
+  const SUBS = 16384;
+  const EVENTS = 20480;
+  const v = g.view();
+  const sub = (i: number, userdata: bigint, tag: number, fd: number, timeout = 0n): void => {
+    const at = SUBS + i * 48;
+    v.setBigUint64(at, userdata, true);
+    v.setUint8(at + 8, tag);
+    v.setUint32(at + 16, fd, true);
+    v.setBigUint64(at + 24, timeout, true);
+    v.setUint16(at + 40, 0, true);
+  };
+  sub(0, 10n, 1, 0);
+  sub(1, 11n, 2, 1);
+  sub(2, 12n, 1, 3);
+  sub(3, 13n, 0, 1, 3_600_000_000_000n); // a one-hour monotonic clock: not waited for
+  const t = performance.now();
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 4, OUT), 0);
+  assert.ok(performance.now() - t < 500);
+  assert.equal(g.memory.u32(OUT), 3);
+  const ev = (k: number) => ({
+    userdata: v.getBigUint64(EVENTS + k * 32, true), error: v.getUint16(EVENTS + k * 32 + 8, true),
+    type: v.getUint8(EVENTS + k * 32 + 10), nbytes: v.getBigUint64(EVENTS + k * 32 + 16, true), flags: v.getUint16(EVENTS + k * 32 + 24, true),
+  });
+  assert.deepEqual(ev(0), { userdata: 10n, error: 0, type: 1, nbytes: 0n, flags: 1 });
+  assert.deepEqual(ev(1), { userdata: 11n, error: 0, type: 2, nbytes: 0n, flags: 0 });
+  assert.deepEqual(ev(2), { userdata: 12n, error: 8, type: 1, nbytes: 0n, flags: 0 });
+  sub(0, 1n, 9, 0);
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 1, OUT), 28, 'an unknown event type → EINVAL');
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 0, OUT), 28, 'no subscriptions → EINVAL');
 });
