@@ -10,14 +10,15 @@
  * directory (missing ones are created): a path through a host symlink, or onto a host entry that
  * is not a regular file, is skipped with a warning, never followed. Files the guest left
  * byte-identical to what the copy in read are not touched (hard links inside the mount survive).
- * Only the guest's regular files and directories come out; symlinks it made stay in the VFS.
+ * Directories the guest removed are removed when empty (`rmdir`, never recursive). Only the
+ * guest's regular files and directories come out; symlinks it made stay in the VFS. Warnings name
+ * guest paths and errno codes only, never host paths.
  *
  * Does not protect against: a host process swapping a checked directory for a symlink between the
- * check and the rename (mounts.ts); directories the guest removed stay on the host (their files
- * are removed); warnings name guest paths and errno codes only, never host paths.
+ * check and the rename (mounts.ts) — Node has no `openat`/`renameat` to pin the directory.
  */
 
-import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Vfs } from '../storage/index.ts';
@@ -94,19 +95,11 @@ function replaceEntry(host: string, data: Uint8Array, mode: number | null): void
 
 const errnoOf = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? 'EIO';
 
-/** Write a read-write mount's changes back to its host directory. */
-export function writeBack(vfs: Vfs, snap: MountSnapshot): WriteBackReport {
-  const { mount } = snap;
-  if (mount.readOnly) return { written: 0, deleted: 0, warnings: [] };
-  const root = mount.hostDir;
-  const warnings: string[] = [];
-  const skip = (rel: string, why: string): void => {
-    warnings.push(`mount ${mount.guestPath}: ${guestPathOf(mount, rel)} was not written back: ${why}`);
-  };
-  const seen = new Set<string>();
-  let written = 0;
-  let guestLinks = 0;
-
+/** What the guest left in the mount: its regular files (by host-relative path) and directories. */
+function guestTree(vfs: Vfs, snap: MountSnapshot): { files: Map<string, number>; dirs: string[]; links: number } {
+  const files = new Map<string, number>();
+  const dirs: string[] = [];
+  let links = 0;
   const walk = (rel: string, ino: number): void => {
     for (let cookie = 0; ; ) {
       const batch = vfs.readdir(ino, cookie, 256);
@@ -115,57 +108,85 @@ export function writeBack(vfs: Vfs, snap: MountSnapshot): WriteBackReport {
         cookie = e.next;
         if (e.name === '.' || e.name === '..' || e.name.includes('/') || e.name.includes('\0')) continue;
         const r = rel ? `${rel}/${e.name}` : e.name;
-        try {
-          if (e.kind === 'dir') {
-            const dirs = realDirs(root, r, true);
-            if (dirs !== 'ok') skip(r, 'a host path component is a symlink or not a directory');
-            else walk(r, e.ino);
-          } else if (e.kind === 'file') {
-            seen.add(r);
-            const data = vfs.read(e.ino, 0, vfs.statIno(e.ino).size);
-            if (snap.files.get(r) === sha256(data)) continue;
-            if (realDirs(root, rel, true) !== 'ok') {
-              skip(r, 'a host path component is a symlink or not a directory');
-              continue;
-            }
-            const host = join(root, ...r.split('/'));
-            const st = lstatOrNull(host);
-            if (st !== null && !st.isFile()) {
-              skip(r, st.isSymbolicLink() ? 'the host entry is a symlink' : 'the host entry is not a regular file');
-              continue;
-            }
-            replaceEntry(host, data, st === null ? null : st.mode & 0o7777);
-            written++;
-          } else {
-            guestLinks++;
-          }
-        } catch (err) {
-          skip(r, errnoOf(err));
+        if (e.kind === 'dir') {
+          dirs.push(r);
+          walk(r, e.ino);
+        } else if (e.kind === 'file') {
+          files.set(r, e.ino);
+        } else {
+          links++;
         }
       }
     }
   };
-  walk('', vfs.resolve('workspace', mount.guestPath).ino);
+  walk('', vfs.resolve('workspace', snap.mount.guestPath).ino);
+  return { files, dirs, links };
+}
 
-  let deleted = 0;
-  for (const r of snap.files.keys()) {
-    if (seen.has(r)) continue;
+const depth = (rel: string): number => rel.split('/').length;
+const parentOf = (rel: string): string => (rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '');
+
+/**
+ * Write a read-write mount's changes back to its host directory: first what the guest removed
+ * (files, then directories left empty, deepest first), then the directories and files it made or
+ * changed — so a file replaced by a directory of the same name, or the reverse, comes out whole.
+ */
+export function writeBack(vfs: Vfs, snap: MountSnapshot): WriteBackReport {
+  const { mount } = snap;
+  if (mount.readOnly) return { written: 0, deleted: 0, warnings: [] };
+  const root = mount.hostDir;
+  const warnings: string[] = [];
+  const skip = (rel: string, why: string): void => {
+    warnings.push(`mount ${mount.guestPath}: ${guestPathOf(mount, rel)} was not written back: ${why}`);
+  };
+  const attempt = (rel: string, fn: () => void): void => {
     try {
-      const slash = r.lastIndexOf('/');
-      if (realDirs(root, slash < 0 ? '' : r.slice(0, slash), false) !== 'ok') continue;
+      fn();
+    } catch (err) {
+      skip(rel, errnoOf(err));
+    }
+  };
+  const tree = guestTree(vfs, snap);
+  const guestDirs = new Set(tree.dirs);
+  let written = 0;
+  let deleted = 0;
+
+  for (const r of snap.files.keys()) {
+    if (tree.files.has(r)) continue;
+    attempt(r, () => {
+      if (realDirs(root, parentOf(r), false) !== 'ok') return;
       const host = join(root, ...r.split('/'));
       const st = lstatOrNull(host);
-      if (st === null) continue;
-      if (!st.isFile()) {
-        skip(r, 'the guest removed it, but the host entry is no longer a regular file');
-        continue;
-      }
+      if (st === null) return;
+      if (!st.isFile()) return skip(r, 'the guest removed it, but the host entry is no longer a regular file');
       unlinkSync(host);
       deleted++;
-    } catch (err) {
-      skip(r, errnoOf(err));
-    }
+    });
   }
-  if (guestLinks > 0) warnings.push(`mount ${mount.guestPath}: ${guestLinks} symlinks the guest made stay in the VFS`);
+  for (const r of [...snap.dirs].filter((d) => !guestDirs.has(d)).sort((a, b) => depth(b) - depth(a))) {
+    attempt(r, () => {
+      if (realDirs(root, r, false) !== 'ok') return;
+      rmdirSync(join(root, ...r.split('/')));
+      deleted++;
+    });
+  }
+  for (const r of tree.dirs) {
+    if (realDirs(root, r, true) !== 'ok') skip(r, 'a host path component is a symlink or not a directory');
+  }
+  for (const [r, ino] of tree.files) {
+    attempt(r, () => {
+      const data = vfs.read(ino, 0, vfs.statIno(ino).size);
+      if (snap.files.get(r) === sha256(data)) return;
+      if (realDirs(root, parentOf(r), true) !== 'ok') return skip(r, 'a host path component is a symlink or not a directory');
+      const host = join(root, ...r.split('/'));
+      const st = lstatOrNull(host);
+      if (st !== null && !st.isFile()) {
+        return skip(r, st.isSymbolicLink() ? 'the host entry is a symlink' : 'the host entry is not a regular file');
+      }
+      replaceEntry(host, data, st === null ? null : st.mode & 0o7777);
+      written++;
+    });
+  }
+  if (tree.links > 0) warnings.push(`mount ${mount.guestPath}: ${tree.links} symlinks the guest made stay in the VFS`);
   return { written, deleted, warnings };
 }

@@ -35,6 +35,8 @@ export interface MountSnapshot {
   readonly mount: MountSpec;
   /** Regular files copied in → sha256 of what was copied (an unchanged file is not written back). */
   readonly files: ReadonlyMap<string, string>;
+  /** Directories copied in (a directory the guest removed is removed on the host when empty). */
+  readonly dirs: ReadonlySet<string>;
   readonly skipped: readonly string[];
 }
 
@@ -102,6 +104,7 @@ export function copyIn(vfs: Vfs, mounts: readonly MountSpec[], maxFiles = MAX_MO
   checkDisjoint(mounts);
   return mounts.map((mount) => {
     const files = new Map<string, string>();
+    const dirs = new Set<string>();
     const skipped: string[] = [];
     mkdirs(vfs, mount.guestPath);
     const walk = (rel: string): void => {
@@ -110,6 +113,7 @@ export function copyIn(vfs: Vfs, mounts: readonly MountSpec[], maxFiles = MAX_MO
         const guest = guestPathOf(mount, r);
         if (e.isDirectory()) {
           guarded(() => vfs.mkdir('workspace', guest), guest);
+          dirs.add(r);
           walk(r);
         } else if (e.isFile()) {
           if (files.size >= maxFiles) throw new SandboxError('POLICY_INVALID', `a mount holds more than ${maxFiles} files`, { maxFiles });
@@ -126,7 +130,7 @@ export function copyIn(vfs: Vfs, mounts: readonly MountSpec[], maxFiles = MAX_MO
       }
     };
     walk('');
-    return { mount, files, skipped };
+    return { mount, files, dirs, skipped };
   });
 }
 
