@@ -106,8 +106,10 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
   const args = ctx.argv.map((a) => encoder.encode(a));
   const envs = ctx.env.map(([k, v]) => encoder.encode(`${k}=${v}`));
-  const stream = (fd: number): CappedStream | null => (fd === 1 ? ctx.stdout : fd === 2 ? ctx.stderr : null);
-  const isStdio = (fd: number) => fd >= 0 && fd <= 2;
+  /** Stdio descriptors the guest has not closed (with `vfs`, wasi-fs.ts keeps its own table). */
+  const open = new Set([0, 1, 2]);
+  const isStdio = (fd: number) => open.has(fd);
+  const stream = (fd: number): CappedStream | null => (!isStdio(fd) ? null : fd === 1 ? ctx.stdout : fd === 2 ? ctx.stderr : null);
   const g = (fn: (...a: number[]) => number) => guard(ctx.state, fn);
 
   return {
@@ -147,7 +149,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
       return Errno.SUCCESS;
     }),
     fd_read: g((fd, iovs, count, nread) => {
-      if (fd !== 0) return Errno.BADF;
+      if (fd !== 0 || !isStdio(fd)) return Errno.BADF;
       let total = 0;
       for (const [p, l] of ctx.memory.iovecs(iovs!, count!)) {
         const chunk = ctx.stdin.subarray(ctx.stdinOffset, ctx.stdinOffset + l);
@@ -159,7 +161,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
       ctx.memory.setU32(nread!, total);
       return Errno.SUCCESS;
     }),
-    fd_close: g((fd) => (isStdio(fd!) ? Errno.SUCCESS : Errno.BADF)),
+    fd_close: g((fd) => (open.delete(fd!) ? Errno.SUCCESS : Errno.BADF)),
     fd_seek: g((fd) => (isStdio(fd!) ? Errno.SPIPE : Errno.BADF)),
     fd_tell: g((fd) => (isStdio(fd!) ? Errno.SPIPE : Errno.BADF)),
     fd_fdstat_get: g((fd, out) => {
@@ -186,7 +188,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
     sock_recv: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
     sock_send: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
     sock_shutdown: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
-    poll_oneoff: pollOneoff(ctx),
+    poll_oneoff: pollOneoff(ctx, isStdio),
   };
 }
 
@@ -202,9 +204,11 @@ function sleep(ctx: WasiContext, ms: number): void {
  * poll_oneoff: clock subscriptions sleep (never past the call's deadline: a sleep the budget
  * cannot hold sleeps out the budget and ends the call TIMEOUT); descriptor subscriptions are
  * ready at once for stdio (stdin with the bytes left, HANGUP at its end) and EBADF for any other
- * descriptor, each in its own event.
+ * descriptor, each in its own event. Stdio here means descriptors 0–2 as this module sees them: a
+ * guest with `vfs` that renumbered or closed a stdio descriptor (wasi-fs.ts) is answered by the
+ * original numbers.
  */
-function pollOneoff(ctx: WasiContext): WasiFn {
+function pollOneoff(ctx: WasiContext, isStdio: (fd: number) => boolean): WasiFn {
   return guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
     const n = nsubs! >>> 0;
     if (n === 0 || n > MAX_SUBSCRIPTIONS) return Errno.INVAL;
@@ -253,7 +257,7 @@ function pollOneoff(ctx: WasiContext): WasiFn {
       out.setBigUint64(e, out.getBigUint64(s, true), true);
       const tag = out.getUint8(s + 8);
       const fd = out.getUint32(s + 16, true);
-      const stdio = tag !== EVENTTYPE_CLOCK && fd <= 2;
+      const stdio = tag !== EVENTTYPE_CLOCK && isStdio(fd);
       const stdinLeft = ctx.stdin.length - ctx.stdinOffset;
       out.setUint16(e + 8, tag === EVENTTYPE_CLOCK || stdio ? Errno.SUCCESS : Errno.BADF, true);
       out.setUint8(e + 10, tag);
