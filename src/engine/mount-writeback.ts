@@ -14,14 +14,18 @@
  * guest's regular files and directories come out; symlinks it made stay in the VFS. Warnings name
  * guest paths and errno codes only, never host paths.
  *
- * Does not protect against: a host process swapping a checked directory for a symlink between the
- * check and the rename (mounts.ts) — Node has no `openat`/`renameat` to pin the directory.
+ * Before each rename or unlink the parent's `realpath` is compared with where the lstat walk put
+ * it, which narrows a host-side swap of a directory for a symlink to the moment between that check
+ * and the call. A guest that removed the mount point itself removed everything in it.
+ *
+ * Does not protect against: a host process swapping a checked directory for a symlink in that
+ * last moment (mounts.ts) — Node has no `openat`/`renameat` to pin the directory.
  */
 
-import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, realpathSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import type { Vfs } from '../storage/index.ts';
+import { VfsError, type Vfs } from '../storage/index.ts';
 import type { MountSnapshot, MountSpec } from './mounts.ts';
 
 export interface WriteBackReport {
@@ -96,7 +100,7 @@ function replaceEntry(host: string, data: Uint8Array, mode: number | null): void
 const errnoOf = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? 'EIO';
 
 /** What the guest left in the mount: its regular files (by host-relative path) and directories. */
-function guestTree(vfs: Vfs, snap: MountSnapshot): { files: Map<string, number>; dirs: string[]; links: number } {
+function guestTree(vfs: Vfs, snap: MountSnapshot): { files: Map<string, number>; dirs: string[]; links: number; removed: boolean } {
   const files = new Map<string, number>();
   const dirs: string[] = [];
   let links = 0;
@@ -119,8 +123,20 @@ function guestTree(vfs: Vfs, snap: MountSnapshot): { files: Map<string, number>;
       }
     }
   };
-  walk('', vfs.resolve('workspace', snap.mount.guestPath).ino);
-  return { files, dirs, links };
+  const top = mountPoint(vfs, snap.mount.guestPath);
+  if (top !== null) walk('', top);
+  return { files, dirs, links, removed: top === null };
+}
+
+/** The mount point's directory inode, or null when the guest removed it (or made it a non-directory). */
+function mountPoint(vfs: Vfs, guestPath: string): number | null {
+  try {
+    const st = vfs.stat('workspace', guestPath, { followFinal: false });
+    return st.kind === 'dir' ? st.ino : null;
+  } catch (e) {
+    if (e instanceof VfsError) return null;
+    throw e;
+  }
 }
 
 const depth = (rel: string): number => rel.split('/').length;
@@ -147,7 +163,11 @@ export function writeBack(vfs: Vfs, snap: MountSnapshot): WriteBackReport {
     }
   };
   const tree = guestTree(vfs, snap);
+  if (tree.removed) warnings.push(`mount ${mount.guestPath}: the guest removed the mount point; its files are removed on the host`);
   const guestDirs = new Set(tree.dirs);
+  const rootReal = realpathSync(root);
+  /** The directory of `rel` still is where the lstat walk found it (no component swapped for a symlink since). */
+  const stillInside = (rel: string): boolean => realpathSync(join(root, ...rel.split('/').filter(Boolean))) === join(rootReal, ...rel.split('/').filter(Boolean));
   let written = 0;
   let deleted = 0;
 
@@ -159,6 +179,7 @@ export function writeBack(vfs: Vfs, snap: MountSnapshot): WriteBackReport {
       const st = lstatOrNull(host);
       if (st === null) return;
       if (!st.isFile()) return skip(r, 'the guest removed it, but the host entry is no longer a regular file');
+      if (!stillInside(parentOf(r))) return skip(r, 'a host path component changed during the write-back');
       unlinkSync(host);
       deleted++;
     });
@@ -183,6 +204,7 @@ export function writeBack(vfs: Vfs, snap: MountSnapshot): WriteBackReport {
       if (st !== null && !st.isFile()) {
         return skip(r, st.isSymbolicLink() ? 'the host entry is a symlink' : 'the host entry is not a regular file');
       }
+      if (!stillInside(parentOf(r))) return skip(r, 'a host path component changed during the write-back');
       replaceEntry(host, data, st === null ? null : st.mode & 0o7777);
       written++;
     });

@@ -49,6 +49,24 @@ for (const guestPath of ['/data', '/']) {
   });
 }
 
+test('a guest that removed the mount point removed its files on the host (and said so); a failed lookup is never INTERNAL', () => {
+  const dir = hostTree();
+  const vfs = Vfs.open({ file: ':memory:' });
+  try {
+    const [snap] = copyIn(vfs, [checkMount({ hostDir: dir, guestPath: '/data', readOnly: false })]);
+    for (const f of ['/data/x', '/data/d/inner.txt', '/data/same.txt']) vfs.unlink('workspace', f);
+    vfs.rmdir('workspace', '/data/d');
+    vfs.rmdir('workspace', '/data');
+    vfs.symlink('/elsewhere', 'workspace', '/data');
+    const report = writeBack(vfs, snap!);
+    assert.deepEqual(readdirSync(dir), []);
+    assert.equal(report.deleted, 4);
+    assert.match(report.warnings.join('\n'), /removed the mount point/);
+  } finally {
+    vfs.close();
+  }
+});
+
 test('mount points may be / but never nest, repeat, or sit in /tmp or /memory', () => {
   const dir = mkdtempSync(join(tmpdir(), 'membrane-wb-'));
   assert.equal(parseMount(`${dir}:/`).guestPath, '/');
