@@ -7,8 +7,10 @@
  * devices and sockets are skipped and reported) and the write-back (mount-writeback.ts).
  * Invariant: the guest never touches the host filesystem — it works on its VFS copy. The copy in
  * never follows a host symlink: it descends only into directories that `readdir` reports as
- * directories and opens each file with `O_NOFOLLOW`, checking that it is a regular file. Two
- * mounts never nest (one write-back would carry the other's files into its host directory).
+ * directories and opens each file with `O_NOFOLLOW`, checking that it is a regular file. What a
+ * named VFS held under a mount point from earlier runs is removed first: the mount shows the host
+ * directory exactly. Two mounts never nest (one write-back would carry the other's files into its
+ * host directory).
  *
  * Does not protect against: a host process changing HOSTDIR during the run (it can swap a checked
  * directory for a symlink between the check and the use); a read-only mount is read-only for the
@@ -107,6 +109,7 @@ export function copyIn(vfs: Vfs, mounts: readonly MountSpec[], maxFiles = MAX_MO
     const dirs = new Set<string>();
     const skipped: string[] = [];
     mkdirs(vfs, mount.guestPath);
+    emptyDir(vfs, mount.guestPath);
     const walk = (rel: string): void => {
       for (const e of readdirSync(join(mount.hostDir, rel), { withFileTypes: true })) {
         const r = rel ? `${rel}/${e.name}` : e.name;
@@ -142,6 +145,28 @@ function mkdirs(vfs: Vfs, guestPath: string): void {
       vfs.mkdir('workspace', at);
     } catch (e) {
       if (!(e instanceof VfsError) || e.code !== 'EEXIST') throw e;
+    }
+  }
+}
+
+/**
+ * Remove what a named VFS still holds under a mount point from earlier runs, so the mount shows
+ * the host directory exactly (and write-back never resurrects files the host has since removed).
+ */
+function emptyDir(vfs: Vfs, guestPath: string): void {
+  const dir = vfs.stat('workspace', guestPath, { followFinal: false });
+  if (dir.kind !== 'dir') throw new SandboxError('POLICY_INVALID', `the mount point ${guestPath} is not a directory in the VFS`, { guestPath });
+  for (;;) {
+    const batch = vfs.readdir(dir.ino, 0, 256).filter((e) => e.name !== '.' && e.name !== '..');
+    if (batch.length === 0) return;
+    for (const e of batch) {
+      const path = guestPath === '/' ? `/${e.name}` : `${guestPath}/${e.name}`;
+      if (e.kind === 'dir') {
+        emptyDir(vfs, path);
+        vfs.rmdir('workspace', path);
+      } else {
+        vfs.unlink('workspace', path);
+      }
     }
   }
 }

@@ -67,6 +67,26 @@ test('a guest that removed the mount point removed its files on the host (and sa
   }
 });
 
+test('a VFS that already holds files under the mount point (a named VFS, an earlier run) shows the host directory exactly; nothing stale is written back', () => {
+  const dir = hostTree();
+  const vfs = Vfs.open({ file: ':memory:' });
+  try {
+    vfs.mkdir('workspace', '/data');
+    vfs.mkdir('workspace', '/data/old');
+    put(vfs, '/data/old/stale.txt', 'removed on the host since\n');
+    put(vfs, '/data/x', 'stale x\n');
+    put(vfs, '/keep.txt', 'outside the mount point\n');
+    const [snap] = copyIn(vfs, [checkMount({ hostDir: dir, guestPath: '/data', readOnly: false })]);
+    assert.throws(() => vfs.stat('workspace', '/data/old'), /ENOENT/);
+    assert.equal(new TextDecoder().decode(vfs.read(vfs.stat('workspace', '/data/x').ino, 0, 100)), 'file x\n');
+    assert.equal(vfs.stat('workspace', '/keep.txt').kind, 'file');
+    assert.deepEqual(writeBack(vfs, snap!), { written: 0, deleted: 0, warnings: [] });
+    assert.deepEqual(readdirSync(dir).sort(), ['d', 'same.txt', 'x']);
+  } finally {
+    vfs.close();
+  }
+});
+
 test('mount points may be / but never nest, repeat, or sit in /tmp or /memory', () => {
   const dir = mkdtempSync(join(tmpdir(), 'membrane-wb-'));
   assert.equal(parseMount(`${dir}:/`).guestPath, '/');
