@@ -46,11 +46,12 @@ async function guest(opts: { readOnly?: boolean } = {}) {
   const state = new CallState();
   const stdout = new CappedStream('stdout', 1 << 20, false);
   const stderr = new CappedStream('stderr', 1 << 20, false);
-  const ambient = ambientWasi({
+  const wasi = {
     memory, stdout, stderr, argv: ['t'], env: [], state, stdin: new Uint8Array(0), stdinOffset: 0, remainingMs: () => 1000, interrupted: () => false,
-  });
+  };
+  const ambient = ambientWasi(wasi);
   const preopens = [{ guestPath: '/data', volume: 'workspace' as const }, { guestPath: '/tmp', volume: 'tmp' as const }];
-  const fs = vfsWasi({ memory, vfs, preopens, state, ...(opts.readOnly ? { readOnly: true } : {}) }, ambient);
+  const fs = vfsWasi({ memory, vfs, preopens, state, wasi, ...(opts.readOnly ? { readOnly: true } : {}) }, ambient);
   const inst = new WebAssembly.Instance(new WebAssembly.Module((await bytesP) as Uint8Array<ArrayBuffer>), { wasi_snapshot_preview1: { ...ambient, ...fs } });
   memory.attach(inst.exports.memory as WebAssembly.Memory);
   const w = inst.exports as unknown as Record<string, Call>;
@@ -449,6 +450,12 @@ test('poll_oneoff: stdio descriptors are ready at once (stdin at its end says HA
   assert.deepEqual(ev(0), { userdata: 10n, error: 0, type: 1, nbytes: 0n, flags: 1 });
   assert.deepEqual(ev(1), { userdata: 11n, error: 0, type: 2, nbytes: 0n, flags: 0 });
   assert.deepEqual(ev(2), { userdata: 12n, error: 8, type: 1, nbytes: 0n, flags: 0 });
+  const f = g.open(3, 'f', O.CREAT) as number;
+  assert.equal(g.w.fd_renumber!(0, f), 0);
+  sub(0, 20n, 1, f);
+  sub(1, 21n, 1, 0);
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 2, OUT), 0);
+  assert.deepEqual([ev(0), ev(1)].map((e) => [e.userdata, e.error, e.flags]), [[20n, 0, 1], [21n, 8, 0]], 'stdin renumbered: ready at its new number, fd 0 closed');
   sub(0, 1n, 9, 0);
   assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 1, OUT), 28, 'an unknown event type → EINVAL');
   assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 0, OUT), 28, 'no subscriptions → EINVAL');

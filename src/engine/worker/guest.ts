@@ -236,7 +236,7 @@ export class Guest {
     const spec = this.spec.vfs;
     if (!spec || !this.spec.link.some((k) => FS_IMPORTS.has(k))) return {};
     const vfs = this.openVfs()!;
-    return vfsWasi({ memory: this.memory, vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state }, stdio);
+    return vfsWasi({ memory: this.memory, vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state, wasi: this.wasi }, stdio);
   }
 
   /** The `membrane` imports of granted caps that run in the worker (commands, exec, vfs_*). */

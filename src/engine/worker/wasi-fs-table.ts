@@ -17,6 +17,7 @@
 import type { Vfs, VfsStat } from '../../storage/index.ts';
 import type { GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
+import type { WasiContext } from './wasi.ts';
 import { WasiError, guard, type WasiFn } from './wasi-call.ts';
 
 export { WasiError, guard, type WasiFn };
@@ -99,6 +100,8 @@ export interface VfsWasiContext {
   /** A read-only mount: every mutation answers EROFS. */
   readonly readOnly?: boolean;
   readonly state: CallState;
+  /** The ambient context, for `poll_oneoff` to see stdio through this table (renumbered or closed). */
+  readonly wasi?: WasiContext;
 }
 
 // ---- the descriptor table ---------------------------------------------------------------------

@@ -30,6 +30,7 @@ import {
   mutating, R, refuse, timesFrom, writeFilestat, type OpenFd, type VfsWasiContext, type WasiFn,
 } from './wasi-fs-table.ts';
 import { pathCalls } from './wasi-fs-path.ts';
+import { pollOneoff } from './wasi.ts';
 
 export { MAX_FDS, type Preopen, type VfsWasiContext, type WasiFn } from './wasi-fs-table.ts';
 
@@ -169,6 +170,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       return E.SUCCESS;
     }),
 
+    ...(ctx.wasi ? { poll_oneoff: pollOneoff(ctx.wasi, (fd) => table.stdioOf(fd)) } : {}),
     sock_accept: noSocket,
     sock_recv: noSocket,
     sock_send: noSocket,

@@ -188,7 +188,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
     sock_recv: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
     sock_send: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
     sock_shutdown: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
-    poll_oneoff: pollOneoff(ctx, isStdio),
+    poll_oneoff: pollOneoff(ctx, (fd) => (isStdio(fd) ? fd : undefined)),
   };
 }
 
@@ -204,11 +204,10 @@ function sleep(ctx: WasiContext, ms: number): void {
  * poll_oneoff: clock subscriptions sleep (never past the call's deadline: a sleep the budget
  * cannot hold sleeps out the budget and ends the call TIMEOUT); descriptor subscriptions are
  * ready at once for stdio (stdin with the bytes left, HANGUP at its end) and EBADF for any other
- * descriptor, each in its own event. Stdio here means descriptors 0–2 as this module sees them: a
- * guest with `vfs` that renumbered or closed a stdio descriptor (wasi-fs.ts) is answered by the
- * original numbers.
+ * descriptor, each in its own event. `stdioOf` says which stream a descriptor names, if any: the
+ * ambient table here, or wasi-fs.ts's when the guest has `vfs` (stdio can be renumbered there).
  */
-function pollOneoff(ctx: WasiContext, isStdio: (fd: number) => boolean): WasiFn {
+export function pollOneoff(ctx: WasiContext, stdioOf: (fd: number) => number | undefined): WasiFn {
   return guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
     const n = nsubs! >>> 0;
     if (n === 0 || n > MAX_SUBSCRIPTIONS) return Errno.INVAL;
@@ -257,12 +256,13 @@ function pollOneoff(ctx: WasiContext, isStdio: (fd: number) => boolean): WasiFn 
       out.setBigUint64(e, out.getBigUint64(s, true), true);
       const tag = out.getUint8(s + 8);
       const fd = out.getUint32(s + 16, true);
-      const stdio = tag !== EVENTTYPE_CLOCK && isStdio(fd);
+      const stream = tag === EVENTTYPE_CLOCK ? undefined : stdioOf(fd);
+      const stdinRead = stream === 0 && tag === EVENTTYPE_FD_READ;
       const stdinLeft = ctx.stdin.length - ctx.stdinOffset;
-      out.setUint16(e + 8, tag === EVENTTYPE_CLOCK || stdio ? Errno.SUCCESS : Errno.BADF, true);
+      out.setUint16(e + 8, tag === EVENTTYPE_CLOCK || stream !== undefined ? Errno.SUCCESS : Errno.BADF, true);
       out.setUint8(e + 10, tag);
-      out.setBigUint64(e + 16, stdio && tag === EVENTTYPE_FD_READ && fd === 0 ? BigInt(Math.max(0, stdinLeft)) : 0n, true);
-      out.setUint16(e + 24, stdio && tag === EVENTTYPE_FD_READ && fd === 0 && stdinLeft <= 0 ? EVENTRWFLAGS_HANGUP : 0, true);
+      out.setBigUint64(e + 16, stdinRead ? BigInt(Math.max(0, stdinLeft)) : 0n, true);
+      out.setUint16(e + 24, stdinRead && stdinLeft <= 0 ? EVENTRWFLAGS_HANGUP : 0, true);
     });
     ctx.memory.setU32(neventsPtr!, events.length);
     return Errno.SUCCESS;
