@@ -65,8 +65,7 @@ export function walk(st: Statements, root: number, path: string, opts: WalkOptio
     if (part === '..') {
       if (stack.length > 1) stack.pop();
       else if (beneath) fail('ENOTCAPABLE', '".." above the directory the path is relative to');
-      else if (top !== root) stack = [st.parentOf.get(top)?.parent ?? root];
-      continue;
+      continue; // `..` at the volume root is the root
     }
     const row = st.lookup.get(top, part);
     if (row === undefined) {
