@@ -217,7 +217,9 @@ export class PythonLane {
       const timeout = a.reason === 'TIMEOUT';
       const error = timeout
         ? { code: 'TIMEOUT', message: `the call ran past its ${req.timeoutMs} ms budget` }
-        : { code: 'INTERNAL', message: 'the python interpreter died' };
+        : a.reason === 'OUT_OF_MEMORY'
+          ? { code: 'MEMORY_LIMIT', message: "the interpreter's JavaScript heap passed its cap" }
+          : { code: 'INTERNAL', message: 'the python interpreter died' };
       return { ...base, ok: false, stdout: '', stderr: '', fuelUsed: 0, error, durationMs: performance.now() - start };
     }
     if (a.stdoutDropped > 0) warnings.push(`stdout truncated at ${this.outputLimit} bytes (${a.stdoutDropped} bytes dropped)`);
@@ -235,6 +237,8 @@ export class PythonLane {
           ? { code: 'FUEL_EXHAUSTED', message: `the call used more than its ${req.fuel} units of fuel` }
           : o.kind === 'MemoryError'
             ? { code: 'MEMORY_LIMIT', message: `the heap would pass the ${req.memoryBytes}-byte cap (${o.message ?? 'MemoryError'})` }
+            : o.kind === 'MEMORY_LIMIT'
+              ? { code: 'MEMORY_LIMIT', message: `${o.message ?? 'the snippet reached its memory limit'} (${req.memoryBytes} bytes)` }
             : o.kind === 'host'
               ? { code: 'INTERNAL', message: 'the python interpreter failed' }
               : { code: 'GUEST_TRAP', message: o.message ?? 'the snippet raised an exception' };
