@@ -119,7 +119,7 @@ async function build(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number, 
   const ctx = rt.newContext();
   const sink = new OutputSink(cfg.outputLimitBytes, cfg.failOnOutputLimit);
   // The prelude hands over at most what is left of the stream (it learns that from each answer); `dropped` counts the rest.
-  const write = ctx.newFunction('write', (fd, text, dropped) => {
+  const write = ctx.newFunction('write', hostSide((fd, text, dropped) => {
     const stream = ctx.getNumber(fd) === 2 ? 'stderr' : 'stdout';
     if (ctx.typeof(text) === 'string') {
       if (stringLength(ctx, text) > sink.room(stream)) sink.drop(stream, stringLength(ctx, text));
@@ -127,15 +127,15 @@ async function build(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number, 
     }
     if (ctx.typeof(dropped) === 'number') sink.drop(stream, ctx.getNumber(dropped));
     return ctx.newNumber(sink.room(stream));
-  });
+  }));
   const powers: Interpreter['powers'] = { call: null };
-  const power = ctx.newFunction('power', (name, args) => {
+  const power = ctx.newFunction('power', hostSide((name, args) => {
     const ok = ctx.typeof(name) === 'string' && ctx.typeof(args) === 'string' && powers.call !== null;
     if (!ok) return ctx.newString(NO_POWER);
     // UTF-16 length ≤ UTF-8 bytes: a request longer than the frame cap in code units is oversized without copying it.
     const n = stringLength(ctx, args);
     return ctx.newString(powers.call!(ctx.getString(name).slice(0, 100), n > MAX_POWER_FRAME_BYTES ? { oversized: n } : ctx.getString(args)));
-  });
+  }));
   const factory = ctx.unwrapResult(ctx.evalCode(GUEST_PRELUDE, 'membrane:prelude'));
   const limit = ctx.newNumber(cfg.outputLimitBytes);
   const helpers = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, write, power, limit));
@@ -159,6 +159,26 @@ async function build(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number, 
     transpiler = { rt: trt, ctx: tctx, transform };
   }
   return { kind, meter, sink, rt, ctx, helpers, transpiler, powers, limitBytes, memory };
+}
+
+/** What the snippet sees when one of our host functions fails: a fixed error, never the host's message. */
+class HostCallFailed extends Error {
+  constructor() {
+    super('the host could not complete the call');
+    this.name = 'InternalError';
+  }
+}
+
+/** Wrap a host function so that a host exception reaches QuickJS as `HostCallFailed` (a stop still unwinds). */
+function hostSide<A extends QuickJSHandle[], R>(fn: (...args: A) => R): (...args: A) => R {
+  return (...args: A): R => {
+    try {
+      return fn(...args);
+    } catch (e) {
+      if (e instanceof FuelStop) throw e;
+      throw new HostCallFailed();
+    }
+  };
 }
 
 /** A QuickJS string's length in UTF-16 code units, read without copying the string out. */
