@@ -62,6 +62,16 @@ for i in range(1000):
   assert.ok(lastCount(r.stdout) < 1000);
 });
 
+test("one JavaScript-side allocation past the child's V8 heap (Array(1e7).fill through a JsProxy) is MEMORY_LIMIT, not INTERNAL", async () => {
+  const code = `from pyodide.ffi import to_js
+A = to_js([]).constructor
+held = []
+for i in range(100):
+    held.append(A(10_000_000).fill(i))`;
+  const r = await py(code);
+  assert.equal(r.error?.code, 'MEMORY_LIMIT', JSON.stringify(r.error));
+});
+
 test('a result larger than 4 Mi characters of JSON is dropped with a warning', async () => {
   const r = await py("'x' * (6 << 20)");
   assert.equal(r.ok, true, JSON.stringify(r.error));

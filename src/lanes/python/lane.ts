@@ -15,8 +15,9 @@
  * always resolves to an `ExecResult` (never throws for guest behaviour): a Python exception is
  * GUEST_TRAP with the exception's last line; TIMEOUT when the deadline passes (the child stops
  * itself at its next fuel refill, or is SIGKILLed `KILL_GRACE_MS` later); FUEL_EXHAUSTED past the
- * budget; MEMORY_LIMIT when the heap would pass the call's cap (a MemoryError the guest raised
- * because the heap was refused); INTERNAL for anything else, with no host stack or path.
+ * budget; MEMORY_LIMIT when the heap would pass the call's cap (caught or not), when the child's
+ * resident set grew by more than the call's memory, or when its V8 heap aborted; INTERNAL for
+ * anything else, with no host stack or path.
  *
  * Does not protect against: what a granted broker allows (the engine's brokers decide); the cost of a cold
  * start when the pool is empty (seconds: Pyodide boots its interpreter in each child).
