@@ -138,8 +138,7 @@ async function main(): Promise<void> {
     const kind = m.job.language === 'ts' ? 'ts' : 'js';
     if (kind === 'ts') wantTs = true;
     const limit = m.job.memoryBytes;
-    const pooled = poolOf(kind, limit).shift();
-    useLimit(limit);
+    const pooled = pools.get(`${kind}:${limit}`)?.shift();
     const ready = pooled ? Promise.resolve(pooled) : prepare(kind, cfg, limit);
     const failed = (e: unknown): void =>
       send({
@@ -162,6 +161,8 @@ async function main(): Promise<void> {
       });
     ready
       .then((it) => {
+        // Only a limit an interpreter fits in becomes a pooled one.
+        useLimit(limit);
         const deadline = performance.now() + m.job.timeoutMs;
         // A command's answer carries its charge: one budget for the snippet and what it runs.
         const powerCall =
