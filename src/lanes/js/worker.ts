@@ -19,6 +19,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { InterpreterTooLarge, evaluate, prepare, type Interpreter, type PrepareConfig } from './interpreter.ts';
 import { loadInstrumentedQuickJS } from './module.ts';
 import { PowerBridge } from './bridge.ts';
+import { MIN_PAGES, PAGE } from './heap.ts';
 import { answerFuel } from '../powers.ts';
 import { JS_LANE_PROTOCOL_VERSION, type HostToWorker, type JsWorkerData, type WorkerToHost } from './protocol.ts';
 
@@ -151,7 +152,7 @@ async function main(): Promise<void> {
           stderr: '',
           error:
             e instanceof InterpreterTooLarge
-              ? { code: 'MEMORY_LIMIT', message: `the ${kind === 'ts' ? 'TypeScript' : 'JavaScript'} interpreter does not fit in the call's memory of ${limit} bytes` }
+              ? { code: 'MEMORY_LIMIT', message: `the ${kind === 'ts' ? 'TypeScript' : 'JavaScript'} interpreter does not fit in the call's memory of ${limit} bytes (it starts with ${MIN_PAGES * PAGE})` }
               : { code: 'INTERNAL', message: 'internal error' },
           fuelUsed: 0,
           durationMs: performance.now() - t0,

@@ -182,7 +182,7 @@ function heapRefused() {
  * reading over the limit is retried once after a full collection before it stops the call.
  */
 const RESIDENT_CHECK_MS = 1;
-const resident = { limit: Infinity, nextCheck: Infinity, peak: 0 };
+const resident = { limit: Infinity, nextCheck: Infinity };
 function overResident(now) {
   resident.nextCheck = now + RESIDENT_CHECK_MS;
   let rss = process.memoryUsage.rss();
@@ -190,7 +190,6 @@ function overResident(now) {
     collect();
     rss = process.memoryUsage.rss();
   }
-  resident.peak = Math.max(resident.peak, rss);
   return rss > resident.limit;
 }
 
@@ -408,8 +407,7 @@ process.on('message', (m) => {
   served = true;
   out.stdout.limit = out.stderr.limit = m.outputLimitBytes;
   heap.cap = m.memoryBytes;
-  resident.peak = process.memoryUsage.rss();
-  resident.limit = resident.peak + m.memoryBytes;
+  resident.limit = process.memoryUsage.rss() + m.memoryBytes;
   resident.nextCheck = performance.now() + RESIDENT_CHECK_MS;
   meter.budget = m.fuel;
   meter.chunk = RUN_CHUNK;
