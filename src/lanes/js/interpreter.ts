@@ -55,7 +55,6 @@ export interface Interpreter {
   readonly powers: { call: PowerCall | null };
   /** The limit its linear memory was created for: it runs only calls with exactly this limit. */
   readonly limitBytes: number;
-  readonly memory: WebAssembly.Memory;
 }
 
 /**
@@ -158,7 +157,7 @@ async function build(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number, 
     warmup.dispose();
     transpiler = { rt: trt, ctx: tctx, transform };
   }
-  return { kind, meter, sink, rt, ctx, helpers, transpiler, powers, limitBytes, memory };
+  return { kind, meter, sink, rt, ctx, helpers, transpiler, powers, limitBytes };
 }
 
 /** What the snippet sees when one of our host functions fails: a fixed error, never the host's message. */
