@@ -12,7 +12,7 @@
  */
 
 import { openDatabase, type Database } from '../../storage/sqlite.ts';
-import { engineDatabaseFile } from '../../storage/audit.ts';
+import { engineDatabaseFile, startAuditLog } from '../../storage/audit.ts';
 import type { Caller } from '../host-services.ts';
 import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './cadence.ts';
 import { BrokerHub, type BrokerAnswer } from './hub.ts';
@@ -111,7 +111,17 @@ export class Brokers {
   }
 
   private db(): Database {
-    this.database ??= openDatabase(this.options.databaseFile ?? engineDatabaseFile());
+    if (this.database === null) {
+      const db = openDatabase(this.options.databaseFile ?? engineDatabaseFile());
+      try {
+        // The engine database always holds a started log (its genesis), so a log that is missing there was dropped.
+        if (this.options.audit === undefined) startAuditLog(db);
+      } catch (err) {
+        db.close();
+        throw err;
+      }
+      this.database = db;
+    }
     return this.database;
   }
 
