@@ -40,33 +40,19 @@ import { auditDetail, canonicalJson, truncateUtf8, MAX_PRINCIPAL_BYTES, type Aud
 import { loadAuditKey, AUDIT_KEY_BYTES } from './audit-key.ts';
 import { checkpointKey, signCheckpoint, checkCheckpoint, type AuditCheckpoint } from './audit-checkpoint.ts';
 import { openDatabase, storageDir, type Database, type Statement } from './sqlite.ts';
+import { AUDIT_VERSION, GENESIS_KIND, SCHEMA, decodeRow, fail, missingLog, tableState, type AuditProblem, type AuditRecord, type AuditVerification, type Head, type Row } from './audit-schema.ts';
+
+export { AUDIT_VERSION, GENESIS_KIND, type AuditProblem, type AuditRecord, type AuditVerification } from './audit-schema.ts';
 
 export { canonicalJson, auditDetail, MAX_DETAIL_BYTES, MAX_DETAIL_STRING_BYTES, type AuditDetail, type AuditJson } from './audit-encoding.ts';
 export { loadAuditKey, parseAuditKey, auditKeyFile, AUDIT_KEY_ENV } from './audit-key.ts';
 export { parseCheckpoint, CHECKPOINT_VERSION, CHECKPOINT_ALGS, MAX_CHECKPOINT_BYTES, type AuditCheckpoint } from './audit-checkpoint.ts';
 
-export const AUDIT_VERSION = 1;
 /** `tail()` returns at most this many records. */
 export const MAX_AUDIT_TAIL = 10_000;
 /** Kinds are short machine words: `net.denied`, `kv.quota`, `engine.start`. */
 const KIND = /^[a-z][a-z0-9_.:-]{0,63}$/;
 const ZERO_MAC: Buffer = Buffer.alloc(32);
-/** Kind of record 1 of every log started by this version. */
-export const GENESIS_KIND = 'genesis';
-const TABLES = ['audit', 'audit_head'] as const;
-/** Present in every log started (or adopted) by a version that writes genesis records. */
-const FORMAT_TABLE = 'audit_format';
-
-export interface AuditRecord {
-  readonly v: 1;
-  readonly seq: number;
-  readonly time: string;
-  readonly tenant: string;
-  readonly instance: string;
-  readonly kind: string;
-  readonly detail: AuditDetail;
-}
-
 export interface AuditEvent {
   readonly tenant: string;
   /** '' (the default) for engine-level events. */
@@ -75,13 +61,6 @@ export interface AuditEvent {
   /** Non-secret facts only (see audit-encoding.ts). */
   readonly detail?: { readonly [key: string]: unknown };
 }
-
-export type AuditProblem = 'edited' | 'deleted' | 'inserted' | 'reordered' | 'truncated' | 'bad-head' | 'wiped' | 'checkpoint';
-
-export type AuditVerification =
-  /** `legacy`: the log was started before genesis records (its record 1 is an ordinary one). */
-  | { readonly ok: true; readonly records: number; readonly legacy?: true }
-  | { readonly ok: false; readonly seq: number; readonly problem: AuditProblem; readonly reason: string };
 
 export interface AuditTailQuery {
   readonly tenant?: string;
@@ -95,50 +74,6 @@ export interface AuditTailQuery {
 export interface AuditLogOptions {
   /** The 32-byte key; default `loadAuditKey()`. */
   readonly key?: Uint8Array;
-}
-
-/** Which audit tables a database holds. */
-type TableState = 'none' | 'partial' | 'legacy' | 'current';
-
-function tableState(db: Database): TableState {
-  const names = new Set(db.prepare<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('audit', 'audit_head', 'audit_format')").all().map((r) => r.name));
-  const have = TABLES.filter((t) => names.has(t)).length;
-  if (have === 0) return names.has(FORMAT_TABLE) ? 'partial' : 'none';
-  if (have < TABLES.length) return 'partial';
-  return names.has(FORMAT_TABLE) ? 'current' : 'legacy';
-}
-
-const SCHEMA = `CREATE TABLE IF NOT EXISTS audit (
-      seq INTEGER PRIMARY KEY, v INTEGER NOT NULL, time TEXT NOT NULL, tenant TEXT NOT NULL,
-      instance TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, mac BLOB NOT NULL) STRICT;
-    CREATE TABLE IF NOT EXISTS audit_head (
-      id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, mac BLOB NOT NULL, head_mac BLOB NOT NULL) STRICT;
-    CREATE TABLE IF NOT EXISTS audit_format (id INTEGER PRIMARY KEY CHECK (id = 1), genesis INTEGER NOT NULL) STRICT;
-    CREATE INDEX IF NOT EXISTS audit_tenant ON audit (tenant, seq);
-    CREATE INDEX IF NOT EXISTS audit_kind ON audit (kind, seq);`;
-
-/** Why `openExisting` found no log to open. */
-function missingLog(state: TableState): AuditVerification {
-  return fail(1, 'wiped', state === 'partial'
-    ? 'some of the audit tables are missing (dropped)'
-    : 'the database has no audit tables: the log was dropped, or none was ever started in this database');
-}
-
-interface Row {
-  seq: number;
-  v: number;
-  time: string;
-  tenant: string;
-  instance: string;
-  kind: string;
-  detail: string;
-  mac: Buffer;
-}
-
-interface Head {
-  seq: number;
-  mac: Buffer;
-  head_mac: Buffer;
 }
 
 /** `$MEMBRANE_HOME/engine.sqlite`: the engine's own database (the audit log, kv, queues…). */
@@ -441,20 +376,3 @@ export function startAuditLog(db: Database, options: AuditLogOptions = {}): void
   new AuditLog(db, options);
 }
 
-function fail(seq: number, problem: AuditProblem, reason: string): AuditVerification {
-  return { ok: false, seq, problem, reason: `${problem}: ${reason}` };
-}
-
-/** A stored row as a record, or undefined if it is not one (wrong types, non-canonical detail). */
-function decodeRow(r: Row): AuditRecord | undefined {
-  if (r.v !== AUDIT_VERSION || typeof r.time !== 'string' || typeof r.tenant !== 'string' || typeof r.instance !== 'string' || typeof r.kind !== 'string' || typeof r.detail !== 'string') return undefined;
-  let detail: unknown;
-  try {
-    detail = JSON.parse(r.detail);
-  } catch {
-    return undefined;
-  }
-  if (detail === null || typeof detail !== 'object' || Array.isArray(detail)) return undefined;
-  if (canonicalJson(detail as AuditDetail) !== r.detail) return undefined;
-  return { v: AUDIT_VERSION, seq: r.seq, time: r.time, tenant: r.tenant, instance: r.instance, kind: r.kind, detail: detail as AuditDetail };
-}
