@@ -62,3 +62,40 @@ test('quota refusals name the quota and store nothing', () => {
   assert.throws(() => resolveStoreQuotas({ kvBytes: 1.5 }), /non-negative integer/);
   db.close();
 });
+
+test('property: after any sequence of puts, deletes, pushes and pops, each tenant\'s usage row equals its data recounted and never passes its quota', async () => {
+  const fc = (await import('fast-check')).default;
+  const quotas = resolveStoreQuotas({ kvKeys: 6, kvBytes: 900, queues: 3, queueBytes: 700 });
+  const op = fc.oneof(
+    fc.record({ t: fc.constant('put' as const), tenant: fc.constantFrom('a', 'b'), key: fc.constantFrom('k', 'kk', 'é', 'key4', 'x', 'y', 'z'), size: fc.integer({ min: 0, max: 300 }) }),
+    fc.record({ t: fc.constant('del' as const), tenant: fc.constantFrom('a', 'b'), key: fc.constantFrom('k', 'kk', 'é', 'key4', 'x') }),
+    fc.record({ t: fc.constant('push' as const), tenant: fc.constantFrom('a', 'b'), queue: fc.constantFrom('q', 'r', 's', 'tt'), size: fc.integer({ min: 0, max: 200 }) }),
+    fc.record({ t: fc.constant('pop' as const), tenant: fc.constantFrom('a', 'b'), queue: fc.constantFrom('q', 'r', 's', 'tt') }),
+  );
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+      const db = openDatabase(':memory:');
+      const kv = new KvStore(db, quotas);
+      const q = new QueueStore(db, quotas);
+      for (const o of ops) {
+        if (o.t === 'put') kv.put(o.tenant, o.key, new Uint8Array(o.size));
+        else if (o.t === 'del') kv.delete(o.tenant, o.key);
+        else if (o.t === 'push') q.push(o.tenant, o.queue, new Uint8Array(o.size));
+        else q.pop(o.tenant, o.queue);
+      }
+      for (const tenant of ['a', 'b']) {
+        const k = db.prepare<{ n: number; bytes: number | null }>('SELECT count(*) AS n, sum(length(CAST(key AS BLOB)) + length(value) + ?) AS bytes FROM kv WHERE tenant = ?').get(STORE_ITEM_OVERHEAD, tenant)!;
+        assert.deepEqual(kv.usageOf(tenant), { keys: k.n, bytes: k.bytes ?? 0 });
+        assert.ok(k.n <= quotas.kvKeys && (k.bytes ?? 0) <= quotas.kvBytes);
+        const m = db.prepare<{ names: number; bytes: number | null }>('SELECT count(DISTINCT queue) AS names, sum(length(message) + length(CAST(queue AS BLOB)) + ?) AS bytes FROM queue_messages WHERE tenant = ?').get(STORE_ITEM_OVERHEAD, tenant)!;
+        assert.deepEqual(q.usageOf(tenant), { queues: m.names, bytes: m.bytes ?? 0 });
+        assert.ok(m.names <= quotas.queues && (m.bytes ?? 0) <= quotas.queueBytes);
+        for (const name of ['q', 'r', 's', 'tt']) {
+          assert.equal(q.length(tenant, name), db.prepare<{ n: number }>('SELECT count(*) AS n FROM queue_messages WHERE tenant = ? AND queue = ?').get(tenant, name)!.n);
+        }
+      }
+      db.close();
+    }),
+    { numRuns: 200 },
+  );
+});
