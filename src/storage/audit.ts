@@ -242,7 +242,8 @@ export class AuditLog {
     return this.#db.transaction(() => {
       const r = this.#verifySnapshot();
       if (!r.ok) throw new SandboxError('INTERNAL', `the audit log does not verify (seq ${r.seq}: ${r.reason}); no checkpoint signed`);
-      const head = this.#head$.get()!;
+      const head = this.#head$.get();
+      if (!head) throw new SandboxError('INTERNAL', 'the audit log is empty (an older version\'s, never written): nothing to checkpoint');
       return signCheckpoint(checkpointKey(this.#key), { seq: head.seq, mac: head.mac.toString('hex'), time: new Date().toISOString(), keyId: this.keyId() });
     })();
   }
