@@ -162,3 +162,28 @@ test('a log from before genesis records verifies as legacy, is adopted on open, 
   assert.equal(adopted.tail()[0]!.kind, 'genesis');
   adopted.close();
 });
+
+test('an engine that opened its database (a guest used kv, nothing was denied) has started the log: verify passes, and a wipe is caught', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'membrane-audit-wipe-'));
+  const saved = { home: process.env['MEMBRANE_HOME'], key: process.env[AUDIT_KEY_ENV] };
+  process.env['MEMBRANE_HOME'] = home;
+  process.env[AUDIT_KEY_ENV] = KEY_HEX;
+  const { createEngine } = await import('../../src/index.ts');
+  const engine = createEngine({ poolSize: 0 });
+  try {
+    const r = await engine.exec({ language: 'js', code: "kv.put('k', 'v'); kv.get('k')", profile: 'minimal', tenant: 't' });
+    assert.equal(r.result, 'v', JSON.stringify(r.error));
+  } finally {
+    await engine.close();
+    if (saved.home === undefined) delete process.env['MEMBRANE_HOME'];
+    else process.env['MEMBRANE_HOME'] = saved.home;
+    if (saved.key === undefined) delete process.env[AUDIT_KEY_ENV];
+    else process.env[AUDIT_KEY_ENV] = saved.key;
+  }
+  const file = join(home, 'engine.sqlite');
+  assert.deepEqual(verifyFile(file), { ok: true, records: 1 }, 'the genesis alone');
+  const ok = await cli(home, ['audit', 'verify']);
+  assert.equal(ok.stdout, 'ok: 1 records\n');
+  tamper(file, 'DELETE FROM audit; DELETE FROM audit_head');
+  assert.equal((await cli(home, ['audit', 'verify'])).code, 1);
+});
