@@ -12,7 +12,8 @@
  */
 
 import { openDatabase, type Database } from '../../storage/sqlite.ts';
-import { engineDatabaseFile } from '../../storage/audit.ts';
+import { engineDatabaseFile, startAuditLog } from '../../storage/audit.ts';
+import { resolveStoreQuotas, type StoreQuotaOptions } from '../../storage/store-quotas.ts';
 import type { Caller } from '../host-services.ts';
 import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './cadence.ts';
 import { BrokerHub, type BrokerAnswer } from './hub.ts';
@@ -39,6 +40,8 @@ export interface BrokerOptions {
   readonly net?: NetBrokerOptions;
   /** The operator's OpenAI-compatible endpoint for `llm_complete` (absent: UNAVAILABLE). */
   readonly llm?: LlmOptions;
+  /** Per-tenant quotas of the durable stores (kv, queues); defaults in storage/store-quotas.ts. */
+  readonly quotas?: StoreQuotaOptions;
   /** Where audit records go; default the tamper-evident log in the engine database. */
   readonly audit?: (db: () => Database) => AuditSink;
 }
@@ -71,7 +74,7 @@ export class Brokers {
     this.secrets = new SecretStore(options.secrets ?? {});
     this.audit = (options.audit ?? defaultAudit)(db);
     this.cadence = new Cadence({ audit: this.audit, ...(options.rate ? { rate: options.rate } : {}) });
-    this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db });
+    this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db, quotas: resolveStoreQuotas(options.quotas) });
     this.network = new NetBroker(options.net ?? {});
     this.llm = new LlmBroker(options.llm ?? null);
   }
@@ -111,7 +114,17 @@ export class Brokers {
   }
 
   private db(): Database {
-    this.database ??= openDatabase(this.options.databaseFile ?? engineDatabaseFile());
+    if (this.database === null) {
+      const db = openDatabase(this.options.databaseFile ?? engineDatabaseFile());
+      try {
+        // The engine database always holds a started log (its genesis), so a log that is missing there was dropped.
+        if (this.options.audit === undefined) startAuditLog(db);
+      } catch (err) {
+        db.close();
+        throw err;
+      }
+      this.database = db;
+    }
     return this.database;
   }
 
