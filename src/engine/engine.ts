@@ -166,7 +166,8 @@ export class Engine {
         scratch = join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`);
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
       }
-      const handle = await this.pool.acquire();
+      // Waiting for a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
+      const handle = await this.pool.acquire(policy.timeoutMs);
       const startedAt = performance.now();
       const deadline = startedAt + policy.timeoutMs;
       handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: 1, module: prepared.module, spec, entry, budget: budgetOf(policy) });
