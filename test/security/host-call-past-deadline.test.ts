@@ -11,10 +11,12 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { createEngine, type Engine } from '../../src/index.ts';
-import { tableResolver } from '../net/servers.ts';
+import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { makeTestPki, tableResolver } from '../net/servers.ts';
 
-const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/netfetch.wasm', import.meta.url)));
+const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`../fixtures/c/${name}.wasm`, import.meta.url)));
+const guest = fixture('netfetch');
 const HOST = '127.0.0.2';
 const BUDGET_MS = 1000;
 /** The contract is budget + 100 ms; the slack is for a loaded 2-core test machine. */
@@ -53,6 +55,14 @@ async function silentTcp(): Promise<Silent> {
 
 let engine: Engine;
 let tcp: Silent;
+const pki = makeTestPki();
+/** A TLS server that completes the handshake and then never answers. */
+const tlsAccepted: TLSSocket[] = [];
+const tlsSilent = createTlsServer({ ...pki.leaf('silent.example.test'), allowHalfOpen: true }, (s) => {
+  tlsAccepted.push(s);
+  s.on('error', () => {});
+  s.on('data', () => {});
+});
 /** Every TCP socket this process opened (Node's `net.client.socket` channel): the brokers' sockets among them. */
 const opened: Socket[] = [];
 const onSocket = (m: unknown): void => void opened.push((m as { socket: Socket }).socket);
@@ -61,11 +71,16 @@ before(async () => {
   process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-host-call-deadline-'));
   dc.subscribe('net.client.socket', onSocket);
   tcp = await silentTcp();
+  await new Promise<void>((r) => tlsSilent.listen(0, HOST, r));
   const resolver = tableResolver({ 'silent.example.test': [HOST] });
+  const commands = CommandRegistry.withBuiltins();
+  commands.register('nest', fixture('nest'));
+  commands.register('sleeper', fixture('sleeper'));
   engine = createEngine({
     poolSize: 2,
+    commands,
     brokers: {
-      net: { allowCidrs: [`${HOST}/32`], resolver },
+      net: { allowCidrs: [`${HOST}/32`], resolver, ca: pki.ca },
       llm: { baseUrl: `http://${HOST}:${tcp.port}/v1`, apiKey: 'k', model: 'm' },
     },
   });
@@ -76,6 +91,9 @@ after(async () => {
   dc.unsubscribe('net.client.socket', onSocket);
   await engine.close();
   await tcp.close();
+  for (const s of tlsAccepted) s.destroy();
+  await new Promise<void>((r) => tlsSilent.close(() => r()));
+  pki.dispose();
 });
 
 async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
@@ -84,10 +102,10 @@ async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
-/** Run the guest with `argv` under a 1 s budget: it ends TIMEOUT in time; the measured time is printed. */
-async function timesOut(label: string, argv: string[]): Promise<number> {
+/** Run `module` with `argv` under a 1 s budget: it ends TIMEOUT in time; the measured time is printed. */
+async function timesOut(label: string, argv: string[], module = guest, profile = 'network'): Promise<number> {
   const t0 = performance.now();
-  const r = await engine.run(guest, { profile: 'network', timeoutMs: BUDGET_MS, argv });
+  const r = await engine.run(module, { profile, timeoutMs: BUDGET_MS, argv });
   const ms = performance.now() - t0;
   console.log(`# ${label}: TIMEOUT after ${ms.toFixed(0)} ms (budget ${BUDGET_MS} ms)`);
   assert.equal(r.ok, false, `${label}: ${r.stdout}`);
@@ -122,6 +140,16 @@ for (const [label, mode] of [
     await socketsClosed(label, tcp, from, mode !== 'tcp');
   });
 }
+
+test('tls_request to a server that completes the handshake and never answers ends TIMEOUT within the budget and closes the socket', async () => {
+  const from = { client: opened.length, server: tlsAccepted.length };
+  await timesOut('tls_request (silent after the handshake)', ['tls', `silent.example.test:${(tlsSilent.address() as AddressInfo).port}`, 'ping']);
+  const theirs = tlsAccepted.slice(from.server);
+  assert.ok(theirs.length > 0, 'the handshake completed');
+  const ours = opened.slice(from.client);
+  // tls_request half-closes after sending, so the server's view proves nothing: the broker's socket is the proof.
+  assert.ok(await waitFor(() => ours.length > 0 && ours.every((s) => s.destroyed), 100), 'the broker socket is destroyed');
+});
 
 test('udp_request to a port that never replies ends TIMEOUT within the budget', async () => {
   const sock = createSocket('udp4');
@@ -159,6 +187,47 @@ test('llm_complete to an endpoint that never answers ends TIMEOUT within the bud
   const from = mark();
   await timesOut('llm_complete', ['llm', '{"messages":[{"role":"user","content":"hi"}]}']);
   await socketsClosed('llm_complete', tcp, from);
+});
+
+test('process_wait on a process that outlives the budget ends TIMEOUT within the budget', async () => {
+  await timesOut('process_wait', ['spawn', '1', 'sleeper', '5000'], fixture('nest'), 'posix');
+});
+
+test('run_command_many over 32 slow tasks (more than the pool runs at once) ends TIMEOUT within the budget', async () => {
+  await timesOut('run_command_many x32', ['32', '0', 'sleeper', '5000'], fixture('fanout'), 'posix');
+});
+
+test('a late answer never reaches the next call on the same worker, and the worker is kept', async () => {
+  // A server that answers each connection after 1.3 s with its own name, and one that answers at once.
+  const late = createServer({ allowHalfOpen: true }, (s) => {
+    s.on('error', () => {});
+    s.on('data', () => {});
+    setTimeout(() => s.end('late answer for the first call'), 1300);
+  });
+  const echo = createServer({ allowHalfOpen: true }, (s) => {
+    s.on('error', () => {});
+    s.on('data', () => {});
+    s.on('end', () => s.end('second call'));
+  });
+  await Promise.all([late, echo].map((srv) => new Promise<void>((r) => srv.listen(0, HOST, r))));
+  const one = createEngine({ poolSize: 1, maxWorkers: 1, brokers: { net: { allowCidrs: [`${HOST}/32`], resolver: tableResolver({ 'late.example.test': [HOST] }) } } });
+  try {
+    const at = (srv: Server): string => `late.example.test:${(srv.address() as AddressInfo).port}`;
+    const first = await one.run(guest, { profile: 'network', timeoutMs: BUDGET_MS, argv: ['tcp', at(late), 'one'] });
+    assert.equal(first.error?.code, 'TIMEOUT');
+    const replacedBefore = one.stats().workersReplaced;
+    // The same (only) worker, while the first call's server is still about to answer.
+    const second = await one.run(guest, { profile: 'network', timeoutMs: 3000, argv: ['tcp', at(echo), 'two'] });
+    assert.equal(second.stdout, 'reply second call\n');
+    await new Promise((r) => setTimeout(r, 400));
+    const third = await one.run(guest, { profile: 'network', timeoutMs: 3000, argv: ['tcp', at(echo), 'three'] });
+    assert.equal(third.stdout, 'reply second call\n');
+    assert.equal(one.stats().workersReplaced, replacedBefore, 'a guest cut in a host call stops itself; its worker is reused');
+    assert.equal(one.stats().workersReplaced, 0);
+  } finally {
+    await one.close();
+    await Promise.all([late, echo].map((srv) => new Promise<void>((r) => srv.close(() => r()))));
+  }
 });
 
 test('after a host call timed out, the engine runs the next guest normally', async () => {
