@@ -62,6 +62,9 @@ export type HostHandler = (req: HostRequest, blobs: readonly Uint8Array[], handl
  */
 export const HOST_CALL_GRACE_MS = 50;
 
+/** Host calls served even past the deadline: they only release what the call holds (an exec slot, a process). */
+const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']);
+
 const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -7 };
 
 export type Awaited =
@@ -205,19 +208,23 @@ export class WorkerHandle {
         // interrupted) the handler is aborted, the worker is answered TIMEOUT with the interrupt
         // word up — it stops the guest as soon as it reads that — and the late answer is dropped.
         let reply: HostReply | null = null;
-        if (!interrupted && performance.now() < limit) {
-          const abort = new AbortController();
-          try {
-            const frame = ch.read();
-            const req = parseHostRequest(frame.header);
-            const r = onHost(req, frame.blobs, this, { deadline: limit, signal: abort.signal });
-            reply = r instanceof Promise ? await within(r, limit, signal) : r;
-          } catch (e) {
-            void toSandboxError(e);
-            reply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -8 };
+        const late = interrupted || performance.now() >= limit;
+        const abort = new AbortController();
+        try {
+          const frame = ch.read();
+          const req = parseHostRequest(frame.header);
+          // Past the deadline only bookkeeping that frees what the call holds is still served.
+          if (!late || RELEASE_OPS.has(req.op)) {
+            const until = late ? performance.now() + HOST_CALL_GRACE_MS : limit;
+            const r = onHost(req, frame.blobs, this, { deadline: until, signal: abort.signal });
+            const answered = r instanceof Promise ? await within(r, until, signal) : r;
+            if (!late) reply = answered;
           }
-          if (reply === null) abort.abort(new SandboxError('TIMEOUT', 'the call reached its deadline inside a host call'));
+        } catch (e) {
+          void toSandboxError(e);
+          reply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -8 };
         }
+        if (reply === null) abort.abort(new SandboxError('TIMEOUT', 'the call reached its deadline inside a host call'));
         if (ch.state !== State.HOST_REQ) continue; // died meanwhile
         if (reply === null) {
           ch.interrupt();

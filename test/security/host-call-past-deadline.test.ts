@@ -14,6 +14,7 @@ import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { makeTestPki, tableResolver } from '../net/servers.ts';
+import { watText } from '../helpers/wat.ts';
 
 const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`../fixtures/c/${name}.wasm`, import.meta.url)));
 const guest = fixture('netfetch');
@@ -195,6 +196,25 @@ test('process_wait on a process that outlives the budget ends TIMEOUT within the
 
 test('run_command_many over 32 slow tasks (more than the pool runs at once) ends TIMEOUT within the budget', async () => {
   await timesOut('run_command_many x32', ['32', '0', 'sleeper', '5000'], fixture('fanout'), 'posix');
+});
+
+test('a guest that catches the cut host call (catch_all) and returns normally still ends TIMEOUT', async () => {
+  const target = `silent.example.test:${tcp.port}`;
+  const module = await watText(`(module
+    (import "membrane" "tcp_request" (func $tcp (param i32 i32 i32 i32 i32 i32) (result i32)))
+    (memory (export "memory") 1)
+    (data (i32.const 0) "${target}")
+    (data (i32.const 100) "ping")
+    (func (export "swallow") (result i32)
+      (try (result i32)
+        (do (call $tcp (i32.const 0) (i32.const ${target.length}) (i32.const 100) (i32.const 4) (i32.const 200) (i32.const 1024)))
+        (catch_all (i32.const 42)))))`);
+  const t0 = performance.now();
+  const r = await engine.run(module, { profile: 'network', timeoutMs: BUDGET_MS, invoke: 'swallow' });
+  const ms = performance.now() - t0;
+  console.log(`# catch_all around tcp_request: ${r.error?.code ?? `ok ${JSON.stringify(r.result)}`} after ${ms.toFixed(0)} ms`);
+  assert.equal(r.error?.code, 'TIMEOUT', JSON.stringify(r));
+  assert.ok(ms <= BOUND_MS, `ended after ${ms.toFixed(0)} ms`);
 });
 
 test('a late answer never reaches the next call on the same worker, and the worker is kept', async () => {
