@@ -56,22 +56,24 @@ export class WorkerPool {
   /** A worker for one fresh run, waiting at most `waitMs` (the call's own timeout) for one to be free. */
   async acquire(waitMs = this.config.acquireTimeoutMs): Promise<WorkerHandle> {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
+    const bound = Math.max(1, Math.min(waitMs, this.config.acquireTimeoutMs));
     const h = this.takeIdle();
     if (h) {
       this.warm();
-      return this.ready(h);
+      return this.ready(h, bound);
     }
     if (this.live + this.spawning < this.config.maxWorkers) this.spawnOne();
-    return this.waitForWorker(Math.max(1, Math.min(waitMs, this.config.acquireTimeoutMs))).then((w) => this.ready(w));
+    return this.waitForWorker(bound).then((w) => this.ready(w, bound));
   }
 
   /**
    * `h` once it has finished the housekeeping of its last job (closing that job's file VFS, see
-   * worker/main.ts), so a job's deadline never includes it; waits at most `acquireTimeoutMs`,
-   * after which the job is posted anyway (the worker takes it when it is done).
+   * worker/main.ts), so a job's deadline never includes it; waits at most `boundMs` (the call's
+   * own timeout, or `acquireTimeoutMs`), after which the job is posted anyway (the worker takes
+   * it when it is done).
    */
-  private async ready(h: WorkerHandle): Promise<WorkerHandle> {
-    await h.channel.housekept(this.config.acquireTimeoutMs);
+  private async ready(h: WorkerHandle, boundMs = this.config.acquireTimeoutMs): Promise<WorkerHandle> {
+    await h.channel.housekept(boundMs);
     return h;
   }
 

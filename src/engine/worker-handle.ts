@@ -191,6 +191,40 @@ export class WorkerHandle {
   }
 
   private async waitLoop(deadline: number, onHost: HostHandler, graceMs: number, signal?: AbortSignal): Promise<Awaited> {
+    // One host call is in flight at a time: `cut` ends the wait for it (at the deadline, or when
+    // `signal` aborts); one timer per job, armed at the first host call, serves them all.
+    let cut: ((v: null) => void) | null = null;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let expired = false;
+    const stop = (): void => {
+      expired = true;
+      cut?.(null);
+    };
+    signal?.addEventListener('abort', stop);
+    try {
+      return await this.serveLoop(deadline, onHost, graceMs, signal, (r, limit) => {
+        if (expired || signal?.aborted) return Promise.resolve(null);
+        timer ??= setTimeout(stop, Math.max(0, limit - performance.now()));
+        return new Promise<HostReply | null>((resolve, reject) => {
+          cut = resolve;
+          r.then(resolve, reject);
+        }).finally(() => {
+          cut = null;
+        });
+      });
+    } finally {
+      if (timer) clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+    }
+  }
+
+  private async serveLoop(
+    deadline: number,
+    onHost: HostHandler,
+    graceMs: number,
+    signal: AbortSignal | undefined,
+    bounded: (r: Promise<HostReply>, limit: number) => Promise<HostReply | null>,
+  ): Promise<Awaited> {
     const ch = this.channel;
     let limit = deadline;
     let interrupted = false;
@@ -217,7 +251,7 @@ export class WorkerHandle {
           if (!late || RELEASE_OPS.has(req.op)) {
             const until = late ? performance.now() + HOST_CALL_GRACE_MS : limit;
             const r = onHost(req, frame.blobs, this, { deadline: until, signal: abort.signal });
-            const answered = r instanceof Promise ? await within(r, until, signal) : r;
+            const answered = !(r instanceof Promise) ? r : late ? await within(r, until) : await bounded(r, limit);
             if (!late) reply = answered;
           }
         } catch (e) {
@@ -275,22 +309,13 @@ export class WorkerHandle {
 }
 
 /**
- * `work`'s reply, or null once `limit` (a `performance.now()` value) passes or `stop` aborts
- * first; `work` itself is left to its own abort and its late result is ignored.
+ * `work`'s reply, or null once `limit` (a `performance.now()` value) passes; `work` itself is
+ * left to its own abort and its late result is ignored. (Bookkeeping past the deadline only.)
  */
-function within(work: Promise<HostReply>, limit: number, stop?: AbortSignal): Promise<HostReply | null> {
-  if (stop?.aborted) return Promise.resolve(null);
+function within(work: Promise<HostReply>, limit: number): Promise<HostReply | null> {
   return new Promise<HostReply | null>((resolve, reject) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      stop?.removeEventListener('abort', onStop);
-    };
-    const onStop = (): void => {
-      done();
-      resolve(null);
-    };
-    const timer = setTimeout(onStop, Math.max(0, limit - performance.now()));
-    stop?.addEventListener('abort', onStop, { once: true });
+    const done = (): void => clearTimeout(timer);
+    const timer = setTimeout(() => resolve(null), Math.max(0, limit - performance.now()));
     work.then(
       (r) => {
         done();
