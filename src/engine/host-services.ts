@@ -9,7 +9,10 @@
  * `vfs_query` to the query service with the caller's own database.
  * Invariant: every decision is made here from the caller's captured context (tenant, policy,
  * VFS, depth) — a request can name a registered command and its argv, nothing else; a slot taken
- * is released on every path (the call's end, its job's end, a worker's death).
+ * is released on every path (the call's end, its job's end, a worker's death). Every host call
+ * is served under its calling call's deadline (`HostCall`, worker-handle.ts): what it waits on
+ * (a broker, a process, a query, a fan-out) gets at most the time left and its abort signal, and
+ * once that signal has fired nothing of its late answer reaches the worker.
  *
  * Does not protect against: rate and revocation — the broker cadence (issue #5) wraps these.
  */
