@@ -135,7 +135,11 @@ export class WorkerHandle {
           : new SandboxError('INSTANCE_DEAD', 'the guest worker failed', {}, err);
     });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new SandboxError('INTERNAL', 'a guest worker did not start in time')), BOOT_TIMEOUT_MS);
+      // A thread that cannot even start in time means a host too busy: retryable, and the thread goes.
+      const timer = setTimeout(() => {
+        void w.terminate();
+        reject(new SandboxError('OVERLOADED', `the host is too busy: a guest worker did not start within ${BOOT_TIMEOUT_MS} ms`));
+      }, BOOT_TIMEOUT_MS);
       w.once('message', () => {
         clearTimeout(timer);
         this.alive = true;
