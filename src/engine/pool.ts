@@ -53,7 +53,11 @@ export class WorkerPool {
     return this.live;
   }
 
-  /** A worker for one fresh run, waiting at most `waitMs` (the call's own timeout) for one to be free. */
+  /**
+   * A worker for one fresh run. When every worker is busy (at `maxWorkers`, none starting) it
+   * waits at most `waitMs` (the call's own timeout) for one to be free, then OVERLOADED; a worker
+   * still starting for it (a cold pool, a replacement) is waited for up to `acquireTimeoutMs`.
+   */
   async acquire(waitMs = this.config.acquireTimeoutMs): Promise<WorkerHandle> {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
     const bound = Math.max(1, Math.min(waitMs, this.config.acquireTimeoutMs));
@@ -63,7 +67,8 @@ export class WorkerPool {
       return this.ready(h, bound);
     }
     if (this.live + this.spawning < this.config.maxWorkers) this.spawnOne();
-    return this.waitForWorker(bound).then((w) => this.ready(w, bound));
+    const starting = this.spawning > this.waiters.length;
+    return this.waitForWorker(starting ? this.config.acquireTimeoutMs : bound).then((w) => this.ready(w, bound));
   }
 
   /**
