@@ -11,6 +11,7 @@
  * different audit keys (the chain then fails to verify, loudly).
  */
 
+import { setMaxListeners } from 'node:events';
 import { openDatabase, type Database } from '../../storage/sqlite.ts';
 import { engineDatabaseFile, startAuditLog } from '../../storage/audit.ts';
 import { resolveStoreQuotas, type StoreQuotaOptions } from '../../storage/store-quotas.ts';
@@ -20,6 +21,14 @@ import { BrokerHub, type BrokerAnswer } from './hub.ts';
 import { SecretStore, type SecretSpec } from './secrets.ts';
 import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
 import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
+
+/**
+ * How far past the calling call's deadline a remote call's own timers are set. The caller's
+ * signal aborts the call at the deadline itself (and answers the guest TIMEOUT); the broker's
+ * timers are the backstop, set just after, so they never answer first with a -7 the guest could
+ * read and carry on from.
+ */
+export const DEADLINE_BACKSTOP_MS = 25;
 
 /** Who calls a broker: a core guest's `Caller`, or an exec call's principal (src/engine/lane-powers.ts). */
 export type BrokerCaller = Pick<Caller, 'tenant' | 'instance'> & { readonly policy: { readonly caps: readonly CapWord[] } };
@@ -80,23 +89,41 @@ export class Brokers {
   }
 
   /**
-   * A remote call (network brokers, `llm_complete`): the cadence, then the call; revoking the
-   * principal (or the job ending) aborts it in flight. Guard refusals are audited like cadence
-   * denials.
+   * A remote call (network brokers, `llm_complete`): the cadence, then the call, bounded by the
+   * calling call's `deadline` (a `performance.now()` value): the broker's own timeout is cut to
+   * what is left, and at the deadline the call is aborted down to its sockets (TIMEOUT).
+   * Revoking the principal (REVOKED) or `stop` (the job ending) aborts it too. Guard refusals are
+   * audited like cadence denials.
    */
-  async net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal): Promise<Uint8Array | number> {
+  async net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline = Infinity): Promise<Uint8Array | number> {
     const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps };
     const cap = lookupImport(MEMBRANE_MODULE, name)?.grant as CapWord;
     const bytes = args.reduce((n, a) => n + a.byteLength, 0);
     const refused = this.cadence.admit(who, cap, name, { bytes, max: REMOTE_CALLS[name] ?? 0 });
     if (refused !== null) return refused;
+    if (deadline - performance.now() <= 0) return GUEST_ERR.TIMEOUT;
+    const left = Math.ceil(deadline - performance.now()) + DEADLINE_BACKSTOP_MS;
     const abort = new AbortController();
-    const onStop = (): void => abort.abort();
+    // A batch listens on it once per request in flight (≤ MAX_BATCH_CONCURRENCY).
+    setMaxListeners(64, abort.signal);
+    let why: 'stop' | 'revoked' | 'deadline' | null = null;
+    const end = (reason: 'stop' | 'revoked' | 'deadline') => (): void => {
+      why ??= reason;
+      abort.abort();
+    };
+    const onStop = end('stop');
+    if (stop.aborted) onStop();
     stop.addEventListener('abort', onStop);
-    const unwatch = this.cadence.watch(who, onStop);
+    const unwatch = this.cadence.watch(who, end('revoked'));
+    const timer = Number.isFinite(left) ? setTimeout(end('deadline'), left) : null;
+    const limitMs = Number.isFinite(left) ? left : undefined;
     try {
-      if (name === 'llm_complete') return await this.llm.complete(args[0] ?? new Uint8Array(0), abort.signal);
-      const answer = await this.network.call(name, args, abort.signal);
+      if (name === 'llm_complete') {
+        const answer = await this.llm.complete(args[0] ?? new Uint8Array(0), abort.signal, limitMs);
+        return why === 'deadline' ? GUEST_ERR.TIMEOUT : answer;
+      }
+      const answer = await this.network.call(name, args, abort.signal, limitMs);
+      if (why === 'deadline') return GUEST_ERR.TIMEOUT;
       if (answer.ok) {
         for (const target of answer.denied) {
           this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: 'DENIED', why: 'network guard', target } });
@@ -108,6 +135,7 @@ export class Brokers {
       }
       return answer.errno;
     } finally {
+      if (timer) clearTimeout(timer);
       unwatch();
       stop.removeEventListener('abort', onStop);
     }

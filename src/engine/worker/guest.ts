@@ -73,7 +73,13 @@ export class Guest {
     this.host = {
       call: (op, blobs) => {
         this.vfs?.flush();
-        return bridge.call(op, blobs);
+        try {
+          return bridge.call(op, blobs);
+        } catch (e) {
+          // A host call cut at the deadline: recorded, so a guest that catches it still ends TIMEOUT.
+          if (e instanceof GuestFault) this.state.fault ??= e;
+          throw e;
+        }
       },
       receiveModule: () => bridge.receiveModule(),
     };

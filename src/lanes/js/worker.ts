@@ -171,6 +171,8 @@ async function main(): Promise<void> {
             ? (power: string, args: string | { readonly oversized: number }): string => {
                 const answer = bridge.call(m.id, power, args, deadline, it.meter.used());
                 it.meter.charge(answerFuel(answer));
+                // A power that ran into the deadline ends the snippet TIMEOUT, whatever it does with the error.
+                it.meter.shouldInterrupt();
                 return answer;
               }
             : null;

@@ -108,8 +108,15 @@ function readExact(n) {
   }
   return b;
 }
-/** One power call: request bytes up, answer bytes (JSON) back; never throws. */
+/** One power call: request bytes up, answer bytes (JSON) back; never throws. A call that ran into the deadline ends the snippet TIMEOUT. */
 function hostCall(request) {
+  try {
+    return exchange(request);
+  } finally {
+    if (meter.fault === null && performance.now() > meter.deadline) meter.fault = 'TIMEOUT';
+  }
+}
+function exchange(request) {
   const failed = () => Buffer.from(JSON.stringify({ ok: false, code: performance.now() > meter.deadline ? 'TIMEOUT' : 'UNAVAILABLE' }));
   if (bridge.broken) return failed();
   if (meter.fault === null && overResident(performance.now())) meter.fault = 'MEMORY_LIMIT';
