@@ -37,6 +37,7 @@ import type { ParsedModule } from './module.ts';
 import { Op } from './opcodes.ts';
 import { sameFuncType, writeFuncType, writeLimits, writeValType } from './types.ts';
 import type { FuncType, Limits, ValType } from './types.ts';
+import { assertValidModule } from './validate.ts';
 
 /** Reserved export holding the delta of the `memory.grow` that failed (0 until one does). */
 export const GROW_FAILED_EXPORT = '__membrane_grow_failed';
@@ -53,6 +54,8 @@ export interface LimitsOptions {
   readonly maxTableElements: number;
   /** Replace `memory.grow` so that a failed grow traps (DESIGN §3 default: true). */
   readonly trapOnGrowFailure: boolean;
+  /** True only when these exact bytes already passed `assertValidModule`; otherwise they are validated first. */
+  readonly validated?: boolean;
 }
 
 export interface MemoryLimitInfo {
@@ -104,6 +107,7 @@ export function applyLimits<T extends Uint8Array>(bytes: T, opts: LimitsOptions)
   if (typeof opts.trapOnGrowFailure !== 'boolean') {
     throw new SandboxError('POLICY_INVALID', 'trapOnGrowFailure must be a boolean', { option: 'trapOnGrowFailure' });
   }
+  if (opts.validated !== true) assertValidModule(bytes);
   const m = parseModule(bytes);
   const reserved = m.exports.find((e) => e.name === GROW_FAILED_EXPORT);
   if (reserved !== undefined) throw invalidModule(`export name ${GROW_FAILED_EXPORT} is reserved`, reserved.offset, 'export');

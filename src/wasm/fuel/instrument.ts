@@ -57,6 +57,7 @@ import { BodyScanner } from './scan.ts';
 import { Sink, lebSize } from './sink.ts';
 import { LOCAL_REFILL_NAME, TwinTypes, canTwin, twinsFit, writeAdapter, writeLocalRefill, writePlaceholder, writeWrapper } from './twins.ts';
 import { TypeTable } from './type-table.ts';
+import { assertValidModule } from '../validate.ts';
 
 /** V8's limit on one function body (kV8MaxWasmFunctionSize), size prefix included. */
 export const MAX_FUNCTION_BODY_BYTES = 7_654_321;
@@ -90,10 +91,16 @@ export interface FuelResult<T> {
 
 export interface FuelOptions {
   readonly costs?: Partial<CostModel>;
+  /**
+   * True only when these exact bytes already passed `assertValidModule` (validate.ts), or are
+   * `applyLimits`' output for such bytes. Otherwise the input is validated first.
+   */
+  readonly validated?: boolean;
 }
 
 export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelResult<Uint8Array<ArrayBuffer>> {
   const costs = resolveCosts(opts?.costs);
+  if (opts?.validated !== true) assertValidModule(bytes);
   const m = parseModule(bytes);
   refuseUnsupported(m);
   let funcImports = 0;

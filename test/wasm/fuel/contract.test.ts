@@ -26,20 +26,26 @@ test('a module that exports __membrane_fuel is INVALID_MODULE, so instrumenting 
 });
 
 test('64-bit memories and tables are refused with a clear message', () => {
+  const v = { validated: true };
   // memory section: one memory, flags 0x04 (64-bit index), min 1
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 05 03 01 04 01`)), 11, /memory64 is not supported by the fuel rewriter/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 05 03 01 04 01`), v), 11, /memory64 is not supported by the fuel rewriter/);
   // table section: one funcref table, flags 0x04, min 1
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 04 04 01 70 04 01`)), 11, /table64 is not supported by the fuel rewriter/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 04 04 01 70 04 01`), v), 11, /table64 is not supported by the fuel rewriter/);
   // imported: env.m memory with flags 0x04
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 02 0a 01 03 65 6e 76 01 6d 02 04 01`)), 11, /memory64 is not supported/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 02 0a 01 03 65 6e 76 01 6d 02 04 01`), v), 11, /memory64 is not supported/);
 });
 
 test('malformed input is INVALID_MODULE with an offset, never another exception', () => {
-  assertInvalid(() => instrumentFuel(hex('0061736d')));
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 0a 04 01 02 00 41`)));
-  // a body whose call names a function index the module lacks still rewrites; V8 refuses it
-  const out = instrumentFuel(hex(`${HEADER} 01 04 01 60 00 00 03 02 01 00 0a 06 01 04 00 10 07 0b`)).bytes;
-  assert.equal(WebAssembly.validate(out), false);
+  for (const v of [{}, { validated: true }]) {
+    assertInvalid(() => instrumentFuel(hex('0061736d'), v));
+    assertInvalid(() => instrumentFuel(hex(`${HEADER} 0a 04 01 02 00 41`), v));
+  }
+});
+
+test('a call of a function index the module lacks is INVALID_MODULE: V8 at the gate, the rewriter without it', () => {
+  const bytes = hex(`${HEADER} 01 04 01 60 00 00 03 02 01 00 0a 06 01 04 00 10 07 0b`);
+  assertInvalid(() => instrumentFuel(bytes), undefined, /invalid module: .*function index/i);
+  assertInvalid(() => instrumentFuel(bytes, { validated: true }), undefined, /function 7/);
 });
 
 test('a cost model outside its bounds is POLICY_INVALID', async () => {
