@@ -37,8 +37,7 @@ export function assertValidModule(bytes: Uint8Array): void {
   }
   // V8 ends most reasons with the byte offset it stopped at: `… @+33`.
   const at = /@\+(\d+)$/.exec(reason);
-  const details = at === null ? { reason } : { reason, offset: Number(at[1]) };
-  throw new SandboxError('INVALID_MODULE', `invalid module: ${reason}`, details);
+  throw new SandboxError('INVALID_MODULE', `invalid module: ${reason}`, at === null ? { reason } : { reason, offset: Number(at[1]) });
 }
 
 /** V8's message without the API prefix (`WebAssembly.Module(): `), on one bounded line. */
