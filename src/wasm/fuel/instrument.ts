@@ -122,7 +122,8 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   const renumber = new Renumber(m, funcImports);
 
   // Code first: it discovers the helpers, whose types and functions the other sections list.
-  const scanner = new BodyScanner(bytes, costs, funcImports, m.types, helpers.resolve);
+  const spaces = { funcImports, funcs: funcImports + m.functions.length, globals: fuelGlobal };
+  const scanner = new BodyScanner(bytes, costs, spaces, m.types, helpers.resolve);
   const emitter = new BodyEmitter(fuelGlobal, refill, localRefill);
   const codeSection = findSection(m, SectionId.CODE);
   // Instrumented code is typically 1.5–1.7× the original, and with twins nearly all of it is in
@@ -146,8 +147,8 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
     const type = m.types[typeIndex];
     if (type === undefined) throw invalidModule(`function ${funcImports + i} has an unknown type index`, code.offset, 'code');
     const params = type.params.length;
-    scanner.scan(code.codeStart, code.end, params);
     const locals = localCount(params, code);
+    scanner.scan(code.codeStart, code.end, params, locals);
     const fast = !scanner.eh && locals < MAX_FUNCTION_LOCALS;
     const self = funcImports + 1 + i;
     const threaded = twins !== null && fast && !scanner.tail && twinned[self] === 1;
@@ -193,7 +194,7 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   if (functionCount > 0) edits.set(SectionId.CODE, [leb(functionCount), bodies.view(), twinBodies.view()]);
 
   const extraNames: [number, string][] = [[refill, `${FUEL_IMPORT_MODULE}.${FUEL_IMPORT_NAME}`], [localRefill, LOCAL_REFILL_NAME], ...helpers.names()];
-  const out = assemble(m, edits, (start, end) => rewriteNames(bytes, start, end, (i) => renumber.map(i), extraNames));
+  const out = assemble(m, edits, (start, end) => rewriteNames(bytes, start, end, (i) => renumber.mapName(i), extraNames));
   return {
     bytes: out,
     stats: { functions: m.codes.length, loops, chargePoints, bulkSites, inputBytes: bytes.length, outputBytes: out.length },
@@ -201,11 +202,16 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
 }
 
 function refuseUnsupported(m: ParsedModule): void {
+  // Types are appended after the input's (the refill's, the twins', the helpers'): a type index
+  // past them is the input's fault and must not come to name one of ours.
+  const types = m.types.length;
   for (const i of m.imports) {
     if (i.module === FUEL_IMPORT_MODULE) throw invalidModule(`import module ${FUEL_IMPORT_MODULE} is reserved`, i.offset, 'import');
+    if ((i.kind === 'func' || i.kind === 'tag') && i.typeIndex >= types) throw invalidModule(`type index ${i.typeIndex} is out of range (${types} types)`, i.offset, 'import');
     const limits = i.kind === 'memory' ? i.memory : i.kind === 'table' ? i.table.limits : null;
     if (limits?.index64) throw invalidModule(`${i.kind}64 is not supported by the fuel rewriter`, i.offset, 'import');
   }
+  for (const t of m.tags) if (t >= types) throw invalidModule(`tag type index ${t} is out of range (${types} types)`, 0, 'tag');
   for (const e of m.memories) if (e.limits.index64) throw invalidModule('memory64 is not supported by the fuel rewriter', e.offset, 'memory');
   for (const t of m.tables) if (t.type.limits.index64) throw invalidModule('table64 is not supported by the fuel rewriter', t.offset, 'table');
   const reserved = m.exports.find((e) => e.name === FUEL_GLOBAL_EXPORT);
