@@ -11,6 +11,10 @@
  * stores the requested delta in the exported global `__membrane_grow_failed` and executes
  * `unreachable`, so the host can tell a memory-limit trap from any other trap.
  *
+ * The input is validated with V8 first (validate.ts) unless the caller passes `validated: true`:
+ * an out-of-range index in an invalid module would otherwise name the guard, its type or the flag
+ * global appended below (this rewriter does not check indices itself; the gate is its guard).
+ *
  * Invariant: no existing index moves. The guard function, its type (unless an identical one
  * exists), the global and the export are appended at the end of their index spaces, so calls,
  * `call_indirect`, element segments, the start function and the name section stay valid.

@@ -57,7 +57,7 @@ export class Tally {
   /** Invalid modules the rewriter passed through still invalid (only possible with the gate skipped). */
   invalidPassedThrough = 0;
   /** Modules the suite calls invalid or malformed that V8 accepts (V8's or wabt's divergence). */
-  invalidV8Accepts = 0;
+  invalidV8Accepts: string[] = [];
   /** Malformed texts wabt refuses: no bytes exist to give the rewriter. */
   malformedText = 0;
   nanPayloadOnly = 0;
@@ -371,7 +371,7 @@ export class SpecRunner {
       return;
     }
     if (WebAssembly.validate(enc.bytes)) {
-      t.invalidV8Accepts++;
+      t.invalidV8Accepts.push(where);
       t.agree++;
       return;
     }
