@@ -45,7 +45,7 @@ import { SandboxError } from '../../errors.ts';
 import { Writer, invalidModule } from '../bytes.ts';
 import { SectionId, findSection, parseModule } from '../module.ts';
 import type { ParsedModule } from '../module.ts';
-import { writeFuncType } from '../types.ts';
+import { heapTypeIndices, writeFuncType } from '../types.ts';
 import { BodyEmitter, MAX_FUNCTION_LOCALS, localCount } from './body.ts';
 import { resolveCosts } from './cost.ts';
 import type { CostModel } from './cost.ts';
@@ -101,6 +101,7 @@ export interface FuelOptions {
 export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelResult<Uint8Array<ArrayBuffer>> {
   const costs = resolveCosts(opts?.costs);
   if (opts?.validated !== true) assertValidModule(bytes);
+  heapTypeIndices.reset();
   const m = parseModule(bytes);
   refuseUnsupported(m);
   let funcImports = 0;
@@ -174,6 +175,11 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
     loops += scanner.loops;
     chargePoints += scanner.chargePoints;
     bulkSites += scanner.bulkSites;
+  }
+  // Every typed reference the input names (type section, imports, globals, tables, elements,
+  // locals, block types, select, ref.null — all decoded by now) must be one of its own types.
+  if (heapTypeIndices.max >= m.types.length) {
+    throw invalidModule(`heap type index ${heapTypeIndices.max} is out of range (${m.types.length} types)`, 0);
   }
   writeLocalRefill(twinBodies, fuelLeb, refill);
   helpers.writeBodies(twinBodies, costs, fuelLeb, leb(refill));

@@ -47,8 +47,8 @@
  *
  * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator; a
  * body that would not validate otherwise gets records that mean nothing, and V8 refuses the
- * output (the input is validated before this runs, validate.ts). Heap-type indices in typed
- * references (`ref $t`) are not checked here: only the validation gate covers them.
+ * output (the input is validated before this runs, validate.ts). Heap-type indices of typed
+ * references (`ref $t`) are checked once per module after every body is decoded (instrument.ts).
  */
 
 import { invalidModule } from '../bytes.ts';

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { SandboxError } from '../../../src/errors.ts';
 import { DEFAULT_COSTS, GROW_FAILED_EXPORT, applyLimits, instrumentFuel, parseModule } from '../../../src/wasm/index.ts';
 import { HEADER, assertInvalid, hex, wat } from '../helpers.ts';
+import { watText } from '../../helpers/wat.ts';
 import { fuelWat } from './fixtures.ts';
 import { metered } from './host.ts';
 
@@ -46,6 +47,34 @@ test('a call of a function index the module lacks is INVALID_MODULE: V8 at the g
   const bytes = hex(`${HEADER} 01 04 01 60 00 00 03 02 01 00 0a 06 01 04 00 10 07 0b`);
   assertInvalid(() => instrumentFuel(bytes), undefined, /invalid module: .*function index/i);
   assertInvalid(() => instrumentFuel(bytes, { validated: true }), 23, /function index 7 is out of range/);
+});
+
+test("out-of-range indices are refused by the rewriter's own checks, the V8 gate skipped", async () => {
+  const v = { validated: true };
+  const cases: [string, RegExp][] = [
+    ['(module (func (drop (global.get 0))))', /global index 0 is out of range/],
+    ['(module (func (local.set 0 (i64.const 1))))', /local index 0 is out of range/],
+    ['(module (func (call 1)))', /function index 1 is out of range/],
+    ['(module (func (return_call 1)))', /function index 1 is out of range/],
+    ['(module (func (drop (ref.func 1))))', /function index 1 is out of range/],
+    ['(module (type (func)) (table 1 funcref) (func (call_indirect (type 1) (i32.const 0))))', /type index 1 is out of range/],
+    ['(module (func (br 1)))', /label index 1 is out of range/],
+    ['(module (func (block (br_if 2 (i32.const 0)))))', /label index 2 is out of range/],
+    ['(module (func) (export "f" (func 1)))', /function index 1 is out of range/],
+    ['(module (func) (start 1))', /function index 1 is out of range/],
+    ['(module (export "g" (global 0)))', /global index 0 is out of range/],
+  ];
+  for (const [text, reason] of cases) {
+    const bytes = (await watText(text)) as Uint8Array<ArrayBuffer>;
+    assert.equal(WebAssembly.validate(bytes), false, text);
+    assertInvalid(() => instrumentFuel(bytes, v), undefined, reason);
+  }
+  // Binary only (wabt would repair or reject these): a block type, a local's typed reference and
+  // a function type's typed reference naming a type past the input's one type.
+  const typeSec = '01 04 01 60 00 00';
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} ${typeSec} 03 02 01 00 0a 07 01 05 00 02 01 0b 0b`), v), undefined, /type index 1 is out of range/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} ${typeSec} 03 02 01 00 0a 07 01 05 01 01 63 01 0b`), v), undefined, /heap type index 1 is out of range/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 01 06 01 60 01 63 01 00 03 02 01 00 0a 04 01 02 00 0b`), v), undefined, /heap type index 1 is out of range/);
 });
 
 test('a cost model outside its bounds is POLICY_INVALID', async () => {
