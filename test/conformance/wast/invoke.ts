@@ -85,7 +85,14 @@ function callerBytes(t: FuncType): Uint8Array<ArrayBuffer> {
 
 const callerModules = new Map<string, WebAssembly.Module>();
 
-function callerFor(f: Function, t: FuncType): { run: () => void; mem: WebAssembly.Memory } {
+interface Caller {
+  readonly run: () => void;
+  readonly mem: WebAssembly.Memory;
+}
+/** One caller instance per export, per side. */
+export type CallerCache = Map<Function, Caller>;
+
+function callerFor(f: Function, t: FuncType): Caller {
   const key = `${t.params.join(',')}>${t.results.join(',')}`;
   let mod = callerModules.get(key);
   if (mod === undefined) callerModules.set(key, (mod = new WebAssembly.Module(callerBytes(t))));
@@ -96,7 +103,7 @@ function callerFor(f: Function, t: FuncType): { run: () => void; mem: WebAssembl
 const numBits = (t: string): number => (t === 'i32' || t === 'f32' ? 32 : 64);
 
 /** Calls export `f` of type `t` with `args`; returns its results or throws what the call threw. */
-export function callExport(f: Function, t: FuncType, args: readonly Value[], cache: Map<Function, ReturnType<typeof callerFor>>): Value[] {
+export function callExport(f: Function, t: FuncType, args: readonly Value[], cache: CallerCache): Value[] {
   if (args.length !== t.params.length) throw new TypeError(`wast: ${args.length} arguments for ${t.params.length} parameters`);
   if ([...t.params, ...t.results].every((v) => NUM.has(v))) {
     let c = cache.get(f);

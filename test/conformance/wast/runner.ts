@@ -24,53 +24,15 @@ import { readFileSync } from 'node:fs';
 import { SandboxError } from '../../../src/errors.ts';
 import { FUEL_IMPORT_MODULE, FUEL_IMPORT_NAME, functionType, instrumentFuel, parseModule } from '../../../src/wasm/index.ts';
 import type { FuncType, ParsedModule, ValType } from '../../../src/wasm/index.ts';
+import { encodeModule, firstLine } from './encode.ts';
+import type { Encoded, Wabt } from './encode.ts';
 import { callExport, fromJs } from './invoke.ts';
-import { head, isAtom, isName, isString, parseSExprs, stringBytes, stringText } from './sexpr.ts';
+import type { CallerCache } from './invoke.ts';
+import { head, isAtom, isName, parseSExprs, stringAt } from './sexpr.ts';
 import type { List, SExpr } from './sexpr.ts';
+import { Tally } from './tally.ts';
 import { Unsupported, matches, parseArg, parseExpected, sameUpToNanPayload, valueKey } from './values.ts';
 import type { Expected, Value } from './values.ts';
-
-export interface WabtModule {
-  toBinary(o: object): { buffer: Uint8Array };
-  destroy(): void;
-}
-export interface Wabt {
-  parseWat(filename: string, buffer: string | Uint8Array, features?: Record<string, boolean>): WabtModule;
-}
-
-/** Every feature wabt 1.0.39 knows: the text decides what a module uses. */
-const FEATURES = {
-  exceptions: true, mutable_globals: true, sat_float_to_int: true, sign_extension: true, simd: true, threads: true,
-  function_references: true, multi_value: true, tail_call: true, bulk_memory: true, reference_types: true,
-  annotations: true, code_metadata: true, gc: true, memory64: true, extended_const: true, relaxed_simd: true,
-};
-
-export class Tally {
-  files = 0;
-  modules = 0;
-  assertions = 0;
-  agree = 0;
-  mismatches: string[] = [];
-  invalidMadeValid: string[] = [];
-  /** Invalid modules the rewriter refused (INVALID_MODULE). */
-  invalidRefused = 0;
-  /** Invalid modules the rewriter passed through still invalid (only possible with the gate skipped). */
-  invalidPassedThrough = 0;
-  /** Modules the suite calls invalid or malformed that V8 accepts (V8's or wabt's divergence). */
-  invalidV8Accepts: string[] = [];
-  /** Malformed texts wabt refuses: no bytes exist to give the rewriter. */
-  malformedText = 0;
-  nanPayloadOnly = 0;
-  v8Pass = 0;
-  v8Fail: string[] = [];
-  /** Assertions on a module that is unsupported (see `unsupported`). */
-  skipped = 0;
-  unsupported = new Map<string, number>();
-
-  note(reason: string): void {
-    this.unsupported.set(reason, (this.unsupported.get(reason) ?? 0) + 1);
-  }
-}
 
 interface Inst {
   readonly exports: WebAssembly.Exports;
@@ -80,12 +42,11 @@ interface Pair {
   readonly fuel: Inst;
   readonly parsed: ParsedModule;
 }
-type Encoded = { readonly bytes: Uint8Array<ArrayBuffer> } | { readonly error: string };
 type Outcome = { readonly values: Value[] } | { readonly error: string };
 
 class Side {
   readonly registry = new Map<string, object>([['spectest', spectest()]]);
-  readonly callers = new Map<Function, never>();
+  readonly callers: CallerCache = new Map();
   constructor(readonly fuel: boolean) {}
 }
 
@@ -103,11 +64,8 @@ function spectest(): object {
   };
 }
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const refill = (): bigint => 1n << 50n;
 
-/** One line of an error, without V8's API prefix. */
-const firstLine = (e: unknown): string => (e instanceof Error ? e.message : String(e)).replace(/^parseWat failed:\n/, '').split('\n')[0]!.replace(/^WebAssembly\.\w+\(\): /, '');
 /** A reason with its specifics (offsets, indices, names) cut, so like reasons tally together. */
 const reasonClass = (s: string): string => s.replace(/@\+\d+/g, '').replace(/#\d+/g, '#').replace(/"[^"]*"/g, '"…"').replace(/\d+/g, 'N').slice(0, 120);
 
@@ -121,6 +79,8 @@ function outcomeOf(e: unknown): string {
 }
 
 const outcomeKey = (o: Outcome): string => ('error' in o ? o.error : `values:${o.values.map(valueKey).join(' ')}`);
+
+export type { Wabt };
 
 export class SpecRunner {
   readonly tally = new Tally();
@@ -159,7 +119,7 @@ export class SpecRunner {
           if (def === undefined) return void this.tally.skipped++;
           return this.instantiate(def, isName(it[2]) ? it[2].text : null, st, where, false, true);
         }
-        const { enc, name, definition } = this.encode(form, raw);
+        const { enc, name, definition } = encodeModule(this.wabt, form, raw);
         if (definition) {
           this.tally.modules++;
           if (name !== null) st.defs.set(name, enc);
@@ -170,7 +130,7 @@ export class SpecRunner {
       case 'register': {
         const pair = isName(it[2]) ? st.byName.get(it[2].text) : st.current;
         if (!pair) return;
-        const as = stringText(it[1] as never);
+        const as = stringAt(it, 1);
         st.orig.registry.set(as, pair.orig.exports);
         st.fuel.registry.set(as, pair.fuel.exports);
         return;
@@ -183,52 +143,16 @@ export class SpecRunner {
       case 'assert_trap':
       case 'assert_exhaustion':
       case 'assert_exception':
-        if (head(it[1]) === 'module') return this.instantiate(this.encode(it[1] as List, raw).enc, null, st, where, true, false);
+        if (head(it[1]) === 'module') return this.instantiate(encodeModule(this.wabt, it[1] as List, raw).enc, null, st, where, true, false);
         return this.compareAction(it[1] as List, st, where, op);
       case 'assert_unlinkable':
       case 'assert_uninstantiable':
-        return this.instantiate(this.encode(it[1] as List, raw).enc, null, st, where, true, false);
+        return this.instantiate(encodeModule(this.wabt, it[1] as List, raw).enc, null, st, where, true, false);
       case 'assert_invalid':
       case 'assert_malformed':
-        return this.checkInvalid(this.encode(it[1] as List, raw).enc, where);
+        return this.checkInvalid(encodeModule(this.wabt, it[1] as List, raw).enc, where);
       default:
         throw new Unsupported(`command ${op || '?'}`);
-    }
-  }
-
-  /** A module form's bytes (wabt for text and quote forms), its `$name`, and whether it is a definition. */
-  private encode(form: List, raw: Buffer): { enc: Encoded; name: string | null; definition: boolean } {
-    const it = form.items;
-    let i = 1;
-    const definition = isAtom(it[i]) && (it[i] as { text: string }).text === 'definition';
-    if (definition) i++;
-    const name = isName(it[i]) ? (it[i++] as { text: string }).text : null;
-    const kind = isAtom(it[i]) && !isString(it[i]) ? (it[i] as { text: string }).text : '';
-    const strings = (): Uint8Array[] => it.slice(i + 1).map((s) => stringBytes(s as never));
-    if (kind === 'binary') return { enc: { bytes: concat(strings()) }, name, definition };
-    let text: Uint8Array;
-    if (kind === 'quote') text = Buffer.concat([Buffer.from('(module '), ...strings(), Buffer.from(')')]);
-    else {
-      const from = it[i]?.start ?? form.end - 1;
-      text = Buffer.concat([Buffer.from('(module '), raw.subarray(from, form.end - 1), Buffer.from(')')]);
-    }
-    let source: string;
-    try {
-      source = UTF8.decode(text);
-    } catch {
-      // wabt.js reads text as a JS string (its byte-array path misreads the end), so raw
-      // non-UTF-8 bytes cannot reach it unchanged.
-      return { enc: { error: 'module text is not UTF-8' }, name, definition };
-    }
-    try {
-      const m = this.wabt.parseWat('spec.wat', source, FEATURES);
-      try {
-        return { enc: { bytes: new Uint8Array(m.toBinary({}).buffer) }, name, definition };
-      } finally {
-        m.destroy();
-      }
-    } catch (e) {
-      return { enc: { error: firstLine(e) }, name, definition };
     }
   }
 
@@ -309,7 +233,7 @@ export class SpecRunner {
     let i = 1;
     const pair = isName(it[i]) ? st.byName.get((it[i++] as { text: string }).text) : st.current;
     if (!pair) return void t.skipped++;
-    const field = stringText(it[i++] as never);
+    const field = stringAt(it, i++);
     const args = it.slice(i).map(parseArg);
     const run = (inst: Inst, side: Side): Outcome => {
       try {
@@ -357,7 +281,7 @@ export class SpecRunner {
     if (exp === undefined || exp.kind !== 'func' || typeof v !== 'function') throw new TypeError(`no function export ${field}`);
     const type: FuncType | undefined = functionType(parsed, exp.index);
     if (type === undefined) throw new TypeError(`export ${field} has no type`);
-    return callExport(v, type, args, side.callers as never);
+    return callExport(v, type, args, side.callers);
   }
 
   /** An assert_invalid / assert_malformed module: the rewriter must refuse what V8 refuses. */
@@ -403,16 +327,6 @@ function globalType(m: ParsedModule, index: number): ValType {
   const d = m.globals[index - imported.length];
   if (d === undefined) throw new TypeError(`global ${index} out of range`);
   return d.type.valType;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** The 1-based line of `offset`, by binary search over the newline offsets. */

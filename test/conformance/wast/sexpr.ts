@@ -136,3 +136,10 @@ export function stringBytes(a: Atom): Uint8Array {
 export function stringText(a: Atom): string {
   return new TextDecoder().decode(stringBytes(a));
 }
+
+/** The string literal at `items[i]` as text; anything else is a malformed script. */
+export function stringAt(items: readonly SExpr[], i: number): string {
+  const a = items[i];
+  if (!isString(a)) throw new Error(`wast: expected a string at ${a?.start ?? '?'}`);
+  return stringText(a);
+}
