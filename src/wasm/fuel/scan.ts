@@ -38,12 +38,7 @@
  * charge of the block after it. A block's charge record is reserved when the block starts and
  * its cost filled in when it ends.
  *
- * Indices are checked against the input's own index spaces before anything is built on them: a
- * function index (call, return_call, ref.func), a global index (global.get/set), a type index
- * (call_indirect, return_call_indirect, call_ref, block types), a local index and a branch label
- * past the input's are INVALID_MODULE. The rewriter appends its own functions, the fuel global, its
- * types, the counter local and (threaded bodies) a wrapping block right after those spaces, so
- * an out-of-range index in an invalid body would otherwise name one of them and validate.
+ * Every function, global, type, local and label index is checked against the input's own (indices.ts).
  *
  * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator; a
  * body that would not validate otherwise gets records that mean nothing, and V8 refuses the
@@ -51,10 +46,11 @@
  * references (`ref $t`) are checked once per module after every body is decoded (instrument.ts).
  */
 
-import { invalidModule } from '../bytes.ts';
 import { InstructionCursor } from '../code.ts';
 import type { FuncType } from '../types.ts';
 import type { CostModel } from './cost.ts';
+import * as indices from './indices.ts';
+import type { IndexSpaces } from './indices.ts';
 import { Nesting } from './nesting.ts';
 import { Sink, lebSize as sizeOfLeb } from './sink.ts';
 
@@ -132,6 +128,7 @@ const STOP = new Uint8Array(256);
 }
 
 const lebSize = sizeOfLeb; // module-local: an imported binding is a getter call under tsx
+const { checkBlockType, checkTypeIndex, outOfRange } = indices;
 
 const OP_END = 0x0b;
 const OP_BLOCK = 0x02;
@@ -185,27 +182,15 @@ export class BodyScanner {
   private readonly bytes: Uint8Array;
   private readonly instructionCost: number;
   private readonly callCost: number;
-  private readonly funcImports: number;
   private readonly bulk: BulkResolver;
   private readonly types: readonly FuncType[];
-  /** The input's index spaces (imports included): every index a body names must be below these. */
-  private readonly funcCount: number;
-  private readonly globalCount: number;
 
-  constructor(
-    bytes: Uint8Array,
-    costs: CostModel,
-    spaces: { readonly funcImports: number; readonly funcs: number; readonly globals: number },
-    types: readonly FuncType[],
-    bulk: BulkResolver,
-  ) {
+  /** `spaces`: the input's index spaces (indices.ts); every index a body names must be below them. */
+  constructor(bytes: Uint8Array, costs: CostModel, private readonly spaces: IndexSpaces, types: readonly FuncType[], bulk: BulkResolver) {
     this.bytes = bytes;
     this.cursor = new InstructionCursor(bytes, 0, 0);
     this.instructionCost = costs.instruction;
     this.callCost = costs.call;
-    this.funcImports = spaces.funcImports;
-    this.funcCount = spaces.funcs;
-    this.globalCount = spaces.globals;
     this.types = types;
     this.bulk = bulk;
   }
@@ -240,8 +225,7 @@ export class BodyScanner {
 
   /**
    * Scans the instruction stream `[codeStart, end)` of one body, replacing earlier results.
-   * `params` is the function's parameter count: locals from there on are patches or LOCAL records;
-   * `locals` counts parameters and declared locals (a local index must be below it).
+   * `params`: locals from there on are patches or LOCAL records; `locals`: params + declared locals.
    */
   scan(codeStart: number, end: number, params: number, locals: number): void {
     const c = this.cursor;
@@ -251,9 +235,7 @@ export class BodyScanner {
     const eh = EH;
     const unit = this.instructionCost;
     const callUnit = this.callCost;
-    const imports = this.funcImports;
-    const funcs = this.funcCount;
-    const globals = this.globalCount;
+    const { funcImports: imports, funcs, globals } = this.spaces;
     const nesting = this.nesting;
     c.reset(codeStart, end);
     nesting.reset();
@@ -286,19 +268,19 @@ export class BodyScanner {
         // An index whose LEB keeps its length when incremented is patched in place (`patches`).
         const x = u32At(b, c.offset + 1);
         if (x < params) continue;
-        if (x >= locals) this.outOfRange('local', x, locals, c.offset);
+        if (x >= locals) outOfRange('local', x, locals, c.offset);
         if (lebSize(x + 1) === lebEnd - c.offset - 1) patches = this.patch(patches, c.offset + 1);
         else this.push(R_LOCAL, c.offset, c.end, x + 1, op);
         continue;
       }
       if (k === K_GLOBAL) {
         const g = u32At(b, c.offset + 1);
-        if (g >= globals) this.outOfRange('global', g, globals, c.offset);
+        if (g >= globals) outOfRange('global', g, globals, c.offset);
         continue;
       }
       switch (k) {
         case K_BLOCK:
-          this.blockType(c.offset + 1, c.offset);
+          checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           nesting.open(c.depth, -1);
           isLoop[c.depth & DEPTH_MASK] = 0;
           // A `block` body is entered only by falling through: it continues the current block.
@@ -306,7 +288,7 @@ export class BodyScanner {
           next = R_CHARGE;
           break;
         case K_LOOP:
-          this.blockType(c.offset + 1, c.offset);
+          checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           if (this.outlinable(c.offset + 1)) {
             this.push(R_LOOP_OPEN, c.offset, c.end, 0);
             nesting.open(c.depth, this.count * STRIDE); // the header record, pushed below
@@ -358,14 +340,14 @@ export class BodyScanner {
         case K_CALL: {
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
-          if (f >= funcs) this.outOfRange('function', f, funcs, c.offset);
+          if (f >= funcs) outOfRange('function', f, funcs, c.offset);
           this.push(R_CALL, c.offset, c.end, f < imports ? f : f + 1, f < imports ? 0 : 1);
           continue;
         }
         case K_RETURN_CALL: {
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
-          if (f >= funcs) this.outOfRange('function', f, funcs, c.offset);
+          if (f >= funcs) outOfRange('function', f, funcs, c.offset);
           this.push(R_RETURN_CALL, c.offset, c.end, f < imports ? f : f + 1);
           tail = true;
           next = -1;
@@ -373,19 +355,19 @@ export class BodyScanner {
         }
         case K_CALL_INDIRECT:
           cost += callUnit;
-          this.typeIndex(c.offset + 1, c.offset);
+          checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_WRAP, c.offset, c.end, 0);
           continue;
         case K_RETURN_CALL_INDIRECT:
           cost += callUnit;
-          this.typeIndex(c.offset + 1, c.offset);
+          checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_SPILL, c.offset, c.offset, 0, SPILL_TAIL_CALL);
           tail = true;
           next = -1;
           break;
         case K_REF_FUNC: {
           const f = u32At(b, c.offset + 1);
-          if (f >= funcs) this.outOfRange('function', f, funcs, c.offset);
+          if (f >= funcs) outOfRange('function', f, funcs, c.offset);
           this.push(R_REF_FUNC, c.offset, c.end, f < imports ? f : f + 1);
           continue;
         }
@@ -410,27 +392,10 @@ export class BodyScanner {
     this.patchCount = patches;
   }
 
-  private outOfRange(what: string, index: number, count: number, offset: number): never {
-    throw invalidModule(`${what} index ${index} is out of range (${count} ${what}s)`, offset, 'code');
-  }
-
-  /** The type index at `p` (call_indirect, return_call_indirect, call_ref) must be the input's. */
-  private typeIndex(p: number, offset: number): void {
-    const t = u32At(this.bytes, p);
-    if (t >= this.types.length) this.outOfRange('type', t, this.types.length, offset);
-  }
-
-  /** A block type at `p` that is a type index (not 0x40, a value type or a reference type) must be the input's. */
-  private blockType(p: number, offset: number): void {
-    const first = this.bytes[p]!;
-    if (first >= 0x40 && first < 0x80) return;
-    this.typeIndex(p, offset);
-  }
-
   /** br / br_if / br_on_null / br_on_non_null: spill if it can leave the function; renumber. */
   private branch(op: number, offset: number, end: number, depth: number): void {
     const label = u32At(this.bytes, offset + 1);
-    if (label > depth) this.outOfRange('label', label, depth + 1, offset);
+    if (label > depth) outOfRange('label', label, depth + 1, offset);
     if (label === depth) this.push(R_SPILL, offset, offset, 0, SPILL_BRANCH);
     const shift = this.nesting.shift(depth, label);
     if (shift === 0) return;
@@ -450,7 +415,7 @@ export class BodyScanner {
     for (let i = 0; i <= n; i++) {
       const label = u32At(b, p);
       p = lebEnd;
-      if (label > depth) this.outOfRange('label', label, depth + 1, offset);
+      if (label > depth) outOfRange('label', label, depth + 1, offset);
       if (label === depth) leaves = true;
       if (this.nesting.shift(depth, label) !== 0) shifted = true;
     }
