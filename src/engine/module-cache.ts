@@ -23,6 +23,7 @@ import { SandboxError } from '../errors.ts';
 import {
   FUEL_REWRITER_VERSION,
   applyLimits,
+  assertValidModule,
   describeModule,
   instrumentFuel,
   type FuelStats,
@@ -87,10 +88,12 @@ export class ModuleCache {
   }
 
   private async build(hash: string, key: string, bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
+    // The bytes as given, once, before any rewriter (or a disk-cache hit) stands in for them.
+    assertValidModule(bytes);
     const desc = describeModule(bytes);
     // applyLimits refuses a defined or imported memory/table whose initial size is over its cap;
     // it is cheap, and its result says what the worker needs (grow export, imported memory).
-    const limits = applyLimits(bytes, opts);
+    const limits = applyLimits(bytes, { ...opts, validated: true });
     const diskFile = this.diskDir ? join(this.diskDir, 'rewritten', `${ModuleCache.hash(new TextEncoder().encode(key))}.wasm`) : null;
     const cached = opts.metered && diskFile ? readCachedWasm(diskFile) : null;
     const fromDisk = cached !== null;
@@ -99,7 +102,7 @@ export class ModuleCache {
     if (cached) {
       rewritten = cached;
     } else if (opts.metered) {
-      const r = instrumentFuel(limits.bytes);
+      const r = instrumentFuel(limits.bytes, { validated: true });
       rewritten = r.bytes;
       fuel = r.stats;
       if (diskFile) writeCacheFile(diskFile, rewritten);
