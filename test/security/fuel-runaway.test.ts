@@ -37,7 +37,7 @@ test('memory.fill over 60 MB in a loop is charged by size: FUEL_EXHAUSTED, not T
 test('a metered runaway is stopped at its deadline by its next refill, and its worker is reused', async () => {
   const before = engine.stats().workersReplaced;
   for (let i = 0; i < 5; i++) {
-    const r = await engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 100 });
+    const r = await engine.run(await wat('spin'), { profile: 'network', invoke: 'run', timeoutMs: 100 });
     assert.equal(r.error?.code, 'TIMEOUT');
     // Precision is the benchmark's job (p99 ≤ 10 ms past the deadline on a quiet machine); here,
     // beside CPU-heavy suites, it must stop well inside the 100 ms grace after which the worker

@@ -7,6 +7,9 @@ import { wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
 
 const engine = testEngine({ poolSize: 2 });
+// Spinners run under `network` (1e10 fuel): compute's 1e9 lasts ~150 ms of a bare loop once V8 has
+// optimized it, which would race these deadlines — this file is about the time wall.
+const SPIN = { profile: 'network' } as const;
 
 function cpuMsDuring(ms: number): Promise<number> {
   const before = process.cpuUsage();
@@ -19,7 +22,7 @@ function cpuMsDuring(ms: number): Promise<number> {
 }
 
 test('an export that loops forever is stopped with TIMEOUT at its budget, and its thread is freed', async () => {
-  const r = await engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 300 });
+  const r = await engine.run(await wat('spin'), { ...SPIN, invoke: 'run', timeoutMs: 300 });
   assert.equal(r.ok, false);
   assert.equal(r.error?.code, 'TIMEOUT');
   assert.ok(r.durationMs >= 300 && r.durationMs < 400, `stopped after ${r.durationMs} ms`);
@@ -37,7 +40,7 @@ test('a start function that spins forever is stopped with TIMEOUT', async () => 
 
 test('after runaways, the pool serves the next run normally', async () => {
   for (let i = 0; i < 3; i++) {
-    const r = await engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 100 });
+    const r = await engine.run(await wat('spin'), { ...SPIN, invoke: 'run', timeoutMs: 100 });
     assert.equal(r.error?.code, 'TIMEOUT');
   }
   const ok = await engine.run(await wat('spin'), { invoke: 'ok' });
@@ -72,7 +75,7 @@ test('a healthy instance keeps answering within its normal latency while another
 });
 
 test('a persistent instance whose call times out is retired: later calls get INSTANCE_DEAD', async () => {
-  const inst = await engine.start('runaway', await wat('spin'), { timeoutMs: 200 });
+  const inst = await engine.start('runaway', await wat('spin'), { ...SPIN, timeoutMs: 200 });
   assert.equal((await inst.call('ok')).result, 42);
   assert.equal((await inst.call('run')).error?.code, 'TIMEOUT');
   assert.equal(inst.info().state, 'dead');
@@ -85,7 +88,7 @@ test('with onTimeout: restart, a timed-out instance comes back with fresh state'
   const inst = await e.start('phoenix', await wat('noop'), { timeoutMs: 5000 });
   assert.equal((await inst.call('incr')).result, 1);
   assert.equal((await inst.call('incr')).result, 2);
-  const spin = await e.start('phoenix-spin', await wat('spin'), { timeoutMs: 150 });
+  const spin = await e.start('phoenix-spin', await wat('spin'), { ...SPIN, timeoutMs: 150 });
   assert.equal((await spin.call('run')).error?.code, 'TIMEOUT');
   assert.equal(spin.info().state, 'running');
   assert.equal((await spin.call('ok')).result, 42);
@@ -94,13 +97,13 @@ test('with onTimeout: restart, a timed-out instance comes back with fresh state'
 });
 
 test('a call may lower its instance budget but never raise it', async () => {
-  const inst = await engine.start('lower', await wat('spin'), { timeoutMs: 2000 });
+  const inst = await engine.start('lower', await wat('spin'), { ...SPIN, timeoutMs: 2000 });
   const t = performance.now();
   const r = await inst.call('run', [], { timeoutMs: 100 });
   assert.equal(r.error?.code, 'TIMEOUT');
   assert.ok(performance.now() - t < 1000);
   await inst.stop();
-  const inst2 = await engine.start('raise', await wat('spin'), { timeoutMs: 150 });
+  const inst2 = await engine.start('raise', await wat('spin'), { ...SPIN, timeoutMs: 150 });
   const r2 = await inst2.call('run', [], { timeoutMs: 60_000 });
   assert.equal(r2.error?.code, 'TIMEOUT');
   assert.ok(r2.durationMs < 1000, `ran ${r2.durationMs} ms`);

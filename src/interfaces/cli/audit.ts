@@ -15,9 +15,9 @@
  * operator's terminal.
  */
 
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { SandboxError } from '../../errors.ts';
-import { AuditLog, MAX_AUDIT_TAIL, MAX_CHECKPOINT_BYTES, parseCheckpoint, type AuditRecord, type AuditVerification } from '../../storage/audit.ts';
+import { AuditLog, MAX_AUDIT_TAIL, engineDatabaseFile, MAX_CHECKPOINT_BYTES, parseCheckpoint, type AuditRecord, type AuditVerification } from '../../storage/audit.ts';
 import { UsageError, num, parse, printJson, str } from './args.ts';
 
 /** `membrane audit verify` found the log tampered with. */
@@ -111,6 +111,11 @@ async function tail(argv: string[]): Promise<number> {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_TAIL) throw new UsageError(`--limit expects an integer 1..${MAX_AUDIT_TAIL}`);
   const tenant = str(values['tenant']);
   const kind = str(values['kind']);
+  // Nothing has run in this home yet: no records to show (verify, not tail, judges a missing log).
+  if (!existsSync(engineDatabaseFile())) {
+    process.stderr.write('no audit log yet: nothing has run with this $MEMBRANE_HOME\n');
+    return 0;
+  }
   const log = AuditLog.openExisting();
   if (!(log instanceof AuditLog)) {
     process.stderr.write(`no audit log: ${log.ok ? '' : log.reason}\n`);
