@@ -110,7 +110,7 @@ export class Engine {
 
   constructor(options: EngineOptions = {}) {
     this.config = resolveEngine(options);
-    this.modules = new ModuleCache(this.config.cacheDir);
+    this.modules = new ModuleCache(this.config.cacheDir, { maxDiskBytes: this.config.cacheMaxBytes });
     this.pool = new WorkerPool({
       file: locateWorker,
       size: this.config.poolSize,
@@ -391,6 +391,7 @@ export class Engine {
     await this.lanes.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
+    await this.modules.close();
     await this.queries?.close();
     this.brokers.close();
   }
