@@ -14,12 +14,16 @@
  * size cap of the caller) and CPU contention: V8's compile threads are shared with the process.
  */
 
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
 import { REWRITE_PROTOCOL_VERSION, type RewriteReply, type RewriteRequest, type RewriteSettings } from './protocol.ts';
 
-/** Rewrite threads: one on a small machine, two otherwise (each rewrite also uses V8's compile threads). */
-export const REWRITE_WORKERS = 2;
+/**
+ * Rewrite threads: one on a machine of two cores or fewer, two otherwise — each rewrite also
+ * keeps V8's compile threads busy, and the main thread must keep a core's worth of room.
+ */
+export const REWRITE_WORKERS = availableParallelism() <= 2 ? 1 : 2;
 /** JS heap of a rewrite worker: a 16 MiB module with a million functions needs ~600 MiB. */
 export const REWRITE_HEAP_MB = 1024;
 /** One job's wall-clock bound (a 16 MiB module rewrites and compiles in ~2 s on a loaded machine). */
