@@ -17,6 +17,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
+import type { PreparedWasm } from '../../lanes/python/wasm-prep.ts';
 import { REWRITE_PROTOCOL_VERSION, type RewriteReply, type RewriteRequest, type RewriteSettings } from './protocol.ts';
 
 /**
@@ -50,7 +51,7 @@ export interface RewritePoolOptions {
 
 export type Prepared = Extract<RewriteReply, { kind: 'prepared' }>;
 
-type Outcome = Extract<RewriteReply, { kind: 'prepared' | 'compiled' }>;
+type Outcome = Extract<RewriteReply, { kind: 'prepared' | 'compiled' | 'python-interpreter' }>;
 
 interface Job {
   readonly msg: RewriteRequest;
@@ -110,6 +111,13 @@ export class RewritePool {
     return r.module;
   }
 
+  /** Instrument the Python lane's interpreter into its cache (once per machine), off this thread. */
+  async pythonInterpreter(cacheDir: string | false): Promise<PreparedWasm> {
+    const r = await this.submit({ v: REWRITE_PROTOCOL_VERSION, kind: 'python-interpreter', id: this.nextId++, cacheDir }, false);
+    if (r.kind !== 'python-interpreter') throw new SandboxError('INTERNAL', 'the rewrite worker answered the wrong job');
+    return r.prepared;
+  }
+
   get liveWorkers(): number {
     return this.slots.size;
   }
@@ -124,9 +132,9 @@ export class RewritePool {
   private submit(request: RewriteRequest, urgent: boolean): Promise<Outcome> {
     if (this.closed) return Promise.reject(new SandboxError('INSTANCE_DEAD', 'the engine is closed'));
     // Transferring a view's buffer sends all of it: a view into a larger (or pooled) buffer is copied.
-    const b = request.bytes;
-    const msg = b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? request : { ...request, bytes: new Uint8Array(b) };
-    const size = msg.bytes.byteLength;
+    const b = 'bytes' in request ? request.bytes : null;
+    const msg = b === null || (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength) ? request : { ...request, bytes: new Uint8Array(b) };
+    const size = 'bytes' in msg ? msg.bytes.byteLength : 0;
     if (this.queue.length >= this.maxQueue || (this.queue.length > 0 && this.queuedBytes + size > this.maxQueueBytes)) {
       return Promise.reject(
         new SandboxError('OVERLOADED', 'too many modules are waiting to be prepared; try again shortly', { queued: this.queue.length, maxQueue: this.maxQueue }),
@@ -177,7 +185,7 @@ export class RewritePool {
     }, this.jobTimeoutMs);
     slot.jobTimer.unref();
     slot.worker.ref(); // a job in flight keeps the process alive; an idle worker does not
-    slot.worker.postMessage(job.msg, [job.msg.bytes.buffer]);
+    slot.worker.postMessage(job.msg, 'bytes' in job.msg ? [job.msg.bytes.buffer] : []);
   }
 
   private spawn(): void {
