@@ -4,8 +4,8 @@
  *
  * Owns: the load-time walls — limits (src/wasm/limits.ts: memory/table maxima, initial sizes over
  * the cap → MEMORY_LIMIT, the memory.grow guard) then fuel metering (src/wasm/fuel) — and
- * compilation, all done by the rewrite pool's worker threads (engine/rewrite/) so that no upload
- * stalls the main thread; an LRU bound in memory (MAX_CACHED_MODULES); concurrent prepares of
+ * compilation, done by the rewrite pool's worker threads (engine/rewrite/) so that no upload
+ * stalls the main thread (modules ≤ INLINE_PREPARE_BYTES are prepared in place: a few ms); an LRU bound in memory (MAX_CACHED_MODULES); concurrent prepares of
  * one key share one job; and a content-addressed directory on disk
  * (`<cacheDir>/rewritten/<sha256>.entry`, keyed by the input bytes, both rewriters' versions, the
  * entry format and every option) bounded to `maxDiskBytes` with LRU eviction
@@ -29,6 +29,7 @@ import { BoundedCacheDir } from '../storage/cache-dir.ts';
 import { CACHE_ENTRY_FORMAT, decodeCacheEntry } from '../storage/cache-file.ts';
 import { FUEL_REWRITER_VERSION, type FuelStats, type ModuleDescription } from '../wasm/index.ts';
 import { RewritePool } from './rewrite/pool.ts';
+import { compileRewritten, prepareModule } from './rewrite/prepare.ts';
 import type { EntryMeta, LimitsInfo } from './rewrite/protocol.ts';
 import { locateRewriteWorker } from './worker-file.ts';
 
@@ -61,6 +62,14 @@ export const DEFAULT_CACHE_MAX_BYTES = 512 * 1024 * 1024;
 export const INLINE_HASH_BYTES = 1024 * 1024;
 /** One hashing step between yields to the event loop. */
 export const HASH_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Modules up to this size are rewritten and compiled on the caller's thread (≤ ~500 functions:
+ * a few ms on a loaded machine): cheaper than a worker's round trip, and a CLI run of a small
+ * module starts no thread.
+ */
+export const INLINE_PREPARE_BYTES = 2 * 1024;
+/** Disk entries whose rewritten wasm is up to this size are compiled on the caller's thread. */
+export const INLINE_COMPILE_BYTES = 64 * 1024;
 
 export interface ModuleCacheOptions {
   /** In-memory entries. Default MAX_CACHED_MODULES. */
@@ -135,7 +144,8 @@ export class ModuleCache {
       const fromDisk = await this.readEntry(disk, name, key);
       if (fromDisk) return { ...base, ...fromDisk, fuel: null, fromDisk: true };
     }
-    const r = await this.rewriter.prepare(own, opts, disk ? key : null);
+    const settings = { maxMemoryPages: opts.maxMemoryPages, maxTableElements: opts.maxTableElements, trapOnGrowFailure: opts.trapOnGrowFailure, metered: opts.metered };
+    const r = own.byteLength <= INLINE_PREPARE_BYTES ? await prepareModule(own, settings, disk ? key : null) : await this.rewriter.prepare(own, settings, disk ? key : null);
     // Written before the module is handed out: a prepare that resolved left its entry on disk.
     if (disk && r.entry) await disk.write(name, r.entry);
     return { ...base, module: r.module, desc: r.desc, limits: r.limits, fuel: r.fuel, fromDisk: false };
@@ -149,7 +159,10 @@ export class ModuleCache {
     const meta = entry ? parseMeta(entry.meta, key) : null;
     if (entry && meta) {
       try {
-        const module = await this.rewriter.compile(new Uint8Array(file.buffer as ArrayBuffer, file.byteOffset, file.byteLength), entry.wasmOffset);
+        const module =
+          file.byteLength - entry.wasmOffset <= INLINE_COMPILE_BYTES
+            ? await compileRewritten(file.subarray(entry.wasmOffset))
+            : await this.rewriter.compile(new Uint8Array(file.buffer as ArrayBuffer, file.byteOffset, file.byteLength), entry.wasmOffset);
         return { module, desc: meta.desc, limits: meta.limits };
       } catch (e) {
         if (!(e instanceof SandboxError) || e.code !== 'INVALID_MODULE') throw e;

@@ -41,7 +41,8 @@ test('bodies that do not validate, a memory over the cap and non-wasm bytes leav
   const dir = mkdtempSync(join(tmpdir(), 'membrane-failed-'));
   const cache = new ModuleCache(dir);
   const cases: [string, Uint8Array, string][] = [
-    ['invalid bodies', manyFunctions(50_000, 'invalid', { invalidBodies: true }), 'INVALID_MODULE'],
+    ['invalid bodies (rewrite worker)', manyFunctions(50_000, 'invalid', { invalidBodies: true }), 'INVALID_MODULE'],
+    ['invalid bodies (small: prepared in place)', manyFunctions(10, 'invalid-small', { invalidBodies: true }), 'INVALID_MODULE'],
     ['memory over the cap', await watText('(module (memory 2000))'), 'MEMORY_LIMIT'],
     ['not wasm', new TextEncoder().encode('#!/bin/sh\necho pwned\n'), 'INVALID_MODULE'],
     ['truncated', manyFunctions(10_000, 'cut').subarray(0, 30_000), 'INVALID_MODULE'],

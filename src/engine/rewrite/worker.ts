@@ -3,7 +3,7 @@
  * engine's main thread (bundled to dist/rewrite-worker.cjs).
  *
  * Owns: one job at a time — describe, limits (memory/table maxima, the memory.grow guard), fuel
- * metering, then `WebAssembly.compile` of the result — and the answer: the compiled module (V8
+ * metering, then `WebAssembly.compile` of the result (rewrite/prepare.ts) — and the answer: the compiled module (V8
  * shares its code with the receiving thread), what the engine keeps about the input, and the
  * disk cache entry (storage/cache-file.ts) when the cache wants one. A 'compile' job compiles a
  * disk cache entry read back; a 'python-interpreter' job instruments Pyodide's wasm into the
@@ -20,10 +20,9 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
-import { applyLimits, describeModule, instrumentFuel, type FuelStats } from '../../wasm/index.ts';
-import { encodeCacheEntry } from '../../storage/cache-file.ts';
 import { preparePyodideWasm } from '../../lanes/python/wasm-prep.ts';
-import { REWRITE_PROTOCOL_VERSION, type EntryMeta, type LimitsInfo, type RewriteReply, type RewriteRequest } from './protocol.ts';
+import { asGuestError, compileRewritten, prepareModule } from './prepare.ts';
+import { REWRITE_PROTOCOL_VERSION, type RewriteReply, type RewriteRequest } from './protocol.ts';
 
 /** Nice value of this thread: the server's main thread wins the CPU when both want it. */
 const REWRITE_THREAD_NICE = 10;
@@ -47,44 +46,14 @@ async function handle(msg: RewriteRequest): Promise<{ reply: RewriteReply; trans
     return { reply: { v: REWRITE_PROTOCOL_VERSION, kind: 'python-interpreter', id: msg.id, prepared: preparePyodideWasm(msg.cacheDir) }, transfer: [] };
   }
   if (msg.kind === 'compile') {
-    const module = await compile(msg.bytes.subarray(msg.offset));
+    const module = await compileRewritten(msg.bytes.subarray(msg.offset));
     return { reply: { v: REWRITE_PROTOCOL_VERSION, kind: 'compiled', id: msg.id, module }, transfer: [] };
   }
-  const desc = describeModule(msg.bytes);
-  // applyLimits refuses a memory or table whose initial size is over its cap (MEMORY_LIMIT).
-  const { bytes: limited, ...limits } = applyLimits(msg.bytes, msg.settings);
-  let rewritten: Uint8Array = limited;
-  let fuel: FuelStats | null = null;
-  if (msg.settings.metered) {
-    const r = instrumentFuel(limited);
-    rewritten = r.bytes;
-    fuel = r.stats;
-  }
-  const module = await compile(rewritten);
-  const info: LimitsInfo = limits;
-  // Only a module that compiled is ever offered to the disk cache.
-  const entry = msg.entryKey === null ? null : encodeCacheEntry(JSON.stringify({ key: msg.entryKey, desc, limits: info } satisfies EntryMeta), rewritten);
+  const r = await prepareModule(msg.bytes, msg.settings, msg.entryKey);
   return {
-    reply: { v: REWRITE_PROTOCOL_VERSION, kind: 'prepared', id: msg.id, module, desc, limits: info, fuel, entry },
-    transfer: entry ? [entry.buffer] : [],
+    reply: { v: REWRITE_PROTOCOL_VERSION, kind: 'prepared', id: msg.id, module: r.module, desc: r.desc, limits: r.limits, fuel: r.fuel, entry: r.entry },
+    transfer: r.entry ? [r.entry.buffer] : [],
   };
-}
-
-async function compile(bytes: Uint8Array): Promise<WebAssembly.Module> {
-  try {
-    return await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
-  } catch (e) {
-    const msg = e instanceof Error ? e.message.replace(/^WebAssembly\.compile\(\): /, '') : 'compile failed';
-    throw new SandboxError('INVALID_MODULE', `the module does not compile: ${msg.slice(0, 200)}`, {});
-  }
-}
-
-function asGuestError(e: unknown): SandboxError {
-  if (e instanceof SandboxError) return e;
-  // The rewriter's only non-SandboxError failures on hostile input are resource ones
-  // ("Invalid array length", "Maximum call stack size exceeded").
-  if (e instanceof RangeError) return new SandboxError('MEMORY_LIMIT', 'the module is too large to rewrite', {});
-  return new SandboxError('INTERNAL', 'the module rewriter failed', {});
 }
 
 /** Best effort: on Linux a thread's id is a valid target for setpriority(2). */
