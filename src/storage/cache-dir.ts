@@ -6,7 +6,7 @@
  * miss), marking an entry used (its mtime, refreshed at most once per `TOUCH_INTERVAL_MS`), and
  * eviction. Invariant: before an entry is written, the whole directory tree is measured and the
  * least recently used module entries are removed until the new entry fits under `maxBytes`; an
- * entry larger than `maxBytes` is never written; writes of one `BoundedCacheDir` are serialized,
+ * entry that does not fit even after every module entry is gone is not written; writes of one `BoundedCacheDir` are serialized,
  * so its own writes never overshoot. Interpreter builds of the JS and Python lanes (other names)
  * count toward the total but are never evicted — they are a fixed few, written by the engine.
  * Another engine process sharing the directory may evict an entry this one is about to read:
@@ -94,7 +94,7 @@ export class BoundedCacheDir {
     if (bytes.byteLength > this.maxBytes) return false;
     const file = this.path(rel);
     try {
-      await this.makeRoom(bytes.byteLength, file);
+      if (!(await this.makeRoom(bytes.byteLength, file))) return false;
       await mkdir(dirname(file), { recursive: true, mode: 0o700 });
       const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
       try {
@@ -111,11 +111,11 @@ export class BoundedCacheDir {
     }
   }
 
-  /** Evict least recently used module entries until `incoming` more bytes fit. */
-  private async makeRoom(incoming: number, replacing: string): Promise<void> {
+  /** Evict least recently used module entries until `incoming` more bytes fit; false if they cannot. */
+  private async makeRoom(incoming: number, replacing: string): Promise<boolean> {
     const found = await this.scan();
     let total = found.reduce((n, f) => n + (f.path === replacing ? 0 : f.size), 0);
-    if (total + incoming <= this.maxBytes) return;
+    if (total + incoming <= this.maxBytes) return true;
     const victims = found.filter((f) => f.evictable && f.path !== replacing).sort((a, b) => a.mtimeMs - b.mtimeMs);
     for (const v of victims) {
       if (total + incoming <= this.maxBytes) break;
@@ -127,6 +127,7 @@ export class BoundedCacheDir {
       }
       total -= v.size;
     }
+    return total + incoming <= this.maxBytes;
   }
 
   private async scan(): Promise<Found[]> {

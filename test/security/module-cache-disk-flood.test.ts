@@ -3,7 +3,7 @@
 // engine's `cacheMaxBytes`; the least recently used entries go first, an entry larger than the
 // whole bound is never written, and an entry evicted under a running engine is only a miss.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -73,4 +73,17 @@ test('an entry evicted by another process is a miss, not an error', async () => 
   const r = await b.run(bytes, { invoke: 'run' });
   assert.equal(r.ok, true, JSON.stringify(r.error));
   assert.equal(entries(dir).length, 1, 'the module was cached again');
+});
+
+test('interpreter builds count toward the bound and are never evicted; an entry that cannot fit beside them is not written', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-lanes-'));
+  mkdirSync(join(dir, 'python'), { recursive: true });
+  const interpreter = join(dir, 'python', 'pyodide-0123456789abcdef.wasm');
+  writeFileSync(interpreter, new Uint8Array(1000 * 1024));
+  const engine = testEngine({ poolSize: 1, cacheDir: dir, cacheMaxBytes: BOUND });
+  const r = await engine.run(manyFunctions(2_000, 'beside-interpreter'), { invoke: 'run' });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.ok(existsSync(interpreter), 'the interpreter build was evicted');
+  assert.equal(entries(dir).length, 0, 'a module entry was written past the bound');
+  assert.ok((await treeBytes(dir)).bytes <= BOUND);
 });
