@@ -25,7 +25,7 @@
 
 import { createHash } from 'node:crypto';
 import { SandboxError } from '../errors.ts';
-import { BoundedCacheDir } from '../storage/cache-dir.ts';
+import { BoundedCacheDir, TOUCH_INTERVAL_MS } from '../storage/cache-dir.ts';
 import { CACHE_ENTRY_FORMAT, decodeCacheEntry } from '../storage/cache-file.ts';
 import { FUEL_REWRITER_VERSION, type FuelStats, type ModuleDescription } from '../wasm/index.ts';
 import { RewritePool } from './rewrite/pool.ts';
@@ -81,7 +81,7 @@ export interface ModuleCacheOptions {
 }
 
 export class ModuleCache {
-  private readonly entries = new Map<string, Promise<PreparedModule>>();
+  private readonly entries = new Map<string, { readonly p: Promise<PreparedModule>; touchedAt: number }>();
   private readonly disk: BoundedCacheDir | null;
   private readonly rewriter: RewritePool;
   private readonly ownsRewriter: boolean;
@@ -118,13 +118,18 @@ export class ModuleCache {
     if (hit) {
       this.entries.delete(key);
       this.entries.set(key, hit);
-      if (this.disk && opts.metered) this.disk.touch(entryName(key));
-      return hit;
+      const now = Date.now();
+      if (this.disk && opts.metered && now - hit.touchedAt >= TOUCH_INTERVAL_MS) {
+        hit.touchedAt = now;
+        this.disk.touch(entryName(key));
+      }
+      return hit.p;
     }
     const p = this.build(hash, key, bytes, opts);
-    this.entries.set(key, p);
+    const entry = { p, touchedAt: Date.now() };
+    this.entries.set(key, entry);
     p.catch(() => {
-      if (this.entries.get(key) === p) this.entries.delete(key);
+      if (this.entries.get(key) === entry) this.entries.delete(key);
     });
     while (this.entries.size > this.capacity) {
       const oldest = this.entries.keys().next().value;
