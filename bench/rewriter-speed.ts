@@ -8,7 +8,9 @@
  *
  * The two alternate within each repetition; the first (cold) instrumentFuel call of the run is
  * reported apart for Pyodide, since a process that instruments one big module pays it once.
- * Every output is checked with `WebAssembly.validate` (untimed).
+ * Every output is checked with `WebAssembly.validate` (untimed). `instrumentFuel` is timed as
+ * callers run it, V8's validation of the input included (about 1.2× the rewrite alone; the split
+ * is bench/validation-cost.ts).
  */
 
 import { readFileSync } from 'node:fs';

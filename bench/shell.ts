@@ -15,6 +15,8 @@ import { median, printTable } from './lib.ts';
 const PIPELINES = {
   'echo hello | wc -c': 'echo hello | wc -c',
   '10-stage pipeline': 'seq 1 50 | sort -r | head -n 40 | tail -n 30 | grep 1 | sort -n | uniq | tr 1 X | cat | wc -l',
+  // 150 000 one-line writes captured (~0.9 MB): the output capture's per-write cost.
+  'seq 1 150000 | wc -c': 'seq 1 150000 | wc -c',
 };
 
 export async function shellLatency(): Promise<void> {

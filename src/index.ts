@@ -1,8 +1,10 @@
 /**
  * Membrane's library surface: `createEngine(options)` → `engine.run(bytes, opts)`,
  * `engine.start(id, bytes, opts)` → `Instance { call, info, stop }`; the policy literal; the
- * error table.
+ * error table; the audit log (verify, checkpoints) and the store quotas an operator may set.
  */
 export * from './engine/index.ts';
 export * from './errors.ts';
 export * from './policy/index.ts';
+export { AuditLog, engineDatabaseFile, type AuditCheckpoint, type AuditRecord, type AuditVerification, type AuditProblem } from './storage/audit.ts';
+export { MAX_TENANT_KV_BYTES, MAX_TENANT_KV_KEYS, MAX_TENANT_QUEUES, MAX_TENANT_QUEUE_BYTES, type StoreQuotaOptions } from './storage/store-quotas.ts';

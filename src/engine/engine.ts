@@ -135,12 +135,12 @@ export class Engine {
       onLog: this.config.onLog,
       prepare: (bytes, policy) => this.prepare(bytes, policy),
       runProcess: (caller, run) => this.runProcess(caller, run),
-      query: (caller, sql, snapshot) => this.query(caller, sql, snapshot),
+      query: (caller, sql, snapshot, deadline) => this.query(caller, sql, snapshot, deadline),
       broker: (caller, name, args, cap) => this.brokers.call(caller, name, args, cap),
       admit: (caller, cap, op, bytes, max) => this.brokers.cadence.admit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, { bytes, max }),
       record: (caller, kind, detail) => this.brokers.record({ tenant: caller.tenant, instance: caller.instance, kind, detail }),
       parallelism: Math.max(1, Math.min(16, this.config.maxWorkers)),
-      net: (caller, name, args, stop) => this.brokers.net(caller, name, args, stop),
+      net: (caller, name, args, stop, deadline) => this.brokers.net(caller, name, args, stop, deadline),
     });
   }
 
@@ -170,7 +170,8 @@ export class Engine {
         scratch = join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`);
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
       }
-      const handle = await this.pool.acquire();
+      // Waiting for a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
+      const handle = await this.pool.acquire(policy.timeoutMs);
       const startedAt = performance.now();
       const deadline = startedAt + policy.timeoutMs;
       handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: 1, module: prepared.module, spec, entry, budget: budgetOf(policy) });
@@ -194,7 +195,7 @@ export class Engine {
         startedAt,
         outputLimitBytes: this.config.outputLimitBytes,
       });
-      const withBytes = opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout } : result;
+      const withBytes = opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout, stdoutTruncated: awaited.frame.stdoutTruncated } : result;
       return mounted ? mounted.finish(withBytes) : withBytes;
     } catch (e) {
       const err = toSandboxError(e);
@@ -217,12 +218,14 @@ export class Engine {
   }
 
   /** `vfs_query`: the caller's own database (its file, or the snapshot of an in-memory one). */
-  private async query(caller: Caller, sql: string, snapshot: Uint8Array): Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }> {
+  private async query(caller: Caller, sql: string, snapshot: Uint8Array, deadline: number): Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }> {
     const file = caller.spec.vfs?.file;
     if (!file) return { ok: false, errno: GUEST_ERR.DENIED };
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) return { ok: false, errno: GUEST_ERR.TIMEOUT };
     this.queries ??= new QueryService();
     const source = file === ':memory:' ? { bytes: snapshot } : { file };
-    const r = await this.queries.query(source, sql);
+    const r = await this.queries.query(source, sql, { timeoutMs: left });
     return r.ok ? { ok: true, json: r.json } : { ok: false, errno: GUEST_ERR[r.code] };
   }
 

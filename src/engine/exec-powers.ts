@@ -54,7 +54,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
     : undefined;
   return lanePowerServer({
     call: (name, args, cap) => brokers.call(who, name, args, cap),
-    net: (name, args, stop) => brokers.net(who, name, args, stop),
+    net: (name, args, stop, deadline) => brokers.net(who, name, args, stop, deadline),
     admit,
     ...(host ? { host } : {}),
   });

@@ -9,7 +9,10 @@
  * `vfs_query` to the query service with the caller's own database.
  * Invariant: every decision is made here from the caller's captured context (tenant, policy,
  * VFS, depth) — a request can name a registered command and its argv, nothing else; a slot taken
- * is released on every path (the call's end, its job's end, a worker's death).
+ * is released on every path (the call's end, its job's end, a worker's death). Every host call
+ * is served under its calling call's deadline (`HostCall`, worker-handle.ts): what it waits on
+ * (a broker, a process, a query, a fan-out) gets at most the time left and its abort signal, and
+ * once that signal has fired nothing of its late answer reaches the worker.
  *
  * Does not protect against: rate and revocation — the broker cadence (issue #5) wraps these.
  */
@@ -27,7 +30,7 @@ import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRe
 import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from './registry.ts';
 import type { RunResult } from './results.ts';
-import type { HostHandler, WorkerHandle } from './worker-handle.ts';
+import type { HostCall, HostHandler, WorkerHandle } from './worker-handle.ts';
 import type { LogEntry } from './options.ts';
 import type { BrokerAnswer } from './brokers/hub.ts';
 
@@ -58,7 +61,8 @@ export interface HostServicesDeps {
   readonly prepare: (bytes: Uint8Array, policy: PolicyConfig) => Promise<PreparedModule>;
   /** Run a spawned process on its own worker, as the caller, against the caller's VFS. */
   readonly runProcess: (caller: Caller, run: ProcessRun) => Promise<RunResult>;
-  readonly query: (caller: Caller, sql: string, snapshot: Uint8Array) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
+  /** `vfs_query` in its child process, which runs no later than `deadline` (`performance.now()`). */
+  readonly query: (caller: Caller, sql: string, snapshot: Uint8Array, deadline: number) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
   /** A main-thread broker call (kv, queue, secrets, …) after the cadence. */
   readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer;
   /** The cadence's first four steps for a call served here (`run_command_many`): null = go. */
@@ -67,8 +71,11 @@ export interface HostServicesDeps {
   readonly record: (caller: Caller, kind: string, detail: Record<string, unknown>) => void;
   /** Tasks `run_command_many` runs at once. */
   readonly parallelism: number;
-  /** A remote broker call (network, llm; the cadence runs inside): its answer bytes or a guest error. */
-  readonly net: (caller: Caller, name: string, args: readonly Uint8Array[], stop: AbortSignal) => Promise<Uint8Array | number>;
+  /**
+   * A remote broker call (network, llm; the cadence runs inside): its answer bytes or a guest
+   * error; `stop` aborts it (down to the socket) and its own timeouts end by `deadline`.
+   */
+  readonly net: (caller: Caller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
 }
 
 interface Process {
@@ -151,7 +158,7 @@ export class HostServices {
       this.bump(this.live, caller.tenant, -1);
     };
 
-    const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle): Promise<HostReply> => {
+    const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle, call: HostCall): Promise<HostReply> => {
       switch (req.op) {
         case 'log':
           this.log(caller, req.level, req.message);
@@ -175,6 +182,12 @@ export class HostServices {
             if (typeof resolved === 'number') {
               releaseExec(slot);
               return err(resolved);
+            }
+            // Cut at the deadline meanwhile: the worker has moved on, and may run someone else's
+            // call by now — it must never find this module waiting for it.
+            if (call.signal.aborted) {
+              releaseExec(slot);
+              return err(GUEST_ERR.TIMEOUT);
             }
             worker.postModule(resolved);
             return ok(slot);
@@ -206,7 +219,9 @@ export class HostServices {
         case 'process_wait': {
           const p = processes.get(req.pid);
           if (!p) return err(GUEST_ERR.NOT_FOUND);
-          p.response ??= encodeResponse(responseOf(await p.promise));
+          const done = await p.promise;
+          if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
+          p.response ??= encodeResponse(responseOf(done));
           const n = p.response.length;
           if (n > req.cap) return ok(n);
           reap(req.pid);
@@ -235,7 +250,10 @@ export class HostServices {
             // Long calls: what they fetched or ran is kept for the retry with a bigger buffer.
             const key = retryKey(req.name, blobs);
             const kept = hold.kept(key);
-            const answer = kept ?? (req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), stop.signal) : await this.deps.net(caller, req.name, blobs, stop.signal));
+            const signal = AbortSignal.any([stop.signal, call.signal]);
+            const answer = kept ?? (req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), signal, call.deadline) : await this.deps.net(caller, req.name, blobs, signal, call.deadline));
+            // A late answer (the call was cut at its deadline) is not kept for a retry.
+            if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
             if (typeof answer === 'number') return err(answer);
             return hold.fits(key, answer, req.cap) ? ok(answer.length, answer) : ok(answer.length);
           }
@@ -244,7 +262,7 @@ export class HostServices {
         }
         case 'vfs_query': {
           if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);
-          const answer = await this.deps.query(caller, req.sql, blobs[0] ?? new Uint8Array(0));
+          const answer = await this.deps.query(caller, req.sql, blobs[0] ?? new Uint8Array(0), call.deadline);
           return answer.ok ? ok(answer.json.length, answer.json) : err(answer.errno);
         }
       }
@@ -263,7 +281,7 @@ export class HostServices {
   }
 
   /** `run_command_many`: the cadence, then one task per input on the pool; the encoded responses. */
-  private async runMany(caller: Caller, raw: Uint8Array, stop: AbortSignal): Promise<Uint8Array | number> {
+  private async runMany(caller: Caller, raw: Uint8Array, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
     const refused = this.deps.admit(caller, 'parallel', 'run_command_many', raw.byteLength, MAX_REQUEST_BYTES);
     if (refused !== null) return refused;
     const many = decodeManyRequest(raw);
@@ -272,7 +290,9 @@ export class HostServices {
     if (depth > MAX_EXEC_DEPTH) return GUEST_ERR.QUOTA;
     const bytes = this.deps.registry.get(many.request.name);
     if (!bytes) return GUEST_ERR.NOT_FOUND;
-    const perTask = Math.min(many.timeoutMs || caller.policy.timeoutMs, caller.policy.timeoutMs);
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) return GUEST_ERR.TIMEOUT;
+    const perTask = Math.min(many.timeoutMs || caller.policy.timeoutMs, caller.policy.timeoutMs, left);
     const responses = await fanOut(many.inputs.length, this.deps.parallelism, perTask, stop, (i, signal) =>
       this.deps
         .runProcess(caller, { request: { ...many.request, stdin: many.inputs[i]! }, bytes, depth, signal })

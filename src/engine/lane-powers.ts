@@ -31,8 +31,11 @@ import type { LaneHost } from './lane-host.ts';
 export interface LanePowerDeps {
   /** A main-thread broker call (kv, queue, secrets): after the cadence. */
   readonly call: (name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer;
-  /** A remote broker call (network, llm): the cadence runs inside; aborted by `stop`. */
-  readonly net: (name: string, args: readonly Uint8Array[], stop: AbortSignal) => Promise<Uint8Array | number>;
+  /**
+   * A remote broker call (network, llm): the cadence runs inside; aborted by `stop`, and at
+   * `deadline` (a `performance.now()` value) down to its sockets (TIMEOUT).
+   */
+  readonly net: (name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
   /** The cadence's steps 1-4 alone (a request refused before reaching a broker): null = go. */
   readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
   /** The call's VFS and command powers (`vfs.*`, `commands.run`, `exec.run`; lane-host.ts). */
@@ -139,9 +142,10 @@ export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end:
   const remote = async (name: string, args: readonly Uint8Array[]): Promise<Uint8Array> => {
     const left = deadline - Date.now();
     if (left <= 0) return refuse('TIMEOUT');
-    const timeout = AbortSignal.timeout(left);
-    const answer = await deps.net(name, args, AbortSignal.any([ended.signal, timeout]));
-    if (typeof answer === 'number') return refuse(answer === GUEST_ERR.REVOKED && timeout.aborted ? 'TIMEOUT' : codeOf(answer));
+    // The broker is cut just after the snippet's deadline (its backstop): the lane's own deadline
+    // answers the waiting interpreter first and ends the snippet TIMEOUT; this frees the socket.
+    const answer = await deps.net(name, args, ended.signal, performance.now() + left);
+    if (typeof answer === 'number') return refuse(codeOf(answer));
     return answer;
   };
   const bytes = (a: BrokerAnswer): Uint8Array => (a.ok ? (a.payload ?? refuse('TOO_LARGE')) : refuse(codeOf(a.errno)));

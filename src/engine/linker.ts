@@ -45,7 +45,7 @@ export function checkImport(imp: ImportDescription, caps: readonly CapWord[]): M
   const kind = externKindName(imp.kind);
   const none = (reason: string): MissingImport => ({ import: key, kind, cap: null, profiles: [], reason });
   if (!entry) return none('no capability grants this');
-  if (entry.grant === 'never') return none('no capability grants this (Membrane gives guests no sockets; network reach is brokered)');
+  if (entry.grant === 'never') return none('no capability grants this');
   if (entry.kind !== kind) return none(`expected a ${entry.kind} import, the module declares a ${kind}`);
   const cap = entry.grant === 'ambient' ? null : entry.grant;
   const profiles = cap ? profilesGranting([cap]) : [];

@@ -1,26 +1,30 @@
 /**
  * Mounts: `--mount HOSTDIR:/guest[:ro]` copies a host directory into the guest's VFS before a run
- * and, for a read-write mount after a successful run, writes the guest's changes back.
+ * and, for a read-write mount after a successful run, writes the guest's changes back. A mount at
+ * `/` is the workspace volume's root.
  *
  * Owns: parsing mount specs, the copy in (regular files and directories only; host symlinks,
- * devices and sockets are skipped and reported) and the write-back. Invariant: the guest never
- * touches the host filesystem — it works on its VFS copy; the write-back is done by the host,
- * writes only regular files and directories strictly under HOSTDIR, never follows a symlink
- * (neither one the guest made in the VFS, which is skipped, nor one on the host, which is refused),
- * and deletes only host files that the copy-in saw and the guest removed.
+ * devices and sockets are skipped and reported) and the write-back (mount-writeback.ts).
+ * Invariant: the guest never touches the host filesystem — it works on its VFS copy. The copy in
+ * never follows a host symlink: it descends only into directories that `readdir` reports as
+ * directories and opens each file with `O_NOFOLLOW`, checking that it is a regular file. What a
+ * named VFS held under a mount point from earlier runs is removed first: the mount shows the host
+ * directory exactly. Two mounts never nest (one write-back would carry the other's files into its
+ * host directory).
  *
- * Does not protect against: a host process changing HOSTDIR during the run (the write-back wins
- * for files the guest wrote); a read-only mount is read-only for the host: the guest may change
- * its private copy, and those changes are discarded.
+ * Does not protect against: a host process changing HOSTDIR during the run (it can swap a checked
+ * directory for a symlink between the check and the use); a read-only mount is read-only for the
+ * host: the guest may change its private copy, and those changes are discarded.
  */
 
-import { lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, resolve, sep } from 'node:path';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { join, resolve } from 'node:path';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
-import { randomUUID } from 'node:crypto';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { RunResult } from './results.ts';
+import { guestPathOf, sha256, writeBack } from './mount-writeback.ts';
 
 export interface MountSpec {
   readonly hostDir: string;
@@ -28,10 +32,13 @@ export interface MountSpec {
   readonly readOnly: boolean;
 }
 
-/** Files copied into one mount: host-relative paths (with `/`), for deletions at write-back. */
+/** What the copy in saw of one mount: host-relative paths (with `/`) and their content hashes. */
 export interface MountSnapshot {
   readonly mount: MountSpec;
-  readonly files: ReadonlySet<string>;
+  /** Regular files copied in → sha256 of what was copied (an unchanged file is not written back). */
+  readonly files: ReadonlyMap<string, string>;
+  /** Directories copied in (a directory the guest removed is removed on the host when empty). */
+  readonly dirs: ReadonlySet<string>;
   readonly skipped: readonly string[];
 }
 
@@ -52,8 +59,8 @@ export function checkMount(m: MountSpec): MountSpec {
   if (!GUEST_PATH.test(guest) || guest.split('/').some((c) => c === '..' || c === '.')) {
     throw new SandboxError('POLICY_INVALID', 'a mount point is an absolute guest path without . or ..', { guestPath: m.guestPath.slice(0, 200) });
   }
-  if (guest === '/' || guest === '/tmp' || guest.startsWith('/tmp/') || guest === '/memory' || guest.startsWith('/memory/')) {
-    throw new SandboxError('POLICY_INVALID', 'mount points live in the workspace volume, below / and outside /tmp and /memory', { guestPath: guest });
+  if (guest === '/tmp' || guest.startsWith('/tmp/') || guest === '/memory' || guest.startsWith('/memory/')) {
+    throw new SandboxError('POLICY_INVALID', 'mount points live in the workspace volume (/ or below it), outside /tmp and /memory', { guestPath: guest });
   }
   const hostDir = resolve(m.hostDir);
   let st;
@@ -66,74 +73,68 @@ export function checkMount(m: MountSpec): MountSpec {
   return { hostDir, guestPath: guest, readOnly: m.readOnly };
 }
 
+/** Refuse two mounts at the same point or one inside the other. */
+export function checkDisjoint(mounts: readonly MountSpec[]): void {
+  const inside = (a: string, b: string): boolean => a === b || b === '/' || a.startsWith(`${b}/`);
+  mounts.forEach((a, i) => {
+    mounts.forEach((b, j) => {
+      if (i !== j && inside(a.guestPath, b.guestPath)) {
+        throw new SandboxError('POLICY_INVALID', 'mount points may not nest or repeat', { mounts: [b.guestPath, a.guestPath] });
+      }
+    });
+  });
+}
+
+/** A host regular file's bytes, never through a symlink (null when it is not a regular file now). */
+function readRegular(path: string): Uint8Array | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return null;
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Copy every mount into the VFS's workspace volume. */
 export function copyIn(vfs: Vfs, mounts: readonly MountSpec[], maxFiles = MAX_MOUNT_FILES): MountSnapshot[] {
+  checkDisjoint(mounts);
   return mounts.map((mount) => {
-    const files = new Set<string>();
+    const files = new Map<string, string>();
+    const dirs = new Set<string>();
     const skipped: string[] = [];
     mkdirs(vfs, mount.guestPath);
+    emptyDir(vfs, mount.guestPath);
     const walk = (rel: string): void => {
       for (const e of readdirSync(join(mount.hostDir, rel), { withFileTypes: true })) {
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const guest = `${mount.guestPath}/${r}`;
+        const guest = guestPathOf(mount, r);
         if (e.isDirectory()) {
           guarded(() => vfs.mkdir('workspace', guest), guest);
+          dirs.add(r);
           walk(r);
         } else if (e.isFile()) {
           if (files.size >= maxFiles) throw new SandboxError('POLICY_INVALID', `a mount holds more than ${maxFiles} files`, { maxFiles });
-          const data = readFileSync(join(mount.hostDir, r));
+          const data = readRegular(join(mount.hostDir, r));
+          if (data === null) {
+            skipped.push(r);
+            continue;
+          }
           guarded(() => vfs.write(vfs.open('workspace', guest, O_CREAT | O_TRUNC).ino, 0, data), guest);
-          files.add(r);
+          files.set(r, sha256(data));
         } else {
           skipped.push(r);
         }
       }
     };
     walk('');
-    return { mount, files, skipped };
+    return { mount, files, dirs, skipped };
   });
-}
-
-/** Write a read-write mount's changes back to its host directory. */
-export function writeBack(vfs: Vfs, snap: MountSnapshot): { written: number; deleted: number } {
-  const { mount } = snap;
-  if (mount.readOnly) return { written: 0, deleted: 0 };
-  const seen = new Set<string>();
-  let written = 0;
-  const walk = (rel: string, ino: number): void => {
-    for (let cookie = 0; ; ) {
-      const batch = vfs.readdir(ino, cookie, 256);
-      if (batch.length === 0) break;
-      for (const e of batch) {
-        cookie = e.next;
-        if (e.name === '.' || e.name === '..' || e.name.includes('/') || e.name.includes('\0')) continue;
-        const r = rel ? `${rel}/${e.name}` : e.name;
-        const host = hostPathUnder(mount.hostDir, r);
-        if (e.kind === 'dir') {
-          ensureRealDir(mount.hostDir, r);
-          walk(r, e.ino);
-        } else if (e.kind === 'file') {
-          ensureRealDir(mount.hostDir, rel);
-          refuseSymlink(host);
-          const size = vfs.statIno(e.ino).size;
-          writeFileSync(host, vfs.read(e.ino, 0, size));
-          seen.add(r);
-          written++;
-        }
-        // symlinks the guest made stay in the VFS: never followed, never copied out
-      }
-    }
-  };
-  walk('', vfs.resolve('workspace', mount.guestPath).ino);
-  let deleted = 0;
-  for (const r of snap.files) {
-    if (seen.has(r)) continue;
-    const host = hostPathUnder(mount.hostDir, r);
-    refuseSymlink(host);
-    rmSync(host, { force: true });
-    deleted++;
-  }
-  return { written, deleted };
 }
 
 function mkdirs(vfs: Vfs, guestPath: string): void {
@@ -148,6 +149,28 @@ function mkdirs(vfs: Vfs, guestPath: string): void {
   }
 }
 
+/**
+ * Remove what a named VFS still holds under a mount point from earlier runs, so the mount shows
+ * the host directory exactly (and write-back never resurrects files the host has since removed).
+ */
+function emptyDir(vfs: Vfs, guestPath: string): void {
+  const dir = vfs.stat('workspace', guestPath, { followFinal: false });
+  if (dir.kind !== 'dir') throw new SandboxError('POLICY_INVALID', `the mount point ${guestPath} is not a directory in the VFS`, { guestPath });
+  for (;;) {
+    const batch = vfs.readdir(dir.ino, 0, 256).filter((e) => e.name !== '.' && e.name !== '..');
+    if (batch.length === 0) return;
+    for (const e of batch) {
+      const path = guestPath === '/' ? `/${e.name}` : `${guestPath}/${e.name}`;
+      if (e.kind === 'dir') {
+        emptyDir(vfs, path);
+        vfs.rmdir('workspace', path);
+      } else {
+        vfs.unlink('workspace', path);
+      }
+    }
+  }
+}
+
 function guarded<T>(fn: () => T, guest: string): T {
   try {
     return fn();
@@ -156,39 +179,6 @@ function guarded<T>(fn: () => T, guest: string): T {
       throw new SandboxError('POLICY_INVALID', `cannot copy the mount into the VFS at ${guest}: ${e.code}`, { errno: e.code });
     }
     throw e;
-  }
-}
-
-/** `rel` joined under `root`, refusing anything that would land outside it. */
-function hostPathUnder(root: string, rel: string): string {
-  const p = resolve(root, rel);
-  if (isAbsolute(rel) || (p !== root && !p.startsWith(root + sep))) {
-    throw new SandboxError('INTERNAL', 'a write-back path left its mount');
-  }
-  return p;
-}
-
-/** Create `rel`'s directories under root, each a real directory, never a symlink. */
-function ensureRealDir(root: string, rel: string): void {
-  let at = root;
-  for (const part of rel.split('/').filter(Boolean)) {
-    at = join(at, part);
-    let st;
-    try {
-      st = lstatSync(at);
-    } catch {
-      mkdirSync(at);
-      continue;
-    }
-    if (!st.isDirectory()) throw new SandboxError('POLICY_INVALID', 'write-back refused: a path component on the host is not a real directory');
-  }
-}
-
-function refuseSymlink(host: string): void {
-  try {
-    if (lstatSync(host).isSymbolicLink()) throw new SandboxError('POLICY_INVALID', 'write-back refused: the host path is a symlink');
-  } catch (e) {
-    if (e instanceof SandboxError) throw e;
   }
 }
 
@@ -206,6 +196,7 @@ export function mountForRun(
   const specs = mounts.map((m) => (typeof m === 'string' ? parseMount(m) : checkMount(m)));
   if (specs.length === 0) return null;
   if (!policy.caps.includes('vfs')) throw new SandboxError('POLICY_INVALID', 'mounts need the vfs cap', { caps: [...policy.caps] });
+  checkDisjoint(specs);
   const temporary = vfsName === undefined;
   const file = temporary ? join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`) : resolveVfs({ name: vfsName }).file;
   const cleanup = (): void => {
@@ -232,7 +223,7 @@ export function mountForRun(
         if (!r.ok || (r.exitCode ?? 0) !== 0) return { ...r, warnings };
         const vfs = Vfs.open({ file });
         try {
-          for (const s of snapshots) writeBack(vfs, s);
+          for (const s of snapshots) warnings.push(...writeBack(vfs, s).warnings);
         } finally {
           vfs.close();
         }

@@ -13,6 +13,7 @@ import { SandboxError } from '../errors.ts';
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
 import { MAX_MOUNT_FILES } from './mounts.ts';
 import { DEFAULT_CACHE_MAX_BYTES } from './module-cache.ts';
+import { resolveStoreQuotas } from '../storage/store-quotas.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 import type { CommandRegistry } from './registry.ts';
 import type { BrokerOptions } from './brokers/index.ts';
@@ -128,6 +129,8 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
   if (o.onTimeout !== undefined && o.onTimeout !== 'retire' && o.onTimeout !== 'restart') {
     throw new SandboxError('POLICY_INVALID', 'onTimeout must be "retire" or "restart"');
   }
+  resolveStoreQuotas(o.brokers?.quotas); // refused here, before any worker starts
+
   return Object.freeze({
     poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),
     maxWorkers: Math.floor(count('maxWorkers', o.maxWorkers, 8)),

@@ -4,8 +4,9 @@
  *
  * Owns: spawning (from the bundled worker file), keeping `size` workers warm, handing one out per
  * job, and replacing a worker that was terminated (timeout) or died. Invariant: live workers
- * never exceed `maxWorkers`; a waiter for a worker waits at most `acquireTimeoutMs` and then
- * fails with INTERNAL rather than queueing forever; a worker is handed out once the housekeeping
+ * never exceed `maxWorkers`; a waiter for a worker waits at most its call's own timeout (and
+ * never past `acquireTimeoutMs`) and then fails with OVERLOADED — a declared, retryable refusal:
+ * nothing ran — rather than queueing forever; a worker is handed out once the housekeeping
  * of its last job is done (or `acquireTimeoutMs` passed), so that work never eats a job's time.
  *
  * Does not protect against: the host running out of memory because the operator allowed many
@@ -52,33 +53,41 @@ export class WorkerPool {
     return this.live;
   }
 
-  async acquire(): Promise<WorkerHandle> {
+  /**
+   * A worker for one fresh run. When every worker is busy (at `maxWorkers`, none starting) it
+   * waits at most `waitMs` (the call's own timeout) for one to be free, then OVERLOADED; a worker
+   * still starting for it (a cold pool, a replacement) is waited for up to `acquireTimeoutMs`.
+   */
+  async acquire(waitMs = this.config.acquireTimeoutMs): Promise<WorkerHandle> {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
+    const bound = Math.max(1, Math.min(waitMs, this.config.acquireTimeoutMs));
     const h = this.takeIdle();
     if (h) {
       this.warm();
-      return this.ready(h);
+      return this.ready(h, bound);
     }
     if (this.live + this.spawning < this.config.maxWorkers) this.spawnOne();
-    return this.waitForWorker().then((w) => this.ready(w));
+    const starting = this.spawning > this.waiters.length;
+    return this.waitForWorker(starting ? this.config.acquireTimeoutMs : bound).then((w) => this.ready(w, bound));
   }
 
   /**
    * `h` once it has finished the housekeeping of its last job (closing that job's file VFS, see
-   * worker/main.ts), so a job's deadline never includes it; waits at most `acquireTimeoutMs`,
-   * after which the job is posted anyway (the worker takes it when it is done).
+   * worker/main.ts), so a job's deadline never includes it; waits at most `boundMs` (the call's
+   * own timeout, or `acquireTimeoutMs`), after which the job is posted anyway (the worker takes
+   * it when it is done).
    */
-  private async ready(h: WorkerHandle): Promise<WorkerHandle> {
-    await h.channel.housekept(this.config.acquireTimeoutMs);
+  private async ready(h: WorkerHandle, boundMs = this.config.acquireTimeoutMs): Promise<WorkerHandle> {
+    await h.channel.housekept(boundMs);
     return h;
   }
 
-  private waitForWorker(): Promise<WorkerHandle> {
+  private waitForWorker(waitMs: number): Promise<WorkerHandle> {
     return new Promise<WorkerHandle>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w.timer !== timer);
-        reject(new SandboxError('INTERNAL', 'no guest worker became free in time', { maxWorkers: this.config.maxWorkers }));
-      }, this.config.acquireTimeoutMs);
+        reject(new SandboxError('OVERLOADED', `every guest worker is busy: none became free within the call's ${Math.round(waitMs)} ms; nothing ran`, { maxWorkers: this.config.maxWorkers, waitedMs: Math.round(waitMs) }));
+      }, waitMs);
       this.waiters.push({ resolve, reject, timer });
     });
   }

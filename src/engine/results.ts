@@ -30,6 +30,8 @@ export interface RunResult {
   readonly error?: SerializedError;
   /** Raw stdout, only when the run asked for it (`captureBytes`); not part of the JSON result. */
   readonly stdoutBytes?: Uint8Array;
+  /** With `stdoutBytes`: whether the output cap dropped stdout past `outputLimitBytes`. */
+  readonly stdoutTruncated?: boolean;
 }
 
 export interface ResultContext {

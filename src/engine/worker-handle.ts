@@ -8,8 +8,12 @@
  * Invariant: `awaitDone` always settles — with the result, at the deadline, or when the worker
  * dies (the exit handler marks the channel DEAD and wakes every waiter).
  *
- * Does not protect against: a host-call handler that never settles; handlers own their own
- * deadlines (the worker's bounded wait then ends the guest's call with TIMEOUT).
+ * A host call is bounded by the call's deadline too: at the deadline its handler's signal fires
+ * (brokers pass it down to their sockets), the worker is answered TIMEOUT with the interrupt word
+ * up, and a late answer is never written — the channel only ever carries the current call's reply.
+ *
+ * Does not protect against: a handler that ignores its signal — it is no longer waited on, but
+ * whatever it holds (a socket, a child) lives until its own timeout.
  */
 
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
@@ -38,8 +42,30 @@ export interface WorkerLimits {
   readonly idleWaitMs: number;
 }
 
+/**
+ * The calling call's bound on one host call: `deadline` is its absolute end (a `performance.now()`
+ * value), `signal` fires there (or when the call is stopped early). A handler passes both down —
+ * its own timeouts can only be shorter — and once `signal` has fired it changes nothing the
+ * worker could see (no module posted, no answer kept): its late answer is thrown away.
+ */
+export interface HostCall {
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+}
+
 /** Serves one host call; `blobs` are the request's byte payloads; `handle` is the calling worker. */
-export type HostHandler = (req: HostRequest, blobs: readonly Uint8Array[], handle: WorkerHandle) => HostReply | Promise<HostReply>;
+export type HostHandler = (req: HostRequest, blobs: readonly Uint8Array[], handle: WorkerHandle, call: HostCall) => HostReply | Promise<HostReply>;
+
+/**
+ * How long a worker whose host call was cut at the deadline has to post its TIMEOUT (it throws
+ * as soon as it reads the reply) before it is terminated and replaced.
+ */
+export const HOST_CALL_GRACE_MS = 50;
+
+/** Host calls served even past the deadline: they only release what the call holds (an exec slot, a process). */
+const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']);
+
+const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -7 };
 
 export type Awaited =
   | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array }
@@ -109,7 +135,11 @@ export class WorkerHandle {
           : new SandboxError('INSTANCE_DEAD', 'the guest worker failed', {}, err);
     });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new SandboxError('INTERNAL', 'a guest worker did not start in time')), BOOT_TIMEOUT_MS);
+      // A thread that cannot even start in time means a host too busy: retryable, and the thread goes.
+      const timer = setTimeout(() => {
+        void w.terminate();
+        reject(new SandboxError('OVERLOADED', `the host is too busy: a guest worker did not start within ${BOOT_TIMEOUT_MS} ms`));
+      }, BOOT_TIMEOUT_MS);
       w.once('message', () => {
         clearTimeout(timer);
         this.alive = true;
@@ -165,6 +195,40 @@ export class WorkerHandle {
   }
 
   private async waitLoop(deadline: number, onHost: HostHandler, graceMs: number, signal?: AbortSignal): Promise<Awaited> {
+    // One host call is in flight at a time: `cut` ends the wait for it (at the deadline, or when
+    // `signal` aborts); one timer per job, armed at the first host call, serves them all.
+    let cut: ((v: null) => void) | null = null;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let expired = false;
+    const stop = (): void => {
+      expired = true;
+      cut?.(null);
+    };
+    signal?.addEventListener('abort', stop);
+    try {
+      return await this.serveLoop(deadline, onHost, graceMs, signal, (r, limit) => {
+        if (expired || signal?.aborted) return Promise.resolve(null);
+        timer ??= setTimeout(stop, Math.max(0, limit - performance.now()));
+        return new Promise<HostReply | null>((resolve, reject) => {
+          cut = resolve;
+          r.then(resolve, reject);
+        }).finally(() => {
+          cut = null;
+        });
+      });
+    } finally {
+      if (timer) clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+    }
+  }
+
+  private async serveLoop(
+    deadline: number,
+    onHost: HostHandler,
+    graceMs: number,
+    signal: AbortSignal | undefined,
+    bounded: (r: Promise<HostReply>, limit: number) => Promise<HostReply | null>,
+  ): Promise<Awaited> {
     const ch = this.channel;
     let limit = deadline;
     let interrupted = false;
@@ -178,18 +242,34 @@ export class WorkerHandle {
         return { kind: 'done', ...done };
       }
       if (s === State.HOST_REQ) {
-        let reply: HostReply;
+        // A host call is bounded by the calling call's deadline: past it (or once the call was
+        // interrupted) the handler is aborted, the worker is answered TIMEOUT with the interrupt
+        // word up — it stops the guest as soon as it reads that — and the late answer is dropped.
+        let reply: HostReply | null = null;
+        const late = interrupted || performance.now() >= limit;
+        const abort = new AbortController();
         try {
           const frame = ch.read();
           const req = parseHostRequest(frame.header);
-          const r = onHost(req, frame.blobs, this);
-          reply = r instanceof Promise ? await r : r;
+          // Past the deadline only bookkeeping that frees what the call holds is still served.
+          if (!late || RELEASE_OPS.has(req.op)) {
+            const until = late ? performance.now() + HOST_CALL_GRACE_MS : limit;
+            const r = onHost(req, frame.blobs, this, { deadline: until, signal: abort.signal });
+            const answered = !(r instanceof Promise) ? r : late ? await within(r, until) : await bounded(r, limit);
+            if (!late) reply = answered;
+          }
         } catch (e) {
           void toSandboxError(e);
           reply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -8 };
         }
-        if (ch.state !== State.HOST_REQ) continue; // died or timed out meanwhile
-        if (reply.ok && reply.payload) {
+        if (reply === null) abort.abort(new SandboxError('TIMEOUT', 'the call reached its deadline inside a host call'));
+        if (ch.state !== State.HOST_REQ) continue; // died meanwhile
+        if (reply === null) {
+          ch.interrupt();
+          if (!interrupted) limit = performance.now() + Math.max(graceMs, HOST_CALL_GRACE_MS);
+          interrupted = true;
+          ch.write(TIMEOUT_REPLY);
+        } else if (reply.ok && reply.payload) {
           const { payload, ...header } = reply;
           ch.write(header, [payload]);
         } else {
@@ -230,4 +310,25 @@ export class WorkerHandle {
   whenExited(): Promise<void> {
     return this.exited;
   }
+}
+
+/**
+ * `work`'s reply, or null once `limit` (a `performance.now()` value) passes; `work` itself is
+ * left to its own abort and its late result is ignored. (Bookkeeping past the deadline only.)
+ */
+function within(work: Promise<HostReply>, limit: number): Promise<HostReply | null> {
+  return new Promise<HostReply | null>((resolve, reject) => {
+    const done = (): void => clearTimeout(timer);
+    const timer = setTimeout(() => resolve(null), Math.max(0, limit - performance.now()));
+    work.then(
+      (r) => {
+        done();
+        resolve(r);
+      },
+      (e: unknown) => {
+        done();
+        reject(e);
+      },
+    );
+  });
 }

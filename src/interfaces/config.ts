@@ -47,6 +47,8 @@ export const ConfigSchema = z.strictObject({
       requestsPerMinute: positiveInt.optional(),
       /** The brokers' per-principal rate (DESIGN §5). */
       rate: z.strictObject({ limit: positiveInt.optional(), windowMs: positiveInt.optional() }).optional(),
+      /** Per-tenant quotas of kv and queues in the engine database (storage/store-quotas.ts). */
+      storeQuotas: z.strictObject({ kvKeys: z.number().int().min(0).optional(), kvBytes: z.number().int().min(0).optional(), queues: z.number().int().min(0).optional(), queueBytes: z.number().int().min(0).optional() }).optional(),
     })
     .optional(),
 });
@@ -104,6 +106,7 @@ export function engineOptionsFrom(config: OperatorConfig | null): EngineOptions 
       secrets: secretsFrom(config),
       net: { allowCidrs: config?.net?.allowCidrs ?? [] },
       ...(limits?.rate ? { rate: limits.rate } : {}),
+      ...(limits?.storeQuotas ? { quotas: limits.storeQuotas } : {}),
     },
   };
 }

@@ -224,7 +224,7 @@ export async function guardedFetchMany(requests: readonly FetchRequest[], option
   const results = new Array<FetchManyResult>(requests.length);
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < requests.length) {
+    while (next < requests.length && !options.signal?.aborted) {
       const i = next++;
       try {
         results[i] = { ok: true, response: await guardedFetch(requests[i]!, { ...fetchOptions, timeoutMs: perRequestTimeoutMs }) };
@@ -235,5 +235,7 @@ export async function guardedFetchMany(requests: readonly FetchRequest[], option
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, worker));
+  // A batch cut by its caller's signal is one failure, not 64 per-item ones.
+  if (options.signal?.aborted) throw toNetError(options.signal.reason, options.signal);
   return results;
 }

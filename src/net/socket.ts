@@ -7,8 +7,9 @@
  * the pinned address only; TLS verifies the peer against the host with SNI (connect.ts). TCP and
  * TLS send the request, half-close the write side, and read until the peer closes; UDP sends one
  * datagram and takes the first datagram that comes back from the pinned address and port. The
- * answer is capped (1 MiB, `TOO_LARGE`) and one deadline (10 s, `TIMEOUT`) covers resolution,
- * connection, sending and reading. Request bytes are capped at 1 MiB (UDP: 65 507).
+ * answer is capped (1 MiB, `TOO_LARGE`) and one deadline (10 s, `TIMEOUT`; a broker passes less —
+ * what is left of its caller's call) covers resolution, connection, sending and reading; an abort
+ * of the caller's signal destroys the socket. Request bytes are capped at 1 MiB (UDP: 65 507).
  *
  * Does not protect against: a peer that never closes (the call ends at the deadline, with
  * `TIMEOUT`, discarding what arrived), or the content of the answer.

@@ -138,7 +138,11 @@ const WASI_FS: ReadonlyArray<[string, Signature]> = [
   ['path_unlink_file', errno(I, I, I)],
 ];
 
-/** Sockets: Membrane has none; network reach is brokered (`tcp`, `net`, ...). */
+/**
+ * Sockets: Membrane never creates a socket descriptor (network reach is brokered: `tcp`, `net`,
+ * ...), so these are linked for every WASI guest and answer ENOTSOCK/EBADF — real binaries
+ * (CPython for WASI, Rust's std) import them unconditionally and could not load without them.
+ */
 const WASI_SOCKETS: ReadonlyArray<[string, Signature]> = [
   ['sock_accept', errno(I, I, I)],
   ['sock_recv', errno(I, I, I, I, I, I)],
@@ -187,8 +191,9 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
   // WASI preview 1
   ...WASI_AMBIENT.map(([n, s]) => wasi(n, 'ambient', 'linked', s)),
   ...WASI_FS.map(([n, s]) => wasi(n, 'vfs', 'linked', s)),
-  wasi('poll_oneoff', 'posix', 'linked', errno(I, I, I, I)),
-  ...WASI_SOCKETS.map(([n, s]) => wasi(n, 'never', 'planned', s)),
+  // ambient: clock subscriptions sleep within the call's deadline, descriptor ones only on stdio
+  wasi('poll_oneoff', 'ambient', 'linked', errno(I, I, I, I)),
+  ...WASI_SOCKETS.map(([n, s]) => wasi(n, 'ambient', 'linked', s)),
   // memory
   { module: MEMORY_IMPORT.module, name: MEMORY_IMPORT.name, kind: 'memory', grant: 'ambient', status: 'linked', signature: null },
 ] satisfies CatalogEntry[]);

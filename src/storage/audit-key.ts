@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { storageDir } from './sqlite.ts';
+import { homeRelative } from './home-files.ts';
 
 export const AUDIT_KEY_BYTES = 32;
 export const AUDIT_KEY_ENV = 'MEMBRANE_AUDIT_KEY';
@@ -44,10 +45,12 @@ export function auditKeyFile(): string {
   return join(storageDir(), AUDIT_KEY_FILE);
 }
 
-function readKeyFile(file: string): Buffer | undefined {
+function readKeyFile(path: string): Buffer | undefined {
+  // Messages name the file as the operator knows it ($MEMBRANE_HOME/audit.key), never the host path.
+  const file = `$MEMBRANE_HOME/${homeRelative(path)}`;
   let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;

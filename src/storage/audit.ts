@@ -1,54 +1,58 @@
 /**
  * The tamper-evident audit log: an append-only keyed hash chain in the engine database.
  *
- * Owns: the `audit` and `audit_head` tables of `$MEMBRANE_HOME/engine.sqlite`, appending, tail
- * queries and verification. A record is `{ v: 1, seq, time, tenant, instance, kind, detail }`
+ * Owns: the `audit`, `audit_head` and `audit_format` tables of `$MEMBRANE_HOME/engine.sqlite`,
+ * starting a log (its genesis record), appending, tail queries, verification and checkpoints
+ * (audit-checkpoint.ts). A record is `{ v: 1, seq, time, tenant, instance, kind, detail }`
  * (`time` ISO-8601 UTC with milliseconds; `instance` '' for engine-level events); its MAC is
  * `HMAC-SHA256(key, prevMac ‖ canonical(record))` with `canonical` the UTF-8 bytes of
  * `canonicalJson` (audit-encoding.ts) and `prevMac` 32 zero bytes for seq 1. The head row holds
  * the last `{seq, mac}` under its own MAC (a key derived from the audit key), so removing the
  * newest records is detected too.
  *
+ * Genesis: a log is started in the same transaction that creates its tables, with record 1 of
+ * kind `genesis` (tenant '', detail `{ keyId }`, MAC'd like any record). So a log that exists is
+ * never empty: no records and no head — every row deleted — is `wiped`; missing tables are
+ * `wiped` to `openExisting()` (verify and checkpoint never create a log). Logs written by a
+ * version before genesis records (tables without `audit_format`) are adopted on open: with
+ * records, they keep their first record at seq 1 and verify with `legacy: true`; without any,
+ * a genesis is written then. From then on they are protected like any other.
+ *
  * Invariant: seqs are 1, 2, 3, … with no gaps and no repeats, however many connections and
  * processes append at once (each append is one IMMEDIATE transaction: read the head, insert,
  * move the head). `verify()` reports the FIRST seq that the chain cannot vouch for: an edited,
- * deleted, inserted or reordered record, a truncated log, or a missing, forged or rolled-back
- * head. An append never repairs a head that does not verify: it refuses, loudly.
+ * deleted, inserted or reordered record, a truncated or wiped log, or a missing, forged or
+ * rolled-back head. An append never repairs a head that does not verify, nor restarts a wiped
+ * log: it refuses, loudly.
  *
  * Does not protect against: anyone holding the audit key (they can rewrite the whole chain);
- * deleting every record AND the head (an empty log verifies); restoring an older copy of the
- * whole log with its head (compare `verify()`'s head with one kept elsewhere to catch that);
- * a caller putting a secret in `detail` (callers pass only non-secret facts: see
- * audit-encoding.ts).
+ * restoring an older copy of the whole log with its head, or dropping the tables (or the
+ * database) and letting Membrane start a new log — `verify --checkpoint` against a checkpoint kept
+ * elsewhere catches both; a caller putting a secret in `detail` (callers pass only non-secret
+ * facts: see audit-encoding.ts).
  */
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { auditDetail, canonicalJson, truncateUtf8, MAX_PRINCIPAL_BYTES, type AuditDetail, type AuditJson } from './audit-encoding.ts';
 import { loadAuditKey, AUDIT_KEY_BYTES } from './audit-key.ts';
+import { checkpointKey, signCheckpoint, checkCheckpoint, type AuditCheckpoint } from './audit-checkpoint.ts';
 import { openDatabase, storageDir, type Database, type Statement } from './sqlite.ts';
+import { AUDIT_VERSION, GENESIS_KIND, SCHEMA, decodeRow, fail, missingLog, tableState, type AuditProblem, type AuditRecord, type AuditVerification, type Head, type Row } from './audit-schema.ts';
+
+export { AUDIT_VERSION, GENESIS_KIND, type AuditProblem, type AuditRecord, type AuditVerification } from './audit-schema.ts';
 
 export { canonicalJson, auditDetail, MAX_DETAIL_BYTES, MAX_DETAIL_STRING_BYTES, type AuditDetail, type AuditJson } from './audit-encoding.ts';
 export { loadAuditKey, parseAuditKey, auditKeyFile, AUDIT_KEY_ENV } from './audit-key.ts';
+export { parseCheckpoint, CHECKPOINT_VERSION, CHECKPOINT_ALGS, MAX_CHECKPOINT_BYTES, type AuditCheckpoint } from './audit-checkpoint.ts';
 
-export const AUDIT_VERSION = 1;
 /** `tail()` returns at most this many records. */
 export const MAX_AUDIT_TAIL = 10_000;
 /** Kinds are short machine words: `net.denied`, `kv.quota`, `engine.start`. */
 const KIND = /^[a-z][a-z0-9_.:-]{0,63}$/;
 const ZERO_MAC: Buffer = Buffer.alloc(32);
-
-export interface AuditRecord {
-  readonly v: 1;
-  readonly seq: number;
-  readonly time: string;
-  readonly tenant: string;
-  readonly instance: string;
-  readonly kind: string;
-  readonly detail: AuditDetail;
-}
-
 export interface AuditEvent {
   readonly tenant: string;
   /** '' (the default) for engine-level events. */
@@ -57,12 +61,6 @@ export interface AuditEvent {
   /** Non-secret facts only (see audit-encoding.ts). */
   readonly detail?: { readonly [key: string]: unknown };
 }
-
-export type AuditProblem = 'edited' | 'deleted' | 'inserted' | 'reordered' | 'truncated' | 'bad-head';
-
-export type AuditVerification =
-  | { readonly ok: true; readonly records: number }
-  | { readonly ok: false; readonly seq: number; readonly problem: AuditProblem; readonly reason: string };
 
 export interface AuditTailQuery {
   readonly tenant?: string;
@@ -76,23 +74,6 @@ export interface AuditTailQuery {
 export interface AuditLogOptions {
   /** The 32-byte key; default `loadAuditKey()`. */
   readonly key?: Uint8Array;
-}
-
-interface Row {
-  seq: number;
-  v: number;
-  time: string;
-  tenant: string;
-  instance: string;
-  kind: string;
-  detail: string;
-  mac: Buffer;
-}
-
-interface Head {
-  seq: number;
-  mac: Buffer;
-  head_mac: Buffer;
 }
 
 /** `$MEMBRANE_HOME/engine.sqlite`: the engine's own database (the audit log, kv, queues…). */
@@ -120,36 +101,73 @@ export class AuditLog {
   readonly #setHead$: Statement;
   readonly #rows$: Statement<Row>;
   readonly #count$: Statement<{ n: number }>;
+  readonly #at$: Statement<{ seq: number; mac: Buffer }>;
   readonly #appendTx: (fields: Omit<AuditRecord, 'v' | 'seq' | 'time'>) => AuditRecord;
+  readonly #legacyEmpty: boolean;
 
-  /** Over an open connection (closed by `close()` only if `ownsDb`); creates the audit tables. */
-  constructor(db: Database, options: AuditLogOptions = {}, ownsDb = false) {
+  /**
+   * Over an open connection (closed by `close()` only if `ownsDb`). Starts a log — the tables and
+   * its genesis record, in one transaction — if the database has none; adopts a log of an older
+   * version (see the module header). Partly dropped tables are refused (INTERNAL: tampering).
+   */
+  constructor(db: Database, options: AuditLogOptions = {}, ownsDb = false, create = true) {
     const key = options.key ?? loadAuditKey();
     if (key.length !== AUDIT_KEY_BYTES) throw new SandboxError('POLICY_INVALID', `the audit key must be ${AUDIT_KEY_BYTES} bytes`);
     this.#db = db;
     this.#ownsDb = ownsDb;
     this.#key = Buffer.from(key);
     this.#headKey = createHmac('sha256', this.#key).update('membrane audit head v1').digest();
-    db.exec(`CREATE TABLE IF NOT EXISTS audit (
-      seq INTEGER PRIMARY KEY, v INTEGER NOT NULL, time TEXT NOT NULL, tenant TEXT NOT NULL,
-      instance TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, mac BLOB NOT NULL) STRICT;
-    CREATE TABLE IF NOT EXISTS audit_head (
-      id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, mac BLOB NOT NULL, head_mac BLOB NOT NULL) STRICT;
-    CREATE INDEX IF NOT EXISTS audit_tenant ON audit (tenant, seq);
-    CREATE INDEX IF NOT EXISTS audit_kind ON audit (kind, seq);`);
+    let legacyEmpty = false;
+    if (create && tableState(db) !== 'current') {
+      db.transaction(() => {
+        const state = tableState(db);
+        if (state === 'current') return;
+        if (state === 'partial') throw new SandboxError('INTERNAL', 'some of the audit tables are missing (dropped?); run `membrane audit verify`');
+        const empty = state === 'none' || (db.prepare<{ n: number }>('SELECT (SELECT count(*) FROM audit) + (SELECT count(*) FROM audit_head) AS n').get()!.n === 0);
+        db.exec(SCHEMA);
+        db.prepare('INSERT INTO audit_format (id, genesis) VALUES (1, ?)').run(empty ? 1 : 0);
+        if (empty) this.#writeGenesis(db);
+      }).immediate();
+    } else if (!create) {
+      const state = tableState(db);
+      if (state !== 'current' && state !== 'legacy') throw new SandboxError('INTERNAL', 'no audit log in this database');
+      legacyEmpty = state === 'legacy';
+    }
+    this.#legacyEmpty = legacyEmpty;
     this.#head$ = db.prepare('SELECT seq, mac, head_mac FROM audit_head WHERE id = 1');
     this.#insert$ = db.prepare('INSERT INTO audit (seq, v, time, tenant, instance, kind, detail, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
     this.#setHead$ = db.prepare('INSERT INTO audit_head (id, seq, mac, head_mac) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, mac = excluded.mac, head_mac = excluded.head_mac');
     this.#rows$ = db.prepare('SELECT seq, v, time, tenant, instance, kind, detail, mac FROM audit ORDER BY seq');
     this.#count$ = db.prepare('SELECT count(*) AS n FROM audit');
+    this.#at$ = db.prepare('SELECT seq, mac FROM audit WHERE seq = ?');
     this.#appendTx = db.transaction((fields: Omit<AuditRecord, 'v' | 'seq' | 'time'>) => this.#appendLocked(fields)).immediate;
   }
 
-  /** Open the log in its own connection to `file` (default the engine database). */
+  /** Open the log in its own connection to `file` (default the engine database), starting one if none. */
   static open(file: string = engineDatabaseFile(), options: AuditLogOptions = {}): AuditLog {
     const db = openDatabase(file);
     try {
       return new AuditLog(db, options, true);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Open an existing log read-only (verify, checkpoint, tail): never starts one. When `file` has
+   * no audit tables (or only some), the verification that says so (`wiped`) instead.
+   */
+  static openExisting(file: string = engineDatabaseFile(), options: AuditLogOptions = {}): AuditLog | AuditVerification {
+    if (!existsSync(file)) return missingLog('none');
+    const db = openDatabase(file, { readonly: true });
+    try {
+      const state = tableState(db);
+      if (state === 'none' || state === 'partial') {
+        db.close();
+        return missingLog(state);
+      }
+      return new AuditLog(db, options, true, false);
     } catch (err) {
       db.close();
       throw err;
@@ -188,6 +206,8 @@ export class AuditLog {
       prevMac = head.mac;
     } else if (this.#count$.get()!.n !== 0) {
       throw new SandboxError('INTERNAL', 'the audit log has records but no head (tampered); run `membrane audit verify`');
+    } else {
+      throw new SandboxError('INTERNAL', 'the audit log is empty — its genesis record is gone (wiped); run `membrane audit verify`');
     }
     const record: AuditRecord = { v: AUDIT_VERSION, seq: prevSeq + 1, time: new Date().toISOString(), ...fields };
     const mac = this.#mac(prevMac, record);
@@ -198,6 +218,51 @@ export class AuditLog {
     }
     this.#setHead$.run(record.seq, mac, this.#headMac(record.seq, mac));
     return record;
+  }
+
+  /** Record 1 of a new log, inside the transaction that created its tables. */
+  #writeGenesis(db: Database): void {
+    const record: AuditRecord = { v: AUDIT_VERSION, seq: 1, time: new Date().toISOString(), tenant: '', instance: '', kind: GENESIS_KIND, detail: { keyId: this.keyId() } };
+    const mac = this.#mac(ZERO_MAC, record);
+    db.prepare('INSERT INTO audit (seq, v, time, tenant, instance, kind, detail, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(1, record.v, record.time, record.tenant, record.instance, record.kind, canonicalJson(record.detail), mac);
+    db.prepare('INSERT INTO audit_head (id, seq, mac, head_mac) VALUES (1, 1, ?, ?)').run(mac, this.#headMac(1, mac));
+  }
+
+  /** A public name of the audit key (16 hex digits of an HMAC under it): tells logs and checkpoints of different keys apart. */
+  keyId(): string {
+    return createHmac('sha256', this.#key).update('membrane audit key id v1').digest('hex').slice(0, 16);
+  }
+
+  /**
+   * A signed checkpoint of the log's head as it verifies now, to keep somewhere the engine
+   * database is not: `verifyCheckpoint` later fails if the log no longer reaches it. Refused
+   * (INTERNAL, naming the problem) when the log does not verify.
+   */
+  checkpoint(): AuditCheckpoint {
+    return this.#db.transaction(() => {
+      const r = this.#verifySnapshot();
+      if (!r.ok) throw new SandboxError('INTERNAL', `the audit log does not verify (seq ${r.seq}: ${r.reason}); no checkpoint signed`);
+      const head = this.#head$.get();
+      if (!head) throw new SandboxError('INTERNAL', 'the audit log is empty (an older version\'s, never written): nothing to checkpoint');
+      return signCheckpoint(checkpointKey(this.#key), { seq: head.seq, mac: head.mac.toString('hex'), time: new Date().toISOString(), keyId: this.keyId() });
+    })();
+  }
+
+  /**
+   * `verify()`, then: the checkpoint's signature holds under this log's key, and the log still
+   * holds record `seq` with the checkpointed MAC. `checkpoint` is untrusted input (a parsed file).
+   */
+  verifyCheckpoint(checkpoint: unknown): AuditVerification {
+    return this.#db.transaction(() => {
+      const bad = checkCheckpoint(checkpointKey(this.#key), this.keyId(), checkpoint);
+      if (typeof bad === 'string') return fail(0, 'checkpoint', bad);
+      const r = this.#verifySnapshot();
+      if (!r.ok) return r;
+      const row = this.#at$.get(bad.seq);
+      if (!row) return fail(bad.seq, 'truncated', `the log ends at seq ${r.records}, before the checkpoint's seq ${bad.seq} (its tail was cut and the head rolled back)`);
+      if (!sameMac(row.mac, Buffer.from(bad.mac, 'hex'))) return fail(bad.seq, 'checkpoint', `record ${bad.seq} is not the one checkpointed (the log was rewritten or restored from an older copy)`);
+      return r;
+    })();
   }
 
   /** Number of records stored (verified or not). */
@@ -232,6 +297,7 @@ export class AuditLog {
     let prev: Buffer = ZERO_MAC;
     let found: AuditVerification | undefined;
     let bad: Row | undefined;
+    let firstKind = '';
     // Nothing else may run on the connection while the iterator is open: note, break, then act.
     for (const row of this.#rows$.iterate()) {
       if (row.seq !== expected) {
@@ -252,17 +318,21 @@ export class AuditLog {
         bad = row;
         break;
       }
+      if (row.seq === 1) firstKind = row.kind;
       prev = row.mac;
       expected++;
     }
     if (found) return found;
     if (bad) return this.#classify(bad, prev, headSeq, this.#count$.get()!.n);
     const last = expected - 1;
-    if (!head) return last === 0 ? { ok: true, records: 0 } : fail(last + 1, 'bad-head', 'the head is missing');
+    if (!head && last === 0) {
+      return this.#legacyEmpty ? { ok: true, records: 0, legacy: true } : fail(1, 'wiped', 'the log is empty: its genesis record and every record after it were deleted, with the head');
+    }
+    if (!head) return fail(last + 1, 'bad-head', 'the head is missing');
     if (headSeq === undefined) return fail(last + 1, 'bad-head', 'the head\'s MAC does not verify (forged, or another audit key)');
     if (headSeq > last) return fail(last + 1, 'truncated', `records ${last + 1}..${headSeq} are missing from the end`);
     if (!sameMac(head.mac, prev)) return fail(last + 1, 'bad-head', 'the head does not match the last record');
-    return { ok: true, records: last };
+    return firstKind === GENESIS_KIND ? { ok: true, records: last } : { ok: true, records: last, legacy: true };
   }
 
   /**
@@ -302,20 +372,8 @@ export class AuditLog {
   }
 }
 
-function fail(seq: number, problem: AuditProblem, reason: string): AuditVerification {
-  return { ok: false, seq, problem, reason: `${problem}: ${reason}` };
+/** Start the audit log in `db` if it has none (its tables and genesis record); adopt an older version's. */
+export function startAuditLog(db: Database, options: AuditLogOptions = {}): void {
+  new AuditLog(db, options);
 }
 
-/** A stored row as a record, or undefined if it is not one (wrong types, non-canonical detail). */
-function decodeRow(r: Row): AuditRecord | undefined {
-  if (r.v !== AUDIT_VERSION || typeof r.time !== 'string' || typeof r.tenant !== 'string' || typeof r.instance !== 'string' || typeof r.kind !== 'string' || typeof r.detail !== 'string') return undefined;
-  let detail: unknown;
-  try {
-    detail = JSON.parse(r.detail);
-  } catch {
-    return undefined;
-  }
-  if (detail === null || typeof detail !== 'object' || Array.isArray(detail)) return undefined;
-  if (canonicalJson(detail as AuditDetail) !== r.detail) return undefined;
-  return { v: AUDIT_VERSION, seq: r.seq, time: r.time, tenant: r.tenant, instance: r.instance, kind: r.kind, detail: detail as AuditDetail };
-}

@@ -16,7 +16,8 @@
  * by its one entry until the next write measures again); a local user writing the directory.
  */
 
-import { mkdir, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /** An entry's mtime is its last use; refreshing it more often than this is wasted syscalls. */
@@ -54,7 +55,15 @@ export class BoundedCacheDir {
   async read(rel: string): Promise<Buffer | null> {
     const file = this.path(rel);
     try {
-      const b = await readFile(file);
+      // Never through a link planted under the home (storage/home-files.ts's rule).
+      const fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      let b: Buffer;
+      try {
+        if (!(await fh.stat()).isFile()) return null;
+        b = await fh.readFile();
+      } finally {
+        await fh.close();
+      }
       this.touch(rel);
       return b;
     } catch {
@@ -98,7 +107,7 @@ export class BoundedCacheDir {
       await mkdir(dirname(file), { recursive: true, mode: 0o700 });
       const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
       try {
-        await writeFile(tmp, bytes, { mode: 0o600 });
+        await writeFile(tmp, bytes, { mode: 0o600, flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW });
         await rename(tmp, file);
       } catch (e) {
         await unlink(tmp).catch(() => undefined);

@@ -10,11 +10,15 @@
  * Invariant: a cache file is content-addressed by its caller (hash of the input and the
  * rewriter's version), so a stale or damaged file is never trusted for a different input.
  *
+ * A cache file is read only if it is a regular file (opened with O_NOFOLLOW: a symbolic link
+ * planted in the cache is never followed) and written to a temporary name created with
+ * O_CREAT|O_EXCL (never through a link), then renamed over whatever was there.
+ *
  * Does not protect against: another process of the same OS user replacing a cache file with a
  * different valid module — the cache directory is the operator's to keep private.
  */
 
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** "\0MBC": a module cache entry, never mistaken for a bare wasm file. */
@@ -55,7 +59,14 @@ export function decodeCacheEntry(entry: Uint8Array): { meta: string; wasmOffset:
 /** The file's bytes if it exists and starts with the wasm magic, else null. */
 export function readCachedWasm(file: string): Uint8Array | null {
   try {
-    const b = readFileSync(file);
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    let b: Buffer;
+    try {
+      if (!fstatSync(fd).isFile()) return null;
+      b = readFileSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     return b.length >= 8 && startsWith(b, 0, WASM_MAGIC) ? new Uint8Array(b) : null;
   } catch {
     return null;
@@ -67,7 +78,12 @@ export function writeCacheFile(file: string, bytes: Uint8Array): boolean {
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    writeFileSync(tmp, bytes, { mode: 0o600 });
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      writeFileSync(fd, bytes);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, file);
     return true;
   } catch {

@@ -1,62 +1,67 @@
 /**
  * Durable per-tenant key-value data in the engine database (the `kv` broker's store).
  *
- * Owns: the `kv` table and its limits — keys 1..1024 bytes of UTF-8, values ≤ 1 MiB, ≤ 10 000
- * keys per tenant. Invariant: every statement is scoped by the tenant the caller passes (the
- * engine passes the one captured when the guest started; no import takes a tenant), so one
- * tenant's keys are unreachable from another's by construction.
+ * Owns: the `kv` table and its limits — keys 1..1024 bytes of UTF-8, values ≤ 1 MiB, and per
+ * tenant at most `quotas.kvKeys` keys (10 000) and `quotas.kvBytes` charged bytes (64 MiB: keys,
+ * values and `STORE_ITEM_OVERHEAD` each; store-quotas.ts). Invariant: every statement is scoped by
+ * the tenant the caller passes (the engine passes the one captured when the guest started; no
+ * import takes a tenant), so one tenant's keys are unreachable from another's by construction; a
+ * put or delete and its usage row change in one IMMEDIATE transaction, checked before the write.
  *
- * Does not protect against: a tenant filling its own quota; the engine database's total size
- * (bounded by tenants × quota).
+ * Does not protect against: see store-quotas.ts (SQLite's overhead beyond the per-key charge;
+ * the number of tenants).
  */
 
 import type { Database, Statement } from './sqlite.ts';
+import { MAX_TENANT_KV_KEYS, STORE_ITEM_OVERHEAD, UsageTable, resolveStoreQuotas, type QuotaRefusal, type StoreQuotas } from './store-quotas.ts';
 
 export const KV_MAX_KEY_BYTES = 1024;
 export const KV_MAX_VALUE_BYTES = 1024 * 1024;
-export const KV_MAX_KEYS = 10_000;
+/** The default key quota (store-quotas.ts holds the defaults). */
+export const KV_MAX_KEYS = MAX_TENANT_KV_KEYS;
 /** At most this many keys in one list answer. */
 export const KV_MAX_LIST = 1000;
 
-export type KvRefusal = 'TOO_LARGE' | 'QUOTA' | 'INVALID';
+export type KvRefusal = 'TOO_LARGE' | 'INVALID' | QuotaRefusal;
 
 export class KvStore {
   private readonly get$: Statement<{ value: Uint8Array }>;
-  private readonly exists$: Statement<{ one: number }>;
-  private readonly count$: Statement<{ n: number }>;
+  private readonly size$: Statement<{ n: number }>;
   private readonly put$: Statement;
   private readonly delete$: Statement;
   private readonly list$: Statement<{ key: string }>;
+  private readonly usage: UsageTable;
   private readonly putTx: (tenant: string, key: string, value: Uint8Array) => KvRefusal | null;
   private readonly deleteTx: (tenant: string, key: string) => boolean;
 
-  constructor(db: Database) {
-    // kv_counts keeps each tenant's key count in step with kv (same transactions), so the quota
-    // check is one row read instead of a count over the tenant's keys.
+  constructor(db: Database, readonly quotas: StoreQuotas = resolveStoreQuotas()) {
     db.exec(`CREATE TABLE IF NOT EXISTS kv (
       tenant TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, updated INTEGER NOT NULL,
       PRIMARY KEY (tenant, key)) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS kv_counts (tenant TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID`);
+      DROP TABLE IF EXISTS kv_counts`);
+    this.usage = new UsageTable(db, 'kv', `SELECT tenant, count(*) AS items, sum(length(CAST(key AS BLOB)) + length(value) + ${STORE_ITEM_OVERHEAD}) AS bytes FROM kv GROUP BY tenant`);
     this.get$ = db.prepare('SELECT value FROM kv WHERE tenant = ? AND key = ?');
-    this.exists$ = db.prepare('SELECT 1 AS one FROM kv WHERE tenant = ? AND key = ?');
-    this.count$ = db.prepare('SELECT coalesce((SELECT n FROM kv_counts WHERE tenant = ?), 0) AS n');
-    const bump$ = db.prepare('INSERT INTO kv_counts (tenant, n) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET n = n + excluded.n');
+    this.size$ = db.prepare('SELECT length(value) AS n FROM kv WHERE tenant = ? AND key = ?');
     this.put$ = db.prepare('INSERT INTO kv (tenant, key, value, updated) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value, updated = excluded.updated');
     this.delete$ = db.prepare('DELETE FROM kv WHERE tenant = ? AND key = ?');
     // Prefix match by range, so `%` and `_` in a prefix are plain characters.
     this.list$ = db.prepare('SELECT key FROM kv WHERE tenant = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?');
-    const tx = db.transaction((tenant: string, key: string, value: Uint8Array): KvRefusal | null => {
-      const fresh = !this.exists$.get(tenant, key);
-      if (fresh && this.count$.get(tenant)!.n >= KV_MAX_KEYS) return 'QUOTA';
+    this.putTx = db.transaction((tenant: string, key: string, value: Uint8Array): KvRefusal | null => {
+      const old = this.size$.get(tenant, key);
+      const used = this.usage.get(tenant);
+      if (!old && used.items >= this.quotas.kvKeys) return { code: 'QUOTA', quota: 'kv-keys', limit: this.quotas.kvKeys };
+      const delta = old ? value.byteLength - old.n : Buffer.byteLength(key, 'utf8') + value.byteLength + STORE_ITEM_OVERHEAD;
+      if (delta > 0 && used.bytes + delta > this.quotas.kvBytes) return { code: 'QUOTA', quota: 'kv-bytes', limit: this.quotas.kvBytes };
       this.put$.run(tenant, key, value, Date.now());
-      if (fresh) bump$.run(tenant, 1);
+      this.usage.add(tenant, old ? 0 : 1, delta);
       return null;
-    });
-    this.putTx = tx.immediate;
+    }).immediate;
     this.deleteTx = db.transaction((tenant: string, key: string): boolean => {
-      const gone = this.delete$.run(tenant, key).changes > 0;
-      if (gone) bump$.run(tenant, -1);
-      return gone;
+      const old = this.size$.get(tenant, key);
+      if (!old) return false;
+      this.delete$.run(tenant, key);
+      this.usage.add(tenant, -1, -(Buffer.byteLength(key, 'utf8') + old.n + STORE_ITEM_OVERHEAD));
+      return true;
     }).immediate;
   }
 
@@ -80,12 +85,18 @@ export class KvStore {
   }
 
   count(tenant: string): number {
-    return this.count$.get(tenant)!.n;
+    return this.usage.get(tenant).items;
+  }
+
+  /** Keys held and bytes charged to `tenant` (see store-quotas.ts). */
+  usageOf(tenant: string): { keys: number; bytes: number } {
+    const u = this.usage.get(tenant);
+    return { keys: u.items, bytes: u.bytes };
   }
 }
 
 /** A key is 1..KV_MAX_KEY_BYTES of UTF-8 without NUL. */
-export function checkKey(key: string, bytes: number): KvRefusal | null {
+export function checkKey(key: string, bytes: number): 'TOO_LARGE' | 'INVALID' | null {
   if (bytes === 0 || key.includes('\0')) return 'INVALID';
   if (bytes > KV_MAX_KEY_BYTES) return 'TOO_LARGE';
   return null;

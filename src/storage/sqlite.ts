@@ -21,11 +21,13 @@
  * lies about fsync; modes on directories that already existed outside `$MEMBRANE_HOME`.
  */
 
-import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, statSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fsyncSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { SandboxError } from '../errors.ts';
+import { checkDatabasePaths, ensurePrivateDir, ensurePrivateFile, membraneHome } from './home-files.ts';
+
+export { membraneHome } from './home-files.ts';
 
 /** A prepared statement: the part of better-sqlite3's `Statement` Membrane uses. */
 export interface Statement<Row = unknown> {
@@ -83,14 +85,10 @@ function sqliteConstructor(): DatabaseConstructor {
 /** How long a connection waits for another connection's write lock before SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5_000;
 
-/** `$MEMBRANE_HOME`, default `~/.membrane` (same rule as the engine's `membraneHome()`). */
-export function membraneHome(): string {
-  return process.env['MEMBRANE_HOME'] || join(homedir(), '.membrane');
-}
-
 /**
  * A directory under `$MEMBRANE_HOME` (or the home itself), created if missing, and forced to
- * 0700 along with the home: everything below it is ours.
+ * 0700 along with the home: everything below it is ours. A component below the home that is a
+ * symbolic link or not a directory is refused (home-files.ts).
  */
 export function storageDir(...parts: string[]): string {
   const home = resolve(membraneHome());
@@ -102,8 +100,7 @@ export function storageDir(...parts: string[]): string {
       throw new SandboxError('INTERNAL', 'bad storage directory component');
     }
     dir = join(dir, part);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    chmodSync(dir, 0o700);
+    ensurePrivateDir(dir);
   }
   return dir;
 }
@@ -141,11 +138,11 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
     if (file.includes('\0')) throw new SandboxError('INTERNAL', 'database path contains NUL');
     const path = resolve(file);
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    if (!options.readonly) {
-      // Create the file ourselves so it is born 0600; SQLite gives -wal/-shm the same mode.
-      closeSync(openSync(path, 'a', 0o600));
-      if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
-    }
+    // No symbolic link or non-regular file at the path or its -wal/-shm/-journal (home-files.ts);
+    // create the file ourselves (O_EXCL|O_NOFOLLOW) so it is born 0600 — SQLite gives the
+    // companions the same mode.
+    checkDatabasePaths(path);
+    if (!options.readonly) ensurePrivateFile(path);
     file = path;
   }
   let db: Database;
@@ -201,7 +198,7 @@ export function syncDatabase(db: Database): void {
   for (const file of [`${db.name}-wal`, db.name]) {
     let fd: number;
     try {
-      fd = openSync(file, 'r');
+      fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // no WAL: nothing pending
       throw err;

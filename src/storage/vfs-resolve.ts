@@ -5,10 +5,13 @@
  * Owns: the walk over components, `..`, and symlink expansion.
  *
  * Invariant: resolution only ever reads `dirents`/`inodes` rows of the VFS database, so no path
- * reaches the host filesystem. It starts at the volume root for absolute paths (or at `from` for
- * relative ones) and `..` at the volume root stays at the root, so the result is always an inode
- * of that volume. Symlink targets are expanded in place (absolute targets restart at the volume
- * root); more than `MAX_SYMLINK_HOPS` expansions → ELOOP.
+ * reaches the host filesystem, and the result is always an inode of the volume. Two modes:
+ * - from the volume root (no `from`: the host's and the `vfs_*` imports' absolute paths): `..` at
+ *   the root stays at the root, absolute symlink targets restart at the root;
+ * - beneath a directory (`from` given: WASI's paths relative to a directory descriptor): the walk
+ *   never leaves `from` — `..` past it, an absolute path and an absolute symlink target are all
+ *   ENOTCAPABLE, as WASI requires, never silently rebased onto the volume root.
+ * Symlink targets are expanded in place; more than `MAX_SYMLINK_HOPS` expansions → ELOOP.
  *
  * Does not protect against: time-of-check races between two connections — callers run a walk
  * and the operation that uses it in one transaction.
@@ -21,7 +24,10 @@ import type { InodeKind, Statements } from './vfs-schema.ts';
 export interface WalkOptions {
   /** Follow a symlink in the final component. */
   readonly followFinal: boolean;
-  /** Directory inode relative paths start from; default the volume root. */
+  /**
+   * Directory inode relative paths start from, and the walk stays beneath it (ENOTCAPABLE
+   * otherwise); absent: the volume root, with `..` stopping there.
+   */
   readonly from?: number;
 }
 
@@ -43,6 +49,8 @@ export interface WalkResult {
 
 export function walk(st: Statements, root: number, path: string, opts: WalkOptions): WalkResult {
   const first = parsePath(path);
+  const beneath = opts.from !== undefined;
+  if (beneath && first.absolute) fail('ENOTCAPABLE', 'an absolute path relative to a directory');
   const start = first.absolute ? root : (opts.from ?? root);
   let stack: number[] = [start];
   const queue: string[] = [...first.parts].reverse();
@@ -56,8 +64,8 @@ export function walk(st: Statements, root: number, path: string, opts: WalkOptio
     if (part === '.') continue;
     if (part === '..') {
       if (stack.length > 1) stack.pop();
-      else if (top !== root) stack = [st.parentOf.get(top)?.parent ?? root];
-      continue;
+      else if (beneath) fail('ENOTCAPABLE', '".." above the directory the path is relative to');
+      continue; // `..` at the volume root is the root
     }
     const row = st.lookup.get(top, part);
     if (row === undefined) {
@@ -68,6 +76,7 @@ export function walk(st: Statements, root: number, path: string, opts: WalkOptio
     if (entry.kind === 'symlink' && (!isLast || opts.followFinal || trailingSlash)) {
       if (++hops > MAX_SYMLINK_HOPS) fail('ELOOP', 'too many levels of symbolic links');
       const target = parsePath(row[2] ?? '');
+      if (target.absolute && beneath) fail('ENOTCAPABLE', 'an absolute symlink target relative to a directory');
       if (target.absolute) stack = [root];
       for (let i = target.parts.length - 1; i >= 0; i--) queue.push(target.parts[i] as string);
       if (isLast && target.trailingSlash) trailingSlash = true;

@@ -221,6 +221,7 @@ export class Vfs extends VfsCore {
     return this.mutate(() => {
       const w = this.walkIn(volume, path, false, o.from);
       if (w.node !== null) fail('EEXIST', 'file exists');
+      if (w.trailingSlash) fail('ENOENT', 'a new symlink\'s name cannot end in "/"');
       return toStat(this.create(volume, w.parent, this.nameOf(w, 'EEXIST'), 'symlink', 0o777, target));
     });
   }
@@ -252,6 +253,14 @@ export class Vfs extends VfsCore {
       this.st.touchDir.run(t, t, dst.parent);
       return toStat(this.inode(src.node.ino));
     });
+  }
+
+  /** The directory holding directory `ino` (a volume root is its own parent). */
+  parentIno(ino: number): number {
+    return this.atomic(() => {
+      const real = this.real(ino);
+      return this.st.parentOf.get(real)?.parent ?? real;
+    }, false);
   }
 
   /** Entries of a directory after `cookie` (0 = from the start), in a stable order. */

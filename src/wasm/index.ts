@@ -6,8 +6,9 @@
  * (INVALID_MODULE for malformed bytes, MEMORY_LIMIT for a module over its caps, POLICY_INVALID
  * for bad options); none throws a RangeError or TypeError on any input.
  *
- * Does not protect against: semantically invalid modules. Decoding is not validation; compile
- * with V8 (`WebAssembly.Module`) before trusting a module to run.
+ * Validation: decoding is not validation. `assertValidModule` (V8) is the gate; `applyLimits` and
+ * `instrumentFuel` pass their input through it unless told (`validated: true`) that the caller
+ * already did, so no rewriter output is ever built from a module V8 refuses.
  */
 
 export { Reader, Writer, invalidModule, u32Size } from './bytes.ts';
@@ -31,6 +32,7 @@ export type {
 } from './sections.ts';
 export { SectionId, encodeModule, findSection, functionType, importsOf, parseModule, sectionName } from './module.ts';
 export type { CustomSection, ParsedModule, Section } from './module.ts';
+export { assertValidModule } from './validate.ts';
 export { GROW_FAILED_EXPORT, MAX_MEMORY32_PAGES, applyLimits } from './limits.ts';
 export type { LimitsOptions, LimitsResult, MemoryLimitInfo, TableLimitInfo } from './limits.ts';
 export { describeModule, formatSignature } from './inspect.ts';

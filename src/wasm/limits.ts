@@ -11,6 +11,10 @@
  * stores the requested delta in the exported global `__membrane_grow_failed` and executes
  * `unreachable`, so the host can tell a memory-limit trap from any other trap.
  *
+ * The input is validated with V8 first (validate.ts) unless the caller passes `validated: true`:
+ * an out-of-range index in an invalid module would otherwise name the guard, its type or the flag
+ * global appended below (this rewriter does not check indices itself; the gate is its guard).
+ *
  * Invariant: no existing index moves. The guard function, its type (unless an identical one
  * exists), the global and the export are appended at the end of their index spaces, so calls,
  * `call_indirect`, element segments, the start function and the name section stay valid.
@@ -37,6 +41,7 @@ import type { ParsedModule } from './module.ts';
 import { Op } from './opcodes.ts';
 import { sameFuncType, writeFuncType, writeLimits, writeValType } from './types.ts';
 import type { FuncType, Limits, ValType } from './types.ts';
+import { assertValidModule } from './validate.ts';
 
 /** Reserved export holding the delta of the `memory.grow` that failed (0 until one does). */
 export const GROW_FAILED_EXPORT = '__membrane_grow_failed';
@@ -53,6 +58,8 @@ export interface LimitsOptions {
   readonly maxTableElements: number;
   /** Replace `memory.grow` so that a failed grow traps (DESIGN §3 default: true). */
   readonly trapOnGrowFailure: boolean;
+  /** True only when these exact bytes already passed `assertValidModule`; otherwise they are validated first. */
+  readonly validated?: boolean;
 }
 
 export interface MemoryLimitInfo {
@@ -104,6 +111,7 @@ export function applyLimits<T extends Uint8Array>(bytes: T, opts: LimitsOptions)
   if (typeof opts.trapOnGrowFailure !== 'boolean') {
     throw new SandboxError('POLICY_INVALID', 'trapOnGrowFailure must be a boolean', { option: 'trapOnGrowFailure' });
   }
+  if (opts.validated !== true) assertValidModule(bytes);
   const m = parseModule(bytes);
   const reserved = m.exports.find((e) => e.name === GROW_FAILED_EXPORT);
   if (reserved !== undefined) throw invalidModule(`export name ${GROW_FAILED_EXPORT} is reserved`, reserved.offset, 'export');

@@ -100,11 +100,26 @@ export function isSimpleValTypeByte(byte: number): boolean {
   return SIMPLE_TYPES.has(byte);
 }
 
+/**
+ * The largest type index a heap type named since the last `reset()` (-1: none). Decoding is
+ * synchronous, so a caller that resets, decodes a whole module and reads `max` sees exactly that
+ * module's typed references (the fuel rewriter checks them against the input's types).
+ */
+export const heapTypeIndices = {
+  max: -1,
+  reset(): void {
+    this.max = -1;
+  },
+};
+
 /** A heap type: a non-negative type index or an abstract heap type (a negative s33). */
 export function readHeapType(r: Reader): string {
   const at = r.pos;
   const v = r.s33();
-  if (v >= 0) return String(v);
+  if (v >= 0) {
+    if (v > heapTypeIndices.max) heapTypeIndices.max = v;
+    return String(v);
+  }
   const name = v >= -64 ? HEAP_TYPES.get(v + 0x80) : undefined;
   return name ?? r.fail(`unknown heap type ${v}`, at);
 }

@@ -49,42 +49,43 @@ test('audit verify, tail, tampering and the exit codes, end to end', async () =>
 
   const ok = await membrane(['audit', 'verify']);
   assert.equal(ok.code, 0, ok.stderr);
-  assert.equal(ok.stdout, 'ok: 4 records\n');
+  assert.equal(ok.stdout, 'ok: 5 records\n');
   const okJson = await membrane(['audit', 'verify', '--json']);
   assert.equal(okJson.code, 0, okJson.stderr);
-  assert.deepEqual(JSON.parse(okJson.stdout), { ok: true, records: 4 });
+  assert.deepEqual(JSON.parse(okJson.stdout), { ok: true, records: 5 });
 
   const tail = await membrane(['audit', 'tail']);
   assert.equal(tail.code, 0, tail.stderr);
   const lines = tail.stdout.trimEnd().split('\n');
-  assert.equal(lines.length, 4);
-  assert.match(lines[0]!, /^1 \d{4}-\d\d-\d\dT[\d:.]+Z acme\/p1 net\.denied \{"host":"169\.254\.169\.254"\}$/);
-  assert.match(lines[1]!, /^2 \S+ beta engine\.start \{\}$/);
+  assert.equal(lines.length, 5);
+  assert.match(lines[0]!, /^1 \S+ "" genesis \{"keyId":"[0-9a-f]{16}"\}$/);
+  assert.match(lines[1]!, /^2 \d{4}-\d\d-\d\dT[\d:.]+Z acme\/p1 net\.denied \{"host":"169\.254\.169\.254"\}$/);
+  assert.match(lines[2]!, /^3 \S+ beta engine\.start \{\}$/);
   assert.doesNotMatch(tail.stdout, /[\u001b\u009b\u202e]/, 'terminal control characters are escaped');
-  assert.match(lines[3]!, /"evil\\u001b\[2J"\/"p\\u009b31m" kv\.quota \{"key":"x\\u202ey"\}$/);
+  assert.match(lines[4]!, /"evil\\u001b\[2J"\/"p\\u009b31m" kv\.quota \{"key":"x\\u202ey"\}$/);
 
   const acme = await membrane(['audit', 'tail', '--tenant', 'acme', '--json']);
   assert.equal(acme.code, 0, acme.stderr);
   const records = acme.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { seq: number; tenant: string; kind: string; v: number });
-  assert.deepEqual(records.map((r) => [r.seq, r.tenant, r.kind, r.v]), [[1, 'acme', 'net.denied', 1], [3, 'acme', 'rate.limited', 1]]);
+  assert.deepEqual(records.map((r) => [r.seq, r.tenant, r.kind, r.v]), [[2, 'acme', 'net.denied', 1], [4, 'acme', 'rate.limited', 1]]);
   const kind = await membrane(['audit', 'tail', '--kind', 'engine.start', '--json']);
-  assert.deepEqual(kind.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq), [2]);
+  assert.deepEqual(kind.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq), [3]);
   const limited = await membrane(['audit', 'tail', '--limit', '2', '--json']);
-  assert.deepEqual(limited.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq), [3, 4]);
+  assert.deepEqual(limited.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq), [4, 5]);
 
   for (const r of [ok, okJson, tail, acme]) assert.ok(!r.stdout.includes(key) && !r.stderr.includes(key), 'the key is never printed');
 
-  // Tamper: edit seq 2's detail directly in the engine database.
+  // Tamper: edit seq 3's detail directly in the engine database.
   const db = openDatabase(join(HOME, 'engine.sqlite'));
-  db.prepare('UPDATE audit SET detail = ? WHERE seq = 2').run('{"edited":true}');
+  db.prepare('UPDATE audit SET detail = ? WHERE seq = 3').run('{"edited":true}');
   db.close();
   const bad = await membrane(['audit', 'verify']);
   assert.equal(bad.code, 1, bad.stderr);
-  assert.match(bad.stdout, /^tampered at seq 2: edited/);
+  assert.match(bad.stdout, /^tampered at seq 3: edited/);
   const badJson = await membrane(['audit', 'verify', '--json']);
   assert.equal(badJson.code, 1);
   const out = JSON.parse(badJson.stdout) as { ok: boolean; seq: number; problem: string; reason: string };
-  assert.deepEqual([out.ok, out.seq, out.problem], [false, 2, 'edited']);
+  assert.deepEqual([out.ok, out.seq, out.problem], [false, 3, 'edited']);
   assert.ok(!badJson.stdout.includes(key));
 });
 
@@ -98,7 +99,8 @@ test('a malformed MEMBRANE_AUDIT_KEY is POLICY_INVALID (64) and not echoed; usag
   assert.equal((await membrane(['audit', 'rewrite'])).code, 2);
   assert.equal((await membrane(['audit', 'tail', '--limit', '0'])).code, 2);
   const help = await membrane(['--help']);
-  assert.match(help.stdout, /membrane audit verify \[--json\]/);
+  assert.match(help.stdout, /membrane audit verify \[--checkpoint FILE\] \[--json\]/);
+  assert.match(help.stdout, /membrane audit checkpoint \[--json\]/);
   assert.match(help.stdout, /membrane audit tail \[--tenant T\] \[--kind K\] \[--limit N\] \[--json\]/);
-  assert.match(help.stdout, /\n {4}1 {2}audit verify: the audit log was tampered with/);
+  assert.match(help.stdout, /\n {4}1 {2}audit verify\/checkpoint: the audit log was tampered with/);
 });

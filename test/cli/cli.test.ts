@@ -153,6 +153,21 @@ test('run --mount: a guest works on a copy of the host directory and its changes
   assert.equal(read(join(dir, 'b.txt'), 'utf8'), 'alpha\n');
 });
 
+test('run --mount HOSTDIR:/: the host directory is the workspace root, and write-back works there too', async () => {
+  const { mkdtempSync: mk, writeFileSync, readFileSync: read, readdirSync } = await import('node:fs');
+  const dir = mk(join(tmpdir(), 'membrane-cli-mount-root-'));
+  writeFileSync(join(dir, 'a.txt'), 'alpha\n');
+  const CMD = (n: string) => join(FIXTURES, '..', '..', 'commands', 'bin', `${n}.wasm`);
+  const ls = await membrane(['run', CMD('ls'), '--mount', `${dir}:/`, '--', '/']);
+  assert.equal(ls.stdout, 'a.txt\n', ls.stderr);
+  const r = await membrane(['run', CMD('cp'), '--mount', `${dir}:/`, '--', '/a.txt', '/b.txt']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(read(join(dir, 'b.txt'), 'utf8'), 'alpha\n');
+  assert.deepEqual(readdirSync(dir).sort(), ['a.txt', 'b.txt']);
+  const nested = await membrane(['run', CMD('ls'), '--mount', `${dir}:/`, '--mount', `${dir}:/data`, '--json']);
+  assert.equal(JSON.parse(nested.stdout).error.code, 'POLICY_INVALID');
+});
+
 test('membrane sh runs pipelines of sandboxed commands; an unknown command exits 127', async () => {
   const a = await membrane(['sh', '-c', 'echo hello | wc -c']);
   assert.equal(a.code, 0, a.stderr);

@@ -18,6 +18,7 @@ const SIGS: Record<string, string> = {
   fd_readdir: 'iiiji', path_open: 'iiiiijjii', path_filestat_get: 'iiiii', path_filestat_set_times: 'iiiijji',
   path_create_directory: 'iii', path_remove_directory: 'iii', path_unlink_file: 'iii', path_rename: 'iiiiii',
   path_symlink: 'iiiii', path_readlink: 'iiiiii', path_link: 'iiiiiii',
+  sock_accept: 'iii', sock_recv: 'iiiiii', sock_send: 'iiiii', sock_shutdown: 'ii', poll_oneoff: 'iiii',
 };
 
 const source = `(module
@@ -33,6 +34,8 @@ const dec = new TextDecoder();
 
 const RIGHT = { READ: 1n << 1n, SEEK: 1n << 2n, WRITE: 1n << 6n, READDIR: 1n << 14n };
 const ALL = (1n << 30n) - 1n;
+/** Everything but FD_WRITE: a directory is never opened for writing (EISDIR). */
+const DIR = ALL & ~RIGHT.WRITE;
 const O = { CREAT: 1, DIRECTORY: 2, EXCL: 4, TRUNC: 8 };
 const SCRATCH = 4096;
 const OUT = 256;
@@ -43,11 +46,12 @@ async function guest(opts: { readOnly?: boolean } = {}) {
   const state = new CallState();
   const stdout = new CappedStream('stdout', 1 << 20, false);
   const stderr = new CappedStream('stderr', 1 << 20, false);
-  const ambient = ambientWasi({
-    memory, stdout, stderr, argv: ['t'], env: [], state, stdin: new Uint8Array(0), stdinOffset: 0, remainingMs: () => 1000,
-  });
+  const wasi = {
+    memory, stdout, stderr, argv: ['t'], env: [], state, stdin: new Uint8Array(0), stdinOffset: 0, remainingMs: () => 1000, interrupted: () => false,
+  };
+  const ambient = ambientWasi(wasi);
   const preopens = [{ guestPath: '/data', volume: 'workspace' as const }, { guestPath: '/tmp', volume: 'tmp' as const }];
-  const fs = vfsWasi({ memory, vfs, preopens, state, ...(opts.readOnly ? { readOnly: true } : {}) }, ambient);
+  const fs = vfsWasi({ memory, vfs, preopens, state, wasi, ...(opts.readOnly ? { readOnly: true } : {}) }, ambient);
   const inst = new WebAssembly.Instance(new WebAssembly.Module((await bytesP) as Uint8Array<ArrayBuffer>), { wasi_snapshot_preview1: { ...ambient, ...fs } });
   memory.attach(inst.exports.memory as WebAssembly.Memory);
   const w = inst.exports as unknown as Record<string, Call>;
@@ -90,7 +94,7 @@ async function guest(opts: { readOnly?: boolean } = {}) {
     const [p, l] = str(s);
     return w[fn]!(dir, p, l);
   };
-  return { vfs, memory, w, view, str, open, write, read, path, stdout };
+  return { vfs, memory, w, view, str, open, write, read, path, stdout, stderr };
 }
 
 test('preopens are fds 3.. in order, each a directory with its guest path', async () => {
@@ -140,7 +144,10 @@ test('a read-only open refuses writes; a directory fd refuses file I/O; a file f
   assert.equal(g.view().getBigUint64(OUT + 8, true), RIGHT.READ | RIGHT.SEEK);
   const wo = g.open(3, 'f', 0, RIGHT.WRITE) as number;
   assert.equal(g.read(wo, 10), -76);
-  const d = g.open(3, 'd', O.DIRECTORY) as number;
+  assert.equal(g.open(3, 'd', O.DIRECTORY), 'errno 31', 'a directory opened with FD_WRITE → EISDIR');
+  assert.equal(g.open(3, '.', O.DIRECTORY, RIGHT.READ | RIGHT.WRITE), 'errno 31', 'the preopen itself too');
+  assert.equal(g.open(3, 'd', 0, RIGHT.WRITE), 'errno 31', 'with or without O_DIRECTORY');
+  const d = g.open(3, 'd', O.DIRECTORY, DIR) as number;
   assert.equal(g.write(d, 'x'), -31);
   assert.equal(g.read(d, 1), -31);
   assert.equal(g.open(f, 'x'), 'errno 54');
@@ -253,7 +260,7 @@ test('fd_readdir: . and .. first, cookies resume, a full buffer truncates the la
   assert.deepEqual(rest.out.map((e) => e.name), ['alpha', 'beta', 'gamma', 'sub']);
   const tail = list(3, 4096, rest.out[2]!.next);
   assert.deepEqual(tail.out.map((e) => e.name), ['sub']);
-  const sub = g.open(3, 'sub', O.DIRECTORY) as number;
+  const sub = g.open(3, 'sub', O.DIRECTORY, DIR) as number;
   assert.deepEqual(list(sub, 4096, 0n).out.map((e) => e.name), ['.', '..']);
   const file = g.open(3, 'alpha') as number;
   assert.equal(g.w.fd_readdir!(file, 8192, 100, 0n, OUT), 54);
@@ -267,7 +274,7 @@ test('directories, rename across two dir fds, symlink/readlink, link, unlink', a
   assert.equal(g.path('path_remove_directory', 3, 'a'), 55);
   const fd = g.open(3, 'a/b/f', O.CREAT) as number;
   g.write(fd, 'x');
-  const b = g.open(3, 'a/b', O.DIRECTORY) as number;
+  const b = g.open(3, 'a/b', O.DIRECTORY, DIR) as number;
   const [p1, l1] = g.str('f');
   const [p2, l2] = g.str('moved');
   assert.equal(g.w.path_rename!(b, p1, l1, 3, p2, l2), 0);
@@ -280,7 +287,8 @@ test('directories, rename across two dir fds, symlink/readlink, link, unlink', a
   assert.equal(dec.decode(g.memory.copy(2048, g.memory.u32(OUT))), '../../moved');
   assert.equal(g.w.path_readlink!(b, rp, rl, 2048, 3, OUT), 0);
   assert.equal(g.memory.u32(OUT), 3, 'truncated to the buffer');
-  assert.equal(g.read(g.open(b, 'link') as number, 10), 'x');
+  assert.equal(g.read(g.open(3, 'a/b/link') as number, 10), 'x');
+  assert.equal(g.open(b, 'link'), 'errno 76', 'the link climbs above b: not from b');
   const [h, hl] = g.str('hard');
   assert.equal(g.w.path_link!(3, 0, p2, l2, b, h, hl), 0);
   assert.equal(g.vfs.stat('workspace', '/moved').nlink, 2);
@@ -294,18 +302,21 @@ test('directories, rename across two dir fds, symlink/readlink, link, unlink', a
   assert.equal(g.w.path_rename!(3, yp, yl, 4, x, xl), 75, 'across volumes → EXDEV');
 });
 
-test('paths stay inside the volume: .., absolute, symlinks out, NUL, bad UTF-8, very long', async () => {
+test('paths stay beneath their descriptor: .., absolute, symlinks out, NUL, bad UTF-8, very long', async () => {
   const g = await guest();
   g.vfs.mkdir('workspace', '/etc');
   g.vfs.open('workspace', '/etc/passwd', O.CREAT);
   g.vfs.write(g.vfs.stat('workspace', '/etc/passwd').ino, 0, enc.encode('vfs-only'));
-  assert.equal(g.read(g.open(3, '../../../../etc/passwd') as number, 100), 'vfs-only');
+  assert.equal(g.open(3, '../../../../etc/passwd'), 'errno 76');
+  assert.equal(g.read(g.open(3, 'etc/../etc/passwd') as number, 100), 'vfs-only', '.. that stays beneath is fine');
   assert.equal(g.open(3, '/etc/passwd'), 'errno 76');
   g.vfs.symlink('/etc', 'workspace', '/out');
-  assert.equal(g.read(g.open(3, 'out/passwd') as number, 100), 'vfs-only');
+  assert.equal(g.open(3, 'out/passwd'), 'errno 76', 'an absolute symlink target is never rebased');
   g.vfs.symlink('../../../../../etc/passwd', 'workspace', '/up');
-  assert.equal(g.read(g.open(3, 'up') as number, 100), 'vfs-only');
-  assert.equal(g.open(4, '../etc/passwd'), 'errno 44', 'the tmp volume cannot see workspace');
+  assert.equal(g.open(3, 'up'), 'errno 76');
+  const etc = g.open(3, 'etc', O.DIRECTORY, DIR) as number;
+  assert.equal(g.open(etc, '../etc/passwd'), 'errno 76', 'not even back into itself');
+  assert.equal(g.open(4, '../etc/passwd'), 'errno 76', 'the tmp volume cannot see workspace');
   assert.equal(g.open(3, 'etc\0/passwd'), 'errno 28');
   const [bp, bl] = g.str(new Uint8Array([0x66, 0xff, 0xfe]));
   assert.equal(g.w.path_open!(3, 0, bp, bl, 0, ALL, ALL, 0, OUT), 25);
@@ -352,7 +363,7 @@ test('the descriptor table is bounded (EMFILE); close and renumber', async () =>
   assert.equal(g.w.fd_renumber!(fds[1]!, fds[2]!), 0);
   assert.equal(g.w.fd_close!(fds[1]!), 8);
   assert.equal(g.w.fd_close!(fds[2]!), 0);
-  assert.equal(g.w.fd_renumber!(1, 3), 58);
+  assert.equal(g.w.fd_renumber!(fds[2]!, 99_999), 8, 'renumbering onto a closed descriptor → EBADF');
 });
 
 test('fds 0-2 are delegated to the ambient stdio calls', async () => {
@@ -364,4 +375,88 @@ test('fds 0-2 are delegated to the ambient stdio calls', async () => {
   assert.equal(g.view().getUint8(OUT), 2);
   assert.equal(g.w.fd_close!(7), 8);
   assert.equal(g.read(0, 10), '');
+});
+
+test('fd_renumber moves stdio descriptors: the stream follows the number, the old number is closed', async () => {
+  const g = await guest();
+  const f = g.open(3, 'f', O.CREAT) as number;
+  assert.equal(g.w.fd_renumber!(1, f), 0, 'stdout onto a file descriptor');
+  assert.equal(g.write(f, 'via renumbered stdout'), 21);
+  assert.equal(dec.decode(g.stdout.take()), 'via renumbered stdout');
+  assert.equal(g.w.fd_fdstat_get!(1, OUT), 8, 'fd 1 is closed');
+  assert.equal(g.vfs.stat('workspace', '/f').size, 0, 'nothing reached the file that fd used to be');
+  const next = g.open(3, 'f') as number;
+  assert.notEqual(next, f, 'a new descriptor never takes a number stdio holds');
+  assert.equal(g.w.fd_renumber!(next, 2), 0, 'a file onto stderr');
+  assert.equal(g.write(2, 'into the file'), 13);
+  assert.equal(g.vfs.stat('workspace', '/f').size, 13);
+  assert.equal(g.stderr.take().length, 0);
+  assert.equal(g.w.fd_close!(0), 0);
+  assert.equal(g.w.fd_close!(0), 8);
+});
+
+test('socket calls find no socket: ENOTSOCK on an open descriptor, EBADF otherwise', async () => {
+  const g = await guest();
+  for (const name of ['sock_shutdown', 'sock_accept', 'sock_recv', 'sock_send'] as const) {
+    const fn = g.w[name] as unknown as (...a: number[]) => number;
+    assert.equal(fn(1, 0, OUT, OUT, OUT, OUT), 57, `${name} on stdout`);
+    assert.equal(fn(3, 0, OUT, OUT, OUT, OUT), 57, `${name} on a preopen`);
+    assert.equal(fn(77, 0, OUT, OUT, OUT, OUT), 8, `${name} on a closed fd`);
+  }
+});
+
+test('path_symlink: a dangling new name ending in / is ENOENT; an existing one EEXIST or ENOTDIR', async () => {
+  const g = await guest();
+  const sym = (target: string, name: string): number => {
+    const [tp, tl] = g.str(target);
+    const [np, nl] = g.str(name);
+    return g.w.path_symlink!(tp, tl, 3, np, nl);
+  };
+  assert.equal(sym('source', 'target/'), 44);
+  assert.equal(sym('source', 'target'), 0);
+  assert.equal(g.path('path_unlink_file', 3, 'target'), 0);
+  assert.equal(g.path('path_create_directory', 3, 'dir'), 0);
+  assert.equal(sym('source', 'dir/'), 20);
+  g.vfs.open('workspace', '/file', O.CREAT);
+  assert.equal(sym('source', 'file/'), 54);
+  assert.equal(sym('source', 'file'), 20);
+});
+
+test('poll_oneoff: stdio descriptors are ready at once (stdin at its end says HANGUP), other descriptors EBADF, one event each', async () => {
+  const g = await guest();
+  const SUBS = 16384;
+  const EVENTS = 20480;
+  const v = g.view();
+  const sub = (i: number, userdata: bigint, tag: number, fd: number, timeout = 0n): void => {
+    const at = SUBS + i * 48;
+    v.setBigUint64(at, userdata, true);
+    v.setUint8(at + 8, tag);
+    v.setUint32(at + 16, fd, true);
+    v.setBigUint64(at + 24, timeout, true);
+    v.setUint16(at + 40, 0, true);
+  };
+  sub(0, 10n, 1, 0);
+  sub(1, 11n, 2, 1);
+  sub(2, 12n, 1, 3);
+  sub(3, 13n, 0, 1, 3_600_000_000_000n); // a one-hour monotonic clock: not waited for
+  const t = performance.now();
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 4, OUT), 0);
+  assert.ok(performance.now() - t < 500);
+  assert.equal(g.memory.u32(OUT), 3);
+  const ev = (k: number) => ({
+    userdata: v.getBigUint64(EVENTS + k * 32, true), error: v.getUint16(EVENTS + k * 32 + 8, true),
+    type: v.getUint8(EVENTS + k * 32 + 10), nbytes: v.getBigUint64(EVENTS + k * 32 + 16, true), flags: v.getUint16(EVENTS + k * 32 + 24, true),
+  });
+  assert.deepEqual(ev(0), { userdata: 10n, error: 0, type: 1, nbytes: 0n, flags: 1 });
+  assert.deepEqual(ev(1), { userdata: 11n, error: 0, type: 2, nbytes: 0n, flags: 0 });
+  assert.deepEqual(ev(2), { userdata: 12n, error: 8, type: 1, nbytes: 0n, flags: 0 });
+  const f = g.open(3, 'f', O.CREAT) as number;
+  assert.equal(g.w.fd_renumber!(0, f), 0);
+  sub(0, 20n, 1, f);
+  sub(1, 21n, 1, 0);
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 2, OUT), 0);
+  assert.deepEqual([ev(0), ev(1)].map((e) => [e.userdata, e.error, e.flags]), [[20n, 0, 1], [21n, 8, 0]], 'stdin renumbered: ready at its new number, fd 0 closed');
+  sub(0, 1n, 9, 0);
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 1, OUT), 28, 'an unknown event type → EINVAL');
+  assert.equal(g.w.poll_oneoff!(SUBS, EVENTS, 0, OUT), 28, 'no subscriptions → EINVAL');
 });

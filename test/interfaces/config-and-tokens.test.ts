@@ -26,7 +26,7 @@ test('a TOML config: grant, allowCidrs, secrets (file relative to the config, en
   const file = join(dir, 'membrane.toml');
   writeFileSync(
     file,
-    ['profile = "minimal"', '[server]', 'port = 0', '[net]', 'allowCidrs = ["127.0.0.1/32"]', '[secrets]', 'file = "secrets.json"', 'envPrefix = "ACME_SECRET_"', '[limits]', 'maxInstances = 8', 'bodyBytes = 4096', '[limits.rate]', 'limit = 10', '[limits.operatorLimits.network]', 'timeoutMs = 45000'].join('\n'),
+    ['profile = "minimal"', '[server]', 'port = 0', '[net]', 'allowCidrs = ["127.0.0.1/32"]', '[secrets]', 'file = "secrets.json"', 'envPrefix = "ACME_SECRET_"', '[limits]', 'maxInstances = 8', 'bodyBytes = 4096', '[limits.rate]', 'limit = 10', '[limits.storeQuotas]', 'kvBytes = 1000000', 'queues = 5', '[limits.operatorLimits.network]', 'timeoutMs = 45000'].join('\n'),
   );
   const c = loadConfig(file);
   assert.equal(c.profile, 'minimal');
@@ -38,6 +38,7 @@ test('a TOML config: grant, allowCidrs, secrets (file relative to the config, en
     assert.deepEqual(o.operatorLimits, { network: { timeoutMs: 45000 } });
     assert.deepEqual(o.brokers?.net?.allowCidrs, ['127.0.0.1/32']);
     assert.deepEqual(o.brokers?.rate, { limit: 10 });
+    assert.deepEqual(o.brokers?.quotas, { kvBytes: 1000000, queues: 5 });
     assert.deepEqual(Object.keys(o.brokers?.secrets ?? {}).sort(), ['signing', 'webhook']);
   } finally {
     delete process.env['ACME_SECRET_WEBHOOK'];

@@ -10,11 +10,11 @@ import { openDatabase, type Database } from '../../src/storage/sqlite.ts';
 const KEY = Buffer.alloc(32, 0x5a);
 const COLUMNS = 'v, time, tenant, instance, kind, detail, mac';
 
-/** A log of `n` distinct records in an in-memory database we can also write to directly. */
+/** A log of `n` distinct records (the genesis and n - 1 more) in an in-memory database we can also write to directly. */
 function logOf(n: number): { log: AuditLog; db: Database } {
   const db = openDatabase(':memory:');
   const log = new AuditLog(db, { key: KEY }, true);
-  for (let i = 1; i <= n; i++) log.append({ tenant: i % 2 ? 'acme' : 'beta', instance: `p${i % 3}`, kind: i % 2 ? 'net.denied' : 'kv.quota', detail: { i, host: `h${i}.example` } });
+  for (let i = 2; i <= n; i++) log.append({ tenant: i % 2 ? 'acme' : 'beta', instance: `p${i % 3}`, kind: i % 2 ? 'net.denied' : 'kv.quota', detail: { i, host: `h${i}.example` } });
   return { log, db };
 }
 

@@ -42,35 +42,39 @@ test('every missing import is named, not just the first', async () => {
   const m = await watText(`(module
     (import "membrane" "kv_get" (func (param i32 i32 i32 i32) (result i32)))
     (import "membrane" "http_fetch" (func (param i32 i32 i32 i32) (result i32)))
-    (import "wasi_snapshot_preview1" "sock_accept" (func (param i32 i32 i32) (result i32)))
+    (import "membrane" "run_command_many" (func (param i32 i32 i32 i32) (result i32)))
     (import "env" "system" (func (param i32) (result i32)))
     (func (export "run")))`);
   const r = await engine.run(m, { invoke: 'run' });
   assert.deepEqual(missingOf(r.error!.details).map((x) => [x.import, x.cap]), [
     ['membrane.kv_get', 'kv'],
     ['membrane.http_fetch', 'net'],
-    ['wasi_snapshot_preview1.sock_accept', null],
+    ['membrane.run_command_many', 'parallel'],
     ['env.system', null],
   ]);
 });
 
-test('a granted cap links only what the catalog implements: WASI sockets stay absent under every profile', async () => {
-  const m = await watText(`(module (import "wasi_snapshot_preview1" "sock_send" (func (param i32 i32 i32 i32 i32) (result i32)))
-    (func (export "run")))`);
-  for (const profile of ['compute', 'minimal', 'network', 'posix']) {
-    const r = await engine.run(m, { invoke: 'run', profile });
-    assert.equal(r.error?.code, 'LINK_UNSATISFIED', profile);
-    assert.match(missingOf(r.error!.details)[0]!.reason, /no capability grants this/);
+test('WASI socket calls link under every profile and with no caps, and find no socket (ENOTSOCK on stdout, EBADF elsewhere)', async () => {
+  const m = await watText(`(module (import "wasi_snapshot_preview1" "sock_send" (func $send (param i32 i32 i32 i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "sock_shutdown" (func $shut (param i32 i32) (result i32)))
+    (memory 1)
+    (func (export "run") (result i32)
+      (i32.add (i32.mul (call $send (i32.const 1) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0)) (i32.const 1000))
+               (call $shut (i32.const 42) (i32.const 2)))))`);
+  for (const opts of [{ profile: 'compute' }, { profile: 'minimal' }, { profile: 'network' }, { profile: 'posix' }, { caps: [] }]) {
+    const r = await engine.run(m, { invoke: 'run', ...opts });
+    assert.equal(r.ok, true, JSON.stringify(opts) + JSON.stringify(r.error));
+    assert.equal(r.result, 57 * 1000 + 8, 'ENOTSOCK, then EBADF');
   }
 });
 
 test('a narrowed cap list removes imports the profile would link', async () => {
-  const m = await watText(`(module (import "wasi_snapshot_preview1" "poll_oneoff" (func (param i32 i32 i32 i32) (result i32)))
+  const m = await watText(`(module (import "membrane" "run_command_many" (func (param i32 i32 i32 i32) (result i32)))
     (func (export "run")))`);
   assert.equal((await engine.run(m, { invoke: 'run', profile: 'posix' })).ok, true);
   const r = await engine.run(m, { invoke: 'run', profile: 'posix', caps: ['vfs', 'net'] });
   assert.equal(r.error?.code, 'LINK_UNSATISFIED');
-  assert.equal(missingOf(r.error!.details)[0]?.cap, 'posix');
+  assert.equal(missingOf(r.error!.details)[0]?.cap, 'parallel');
   assert.equal((await engine.run(m, { invoke: 'run', profile: 'compute' })).error?.code, 'LINK_UNSATISFIED');
 });
 

@@ -43,9 +43,20 @@ test('redirections read and write the VFS, and a named VFS keeps files between s
   assert.equal((await sh('cat /notes/a.txt')).exitCode, 1, 'a script without a named VFS starts empty');
 });
 
-test('a command the sandbox stops ends with status 126 and says why', async () => {
+test('a command the sandbox stops ends with status 126 and says why; the script goes on', async () => {
+  registry.register('boom', await (await import('../helpers/wat.ts')).watText('(module (memory (export "memory") 1) (func (export "_start") unreachable))'));
+  const r = await runShell(engine, registry, 'boom; echo "after $?"');
+  assert.equal(r.stdout, 'after 126\n');
+  assert.match(r.stderr, /sh: boom: GUEST_TRAP/);
+  assert.equal(r.error, undefined);
+});
+
+test('a command that spends the script\'s whole budget ends the script with TIMEOUT', async () => {
   registry.register('spin', await (await import('../helpers/wat.ts')).watText('(module (memory (export "memory") 1) (func (export "_start") (loop $l br $l)))'));
   const r = await runShell(engine, registry, 'spin; echo after', { timeoutMs: 100 });
-  assert.equal(r.stdout, 'after\n');
+  assert.equal(r.stdout, '');
   assert.match(r.stderr, /sh: spin: TIMEOUT/);
+  assert.equal(r.exitCode, 2);
+  assert.equal(r.error?.code, 'TIMEOUT');
+  assert.match(r.error?.message ?? '', /ran past its 100 ms budget/);
 });

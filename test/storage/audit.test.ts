@@ -48,29 +48,32 @@ test('append returns the record; tail returns the newest, oldest first; count co
   const before = Date.now();
   const r = log.append({ tenant: 'acme', instance: 'p1', kind: 'net.denied', detail: { host: '169.254.169.254', port: 80 } });
   assert.equal(r.v, 1);
-  assert.equal(r.seq, 1);
+  assert.equal(r.seq, 2, 'record 1 is the genesis');
   assert.match(r.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   assert.ok(Date.parse(r.time) >= before - 1);
   assert.deepEqual(r.detail, { host: '169.254.169.254', port: 80 });
   for (let i = 2; i <= 10; i++) log.append({ tenant: i % 2 ? 'acme' : 'beta', kind: i % 3 ? 'kv.quota' : 'rate.limited', detail: { i } });
-  assert.equal(log.count(), 10);
-  assert.deepEqual(log.tail({ limit: 3 }).map((x) => x.seq), [8, 9, 10]);
-  assert.deepEqual(log.tail().map((x) => x.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-  assert.deepEqual(log.tail({ tenant: 'beta' }).map((x) => x.seq), [2, 4, 6, 8, 10]);
-  assert.deepEqual(log.tail({ kind: 'rate.limited' }).map((x) => x.seq), [3, 6, 9]);
-  assert.deepEqual(log.tail({ tenant: 'acme', kind: 'kv.quota', limit: 2 }).map((x) => x.seq), [5, 7]);
+  assert.equal(log.count(), 11);
+  assert.deepEqual(log.tail({ limit: 3 }).map((x) => x.seq), [9, 10, 11]);
+  assert.deepEqual(log.tail().map((x) => x.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  assert.deepEqual(log.tail({ tenant: 'beta' }).map((x) => x.seq), [3, 5, 7, 9, 11]);
+  assert.deepEqual(log.tail({ kind: 'rate.limited' }).map((x) => x.seq), [4, 7, 10]);
+  assert.deepEqual(log.tail({ tenant: 'acme', kind: 'kv.quota', limit: 2 }).map((x) => x.seq), [6, 8]);
   assert.deepEqual(log.tail({ afterSeq: 4, limit: 3 }).map((x) => x.seq), [5, 6, 7], 'paging forward takes the oldest after the cursor');
-  assert.deepEqual(log.tail({ afterSeq: 10 }), []);
+  assert.deepEqual(log.tail({ afterSeq: 11 }), []);
   assert.equal(log.tail({ limit: 1 })[0]!.instance, '', 'engine-level events have instance ""');
   assert.deepEqual(log.tail({ limit: 10 })[0], r);
-  assert.deepEqual(log.verify(), { ok: true, records: 10 });
+  assert.deepEqual(log.verify(), { ok: true, records: 11 });
   log.close();
 });
 
-test('an empty log verifies with 0 records', () => {
+test('a new log holds its genesis record (seq 1, kind genesis, the key\'s id) and verifies with 1 record', () => {
   const log = memoryLog();
-  assert.deepEqual(log.verify(), { ok: true, records: 0 });
-  assert.equal(log.count(), 0);
+  assert.deepEqual(log.verify(), { ok: true, records: 1 });
+  assert.equal(log.count(), 1);
+  const [genesis] = log.tail();
+  assert.deepEqual([genesis!.seq, genesis!.kind, genesis!.tenant, genesis!.instance, genesis!.detail], [1, 'genesis', '', '', { keyId: log.keyId() }]);
+  assert.match(log.keyId(), /^[0-9a-f]{16}$/);
   log.close();
 });
 
@@ -111,7 +114,7 @@ test('details: long strings are cut with a marker, oversized details replaced, n
   const r = log.append({ tenant: 't'.repeat(1000), kind: 'k', detail: { u: undefined, v: 1 } });
   assert.deepEqual(r.detail, { v: 1 });
   assert.ok(Buffer.byteLength(r.tenant) <= 256);
-  assert.deepEqual(log.verify(), { ok: true, records: 1 });
+  assert.deepEqual(log.verify(), { ok: true, records: 2 });
   log.close();
 });
 
@@ -121,8 +124,8 @@ test('appends from two connections interleave into one gap-free chain', () => {
   const a = AuditLog.open(file, { key: KEY });
   const b = AuditLog.open(file, { key: KEY });
   for (let i = 0; i < 50; i++) (i % 3 ? a : b).append({ tenant: i % 3 ? 'a' : 'b', kind: 'k', detail: { i } });
-  assert.deepEqual(a.verify(), { ok: true, records: 50 });
-  assert.deepEqual(b.tail({ limit: 50 }).map((r) => r.seq), Array.from({ length: 50 }, (_, i) => i + 1));
+  assert.deepEqual(a.verify(), { ok: true, records: 51 });
+  assert.deepEqual(b.tail({ limit: 51 }).map((r) => r.seq), Array.from({ length: 51 }, (_, i) => i + 1));
   a.close();
   b.close();
   cleanup();
@@ -144,9 +147,9 @@ test('appends from three processes at once: seqs strictly increasing, no gaps, c
     });
   assert.deepEqual(await Promise.all([run(), run(), run()]), [0, 0, 0]);
   const log = AuditLog.open(file, { key: KEY });
-  assert.deepEqual(log.verify(), { ok: true, records: 180 });
-  const records = log.tail({ limit: 1000 });
-  assert.deepEqual(records.map((r) => r.seq), Array.from({ length: 180 }, (_, i) => i + 1));
+  assert.deepEqual(log.verify(), { ok: true, records: 181 });
+  const records = log.tail({ limit: 1000 }).slice(1);
+  assert.deepEqual(records.map((r) => r.seq), Array.from({ length: 180 }, (_, i) => i + 2));
   for (const pid of new Set(records.map((r) => r.tenant))) {
     assert.deepEqual(records.filter((r) => r.tenant === pid).map((r) => r.detail['i']), Array.from({ length: 60 }, (_, i) => i), 'each writer\'s records keep its order');
   }
@@ -168,7 +171,7 @@ test('the key file is created 0600 in a 0700 home on first use, and reused', () 
     log.append({ tenant: 't', kind: 'k' });
     log.close();
     const again = AuditLog.open();
-    assert.deepEqual(again.verify(), { ok: true, records: 1 }, 'a second open uses the same key');
+    assert.deepEqual(again.verify(), { ok: true, records: 2 }, 'a second open uses the same key');
     again.close();
   }));
 

@@ -44,11 +44,18 @@ test('/proc/self/environ is not the host procfs', () => {
   done();
 });
 
-test('.. from a relative start directory stops at the volume root', () => {
+test('a path relative to a start directory stays beneath it: .. past it, absolute paths and absolute symlink targets are ENOTCAPABLE', () => {
   const { vfs, done } = setup();
   const data = vfs.stat('workspace', '/data').ino;
-  assert.equal(vfs.stat('workspace', '../../..', { from: data }).ino, vfs.rootIno('workspace'));
+  throwsErrno(() => vfs.stat('workspace', '../../..', { from: data }), 'ENOTCAPABLE');
+  throwsErrno(() => vfs.stat('workspace', '..', { from: data }), 'ENOTCAPABLE');
+  throwsErrno(() => vfs.stat('workspace', '/data/ok.txt', { from: data }), 'ENOTCAPABLE');
+  vfs.symlink('/data/ok.txt', 'workspace', '/data/abs');
+  throwsErrno(() => vfs.stat('workspace', 'abs', { from: data }), 'ENOTCAPABLE');
+  assert.equal(vfs.stat('workspace', '/data/abs').size, 6, 'from the volume root the same link resolves');
+  assert.equal(vfs.stat('workspace', '../../..').ino, vfs.rootIno('workspace'), 'without a start directory .. stops at the root');
   assert.equal(vfs.stat('workspace', 'ok.txt', { from: data }).size, 6);
+  throwsErrno(() => vfs.stat('workspace', '../data/ok.txt', { from: vfs.rootIno('workspace') }), 'ENOTCAPABLE');
   throwsErrno(() => vfs.stat('memory', 'x', { from: data }), 'EXDEV');
   done();
 });

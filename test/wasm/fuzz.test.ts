@@ -15,6 +15,8 @@ import type { Bytes } from './helpers.ts';
 
 const WIDE_OPEN = { maxMemoryPages: 65536, maxTableElements: 0xffffffff, trapOnGrowFailure: true };
 const TIGHT = { maxMemoryPages: 1, maxTableElements: 1, trapOnGrowFailure: true };
+/** The decoders alone: `validated: true` skips the V8 gate, so the decoders see every mutant. */
+const DECODERS_ONLY = { ...WIDE_OPEN, validated: true };
 
 /** Runs every entry point; returns whether the module was accepted. Throws on anything but SandboxError. */
 function exercise(bytes: Bytes): boolean {
@@ -23,7 +25,7 @@ function exercise(bytes: Bytes): boolean {
     const m = parseModule(bytes);
     for (const c of m.codes) for (const ins of decodeInstructions(bytes, c.codeStart, c.end)) void ins;
     describeModule(bytes);
-    const rewritten = applyLimits(bytes, WIDE_OPEN);
+    const rewritten = applyLimits(bytes, DECODERS_ONLY);
     if (v8) assert.ok(WebAssembly.validate(rewritten.bytes), 'V8 rejects the rewrite of a module it accepts');
   } catch (e) {
     if (!(e instanceof SandboxError)) throw e;
@@ -34,10 +36,12 @@ function exercise(bytes: Bytes): boolean {
     return false;
   }
   try {
-    applyLimits(bytes, TIGHT);
+    applyLimits(bytes, { ...TIGHT, validated: true });
   } catch (e) {
     if (!(e instanceof SandboxError) || e.code !== 'MEMORY_LIMIT') throw e;
   }
+  // The gate: without `validated`, anything V8 refuses is INVALID_MODULE before any rewrite.
+  if (!v8) assert.throws(() => applyLimits(bytes, WIDE_OPEN), (e: unknown) => e instanceof SandboxError && e.code === 'INVALID_MODULE');
   return true;
 }
 

@@ -53,6 +53,8 @@ export class Cadence {
   private readonly denied = new Map<string, number>();
   /** Rate denials are recorded once per principal, broker and window, then only counted. */
   private readonly rateRecorded = new Map<string, number>();
+  /** Quota refusals likewise, per tenant, broker and quota. */
+  private readonly quotaRecorded = new Map<string, number>();
   private readonly now: () => number;
   private readonly watchers = new Set<{ tenant: string; instance: string; onRevoke: () => void }>();
 
@@ -113,6 +115,19 @@ export class Cadence {
     if (size.bytes > size.max) return deny('TOO_LARGE', 'request too large', { bytes: size.bytes, max: size.max });
     this.bump(this.granted, broker);
     return null;
+  }
+
+  /**
+   * A store refused an admitted call over a per-tenant quota (`QUOTA`): counted, and recorded
+   * once per tenant, broker, quota and rate window — a flood of refused writes leaves one record.
+   */
+  quota(caller: CallerOf, broker: CapWord, op: string, quota: string, limit: number): void {
+    this.bump(this.denied, `${broker}:QUOTA`);
+    const key = `${caller.tenant}\u0000${broker}\u0000${quota}`;
+    const bucket = Math.floor(this.now() / this.rateFor(broker).windowMs);
+    if (this.quotaRecorded.get(key) === bucket) return;
+    this.quotaRecorded.set(key, bucket);
+    this.options.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker, op, code: 'QUOTA', why: `tenant ${quota} quota (recorded once per window)`, quota, limit } });
   }
 
   /** For long operations: still not revoked? */

@@ -17,6 +17,7 @@ import { SandboxError } from '../../errors.ts';
 import type { Database } from '../../storage/sqlite.ts';
 import { KV_MAX_KEY_BYTES, KV_MAX_VALUE_BYTES, KvStore, checkKey } from '../../storage/kv.ts';
 import { QUEUE_MAX_MESSAGE_BYTES, QUEUE_MAX_NAME_BYTES, QueueStore } from '../../storage/queue.ts';
+import type { QuotaRefusal, StoreQuotas } from '../../storage/store-quotas.ts';
 import { lookupImport, MEMBRANE_MODULE } from '../../policy/catalog.ts';
 import type { CapWord } from '../../policy/profiles.ts';
 import { GUEST_ERR } from '../command-abi.ts';
@@ -48,6 +49,8 @@ export interface HubDeps {
   readonly secrets: SecretStore;
   /** The engine database, opened on first use. */
   readonly db: () => Database;
+  /** Per-tenant quotas of kv and queues (the operator's, resolved). */
+  readonly quotas: StoreQuotas;
 }
 
 export class BrokerHub {
@@ -57,11 +60,11 @@ export class BrokerHub {
   constructor(private readonly deps: HubDeps) {}
 
   private get kv(): KvStore {
-    return (this.kvStore ??= new KvStore(this.deps.db()));
+    return (this.kvStore ??= new KvStore(this.deps.db(), this.deps.quotas));
   }
 
   private get queues(): QueueStore {
-    return (this.queueStore ??= new QueueStore(this.deps.db()));
+    return (this.queueStore ??= new QueueStore(this.deps.db(), this.deps.quotas));
   }
 
   /** Whether `name` is a broker import this hub serves. */
@@ -76,15 +79,22 @@ export class BrokerHub {
     const refused = this.deps.cadence.admit(caller, entry.grant as CapWord, name, { bytes, max: MAX_REQUEST[name]! });
     if (refused !== null) return { ok: false, errno: refused };
     try {
-      return this.run(caller.tenant, name, args, cap);
+      return this.run(caller, name, args, cap);
     } catch (e) {
       if (e instanceof BadArgument) return { ok: false, errno: GUEST_ERR.INVALID };
       throw e;
     }
   }
 
-  private run(tenant: string, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer {
+  private run(caller: CallerOf, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer {
+    const tenant = caller.tenant;
     const err = (code: keyof typeof GUEST_ERR): BrokerAnswer => ({ ok: false, errno: GUEST_ERR[code] });
+    // A store's refusal; a quota's is audited (once per window: see Cadence.quota).
+    const refused = (r: 'TOO_LARGE' | 'INVALID' | QuotaRefusal): BrokerAnswer => {
+      if (typeof r === 'string') return err(r);
+      this.deps.cadence.quota(caller, name.startsWith('kv_') ? 'kv' : 'queue', name, r.quota, r.limit);
+      return err('QUOTA');
+    };
     const bytesOut = (payload: Uint8Array): BrokerAnswer => (payload.byteLength > cap ? { ok: true, value: payload.byteLength } : { ok: true, value: payload.byteLength, payload });
     switch (name) {
       case 'kv_get':
@@ -99,7 +109,7 @@ export class BrokerHub {
         }
         if (name === 'kv_put') {
           const refusal = this.kv.put(tenant, key, args[1]!.slice());
-          return refusal ? err(refusal) : { ok: true, value: 0 };
+          return refusal ? refused(refusal) : { ok: true, value: 0 };
         }
         return this.kv.delete(tenant, key) ? { ok: true, value: 0 } : err('NOT_FOUND');
       }
@@ -113,7 +123,7 @@ export class BrokerHub {
         if (name === 'queue_len') return { ok: true, value: this.queues.length(tenant, queue) };
         if (name === 'queue_push') {
           const refusal = this.queues.push(tenant, queue, args[1]!.slice());
-          return refusal ? err(refusal) : { ok: true, value: 0 };
+          return refusal ? refused(refusal) : { ok: true, value: 0 };
         }
         const got = this.queues.pop(tenant, queue, cap);
         if (!got) return err('NOT_FOUND');

@@ -11,14 +11,24 @@
  * different audit keys (the chain then fails to verify, loudly).
  */
 
+import { setMaxListeners } from 'node:events';
 import { openDatabase, type Database } from '../../storage/sqlite.ts';
-import { engineDatabaseFile } from '../../storage/audit.ts';
+import { engineDatabaseFile, startAuditLog } from '../../storage/audit.ts';
+import { resolveStoreQuotas, type StoreQuotaOptions } from '../../storage/store-quotas.ts';
 import type { Caller } from '../host-services.ts';
 import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './cadence.ts';
 import { BrokerHub, type BrokerAnswer } from './hub.ts';
 import { SecretStore, type SecretSpec } from './secrets.ts';
 import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
 import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
+
+/**
+ * How far past the calling call's deadline a remote call's own timers are set. The caller's
+ * signal aborts the call at the deadline itself (and answers the guest TIMEOUT); the broker's
+ * timers are the backstop, set just after, so they never answer first with a -7 the guest could
+ * read and carry on from.
+ */
+export const DEADLINE_BACKSTOP_MS = 25;
 
 /** Who calls a broker: a core guest's `Caller`, or an exec call's principal (src/engine/lane-powers.ts). */
 export type BrokerCaller = Pick<Caller, 'tenant' | 'instance'> & { readonly policy: { readonly caps: readonly CapWord[] } };
@@ -39,6 +49,8 @@ export interface BrokerOptions {
   readonly net?: NetBrokerOptions;
   /** The operator's OpenAI-compatible endpoint for `llm_complete` (absent: UNAVAILABLE). */
   readonly llm?: LlmOptions;
+  /** Per-tenant quotas of the durable stores (kv, queues); defaults in storage/store-quotas.ts. */
+  readonly quotas?: StoreQuotaOptions;
   /** Where audit records go; default the tamper-evident log in the engine database. */
   readonly audit?: (db: () => Database) => AuditSink;
 }
@@ -71,29 +83,47 @@ export class Brokers {
     this.secrets = new SecretStore(options.secrets ?? {});
     this.audit = (options.audit ?? defaultAudit)(db);
     this.cadence = new Cadence({ audit: this.audit, ...(options.rate ? { rate: options.rate } : {}) });
-    this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db });
+    this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db, quotas: resolveStoreQuotas(options.quotas) });
     this.network = new NetBroker(options.net ?? {});
     this.llm = new LlmBroker(options.llm ?? null);
   }
 
   /**
-   * A remote call (network brokers, `llm_complete`): the cadence, then the call; revoking the
-   * principal (or the job ending) aborts it in flight. Guard refusals are audited like cadence
-   * denials.
+   * A remote call (network brokers, `llm_complete`): the cadence, then the call, bounded by the
+   * calling call's `deadline` (a `performance.now()` value): the broker's own timeout is cut to
+   * what is left, and at the deadline the call is aborted down to its sockets (TIMEOUT).
+   * Revoking the principal (REVOKED) or `stop` (the job ending) aborts it too. Guard refusals are
+   * audited like cadence denials.
    */
-  async net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal): Promise<Uint8Array | number> {
+  async net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline = Infinity): Promise<Uint8Array | number> {
     const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps };
     const cap = lookupImport(MEMBRANE_MODULE, name)?.grant as CapWord;
     const bytes = args.reduce((n, a) => n + a.byteLength, 0);
     const refused = this.cadence.admit(who, cap, name, { bytes, max: REMOTE_CALLS[name] ?? 0 });
     if (refused !== null) return refused;
+    if (deadline - performance.now() <= 0) return GUEST_ERR.TIMEOUT;
+    const left = Math.ceil(deadline - performance.now()) + DEADLINE_BACKSTOP_MS;
     const abort = new AbortController();
-    const onStop = (): void => abort.abort();
+    // A batch listens on it once per request in flight (≤ MAX_BATCH_CONCURRENCY).
+    setMaxListeners(64, abort.signal);
+    let why: 'stop' | 'revoked' | 'deadline' | null = null;
+    const end = (reason: 'stop' | 'revoked' | 'deadline') => (): void => {
+      why ??= reason;
+      abort.abort();
+    };
+    const onStop = end('stop');
+    if (stop.aborted) onStop();
     stop.addEventListener('abort', onStop);
-    const unwatch = this.cadence.watch(who, onStop);
+    const unwatch = this.cadence.watch(who, end('revoked'));
+    const timer = Number.isFinite(left) ? setTimeout(end('deadline'), left) : null;
+    const limitMs = Number.isFinite(left) ? left : undefined;
     try {
-      if (name === 'llm_complete') return await this.llm.complete(args[0] ?? new Uint8Array(0), abort.signal);
-      const answer = await this.network.call(name, args, abort.signal);
+      if (name === 'llm_complete') {
+        const answer = await this.llm.complete(args[0] ?? new Uint8Array(0), abort.signal, limitMs);
+        return why === 'deadline' ? GUEST_ERR.TIMEOUT : answer;
+      }
+      const answer = await this.network.call(name, args, abort.signal, limitMs);
+      if (why === 'deadline') return GUEST_ERR.TIMEOUT;
       if (answer.ok) {
         for (const target of answer.denied) {
           this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: 'DENIED', why: 'network guard', target } });
@@ -105,13 +135,24 @@ export class Brokers {
       }
       return answer.errno;
     } finally {
+      if (timer) clearTimeout(timer);
       unwatch();
       stop.removeEventListener('abort', onStop);
     }
   }
 
   private db(): Database {
-    this.database ??= openDatabase(this.options.databaseFile ?? engineDatabaseFile());
+    if (this.database === null) {
+      const db = openDatabase(this.options.databaseFile ?? engineDatabaseFile());
+      try {
+        // The engine database always holds a started log (its genesis), so a log that is missing there was dropped.
+        if (this.options.audit === undefined) startAuditLog(db);
+      } catch (err) {
+        db.close();
+        throw err;
+      }
+      this.database = db;
+    }
     return this.database;
   }
 

@@ -42,7 +42,8 @@ export class LlmBroker {
     this.key = key ? Buffer.from(key) : null;
   }
 
-  async complete(raw: Uint8Array, signal: AbortSignal): Promise<Uint8Array | number> {
+  /** One completion; `signal` aborts it (and its socket), `limitMs` caps the operator's timeout. */
+  async complete(raw: Uint8Array, signal: AbortSignal, limitMs = Infinity): Promise<Uint8Array | number> {
     const o = this.options;
     if (!o) return GUEST_ERR.UNAVAILABLE;
     let body: Record<string, unknown>;
@@ -52,7 +53,7 @@ export class LlmBroker {
       return GUEST_ERR.INVALID;
     }
     const cap = o.maxResponseBytes ?? 1024 * 1024;
-    const timeout = AbortSignal.timeout(o.timeoutMs ?? 60_000);
+    const timeout = AbortSignal.timeout(Math.max(1, Math.min(o.timeoutMs ?? 60_000, limitMs)));
     const both = AbortSignal.any([signal, timeout]);
     try {
       const res = await request(`${o.baseUrl.replace(/\/+$/, '')}/chat/completions`, {

@@ -13,7 +13,7 @@
  * Does not protect against: a public address that forwards to a private one (see src/net).
  */
 
-import { BATCH_PER_REQUEST_TIMEOUT_MS, MAX_BATCH_CONCURRENCY, MAX_BATCH_REQUESTS, NetError, guardedFetch, guardedFetchMany, tcpRequest, tlsRequest, udpRequest, toNetError, type FetchRequest, type FetchResponse, type Resolver } from '../../net/index.ts';
+import { BATCH_PER_REQUEST_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, MAX_BATCH_CONCURRENCY, MAX_BATCH_REQUESTS, NetError, guardedFetch, guardedFetchMany, tcpRequest, tlsRequest, udpRequest, toNetError, type FetchRequest, type FetchResponse, type Resolver } from '../../net/index.ts';
 import { GUEST_ERR } from '../command-abi.ts';
 import { pageText } from './page-text.ts';
 
@@ -26,7 +26,7 @@ export interface NetBrokerOptions {
   readonly ca?: string;
   /** Response body cap. Default 1 MiB. */
   readonly maxBodyBytes?: number;
-  /** Per-call deadline. Default 10 s. */
+  /** Per-call deadline. Default 10 s; never past the calling call's own deadline. */
   readonly timeoutMs?: number;
 }
 
@@ -49,11 +49,15 @@ export type NetAnswer = { ok: true; bytes: Uint8Array; denied: string[] } | { ok
 export class NetBroker {
   constructor(private readonly options: NetBrokerOptions = {}) {}
 
-  /** Run one call; `signal` aborts it (revocation mid-flight, the job ending). */
-  async call(name: string, args: readonly Uint8Array[], signal: AbortSignal): Promise<NetAnswer> {
+  /**
+   * Run one call; `signal` aborts it (revocation mid-flight, the job ending, the calling call's
+   * deadline) and destroys its sockets; `limitMs` (what is left of the calling call) caps every
+   * timeout of the call — the broker's own can only be shorter.
+   */
+  async call(name: string, args: readonly Uint8Array[], signal: AbortSignal, limitMs?: number): Promise<NetAnswer> {
     try {
       const denied: string[] = [];
-      return { ok: true, bytes: await this.run(name, args, signal, denied), denied };
+      return { ok: true, bytes: await this.run(name, args, signal, denied, limitMs ?? Infinity), denied };
     } catch (e) {
       if (signal.aborted) return { ok: false, errno: GUEST_ERR.REVOKED };
       return { ok: false, errno: toNetError(e, signal).guestCode };
@@ -65,12 +69,14 @@ export class NetBroker {
     return { ...(o.allowCidrs ? { allowCidrs: o.allowCidrs } : {}), ...(o.resolver ? { resolver: o.resolver } : {}), ...(o.ca ? { ca: o.ca } : {}) };
   }
 
-  private async run(name: string, args: readonly Uint8Array[], signal: AbortSignal, denied: string[]): Promise<Uint8Array> {
+  private async run(name: string, args: readonly Uint8Array[], signal: AbortSignal, denied: string[], limitMs: number): Promise<Uint8Array> {
     const limits = { ...(this.options.maxBodyBytes ? { maxBodyBytes: this.options.maxBodyBytes } : {}), signal };
+    const within = (own: number): number => Math.max(1, Math.min(own, limitMs));
+    const timeoutMs = within(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     switch (name) {
       case 'http_fetch': {
         const request = parseRequest(json(args[0]!));
-        const r = await guardedFetch(request, { ...this.guard, ...limits, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) });
+        const r = await guardedFetch(request, { ...this.guard, ...limits, timeoutMs });
         return encoder.encode(JSON.stringify(responseJson(r)));
       }
       case 'http_fetch_many': {
@@ -82,7 +88,7 @@ export class NetBroker {
           ...this.guard,
           ...limits,
           concurrency: MAX_BATCH_CONCURRENCY,
-          perRequestTimeoutMs: BATCH_PER_REQUEST_TIMEOUT_MS,
+          perRequestTimeoutMs: within(BATCH_PER_REQUEST_TIMEOUT_MS),
           max: MAX_BATCH_REQUESTS,
         });
         results.forEach((x, i) => {
@@ -92,14 +98,14 @@ export class NetBroker {
       }
       case 'browse_fetch': {
         const url = text(args[0]!);
-        const r = await guardedFetch({ url, headers: { accept: 'text/html, text/plain;q=0.9' } }, { ...this.guard, ...limits, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) });
+        const r = await guardedFetch({ url, headers: { accept: 'text/html, text/plain;q=0.9' } }, { ...this.guard, ...limits, timeoutMs });
         return encoder.encode(pageText(r.body, r.headers['content-type'] ?? '', r.status, r.url));
       }
       case 'tcp_request':
       case 'udp_request':
       case 'tls_request': {
         const { host, port } = target(text(args[0]!));
-        const opts = { ...this.guard, signal, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) };
+        const opts = { ...this.guard, signal, timeoutMs: within(this.options.timeoutMs ?? DEFAULT_SOCKET_TIMEOUT_MS) };
         const send = name === 'tcp_request' ? tcpRequest : name === 'tls_request' ? tlsRequest : udpRequest;
         return await send(host, port, args[1]!, opts);
       }

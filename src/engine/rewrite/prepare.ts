@@ -28,13 +28,14 @@ export interface PreparedParts {
 
 export async function prepareModule(bytes: Uint8Array, settings: RewriteSettings, entryKey: string | null): Promise<PreparedParts> {
   try {
-    const desc = describeModule(bytes);
-    // applyLimits refuses a memory or table whose initial size is over its cap (MEMORY_LIMIT).
+    // applyLimits validates the bytes as given (INVALID_MODULE with V8's reason) before anything
+    // reads them further, and refuses a memory or table whose initial size is over its cap.
     const { bytes: limited, ...limits } = applyLimits(bytes, settings);
+    const desc = describeModule(bytes);
     let rewritten: Uint8Array = limited;
     let fuel: FuelStats | null = null;
     if (settings.metered) {
-      const r = instrumentFuel(limited);
+      const r = instrumentFuel(limited, { validated: true });
       rewritten = r.bytes;
       fuel = r.stats;
     }

@@ -23,7 +23,7 @@ import { GuestMemory, FaultError } from './memory.ts';
 import { CappedStream } from './output.ts';
 import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from './signals.ts';
 import { Vfs } from '../../storage/index.ts';
-import { ambientWasi, posixWasi, type WasiContext } from './wasi.ts';
+import { ambientWasi, type WasiContext } from './wasi.ts';
 import { vfsWasi } from './wasi-fs.ts';
 
 export type HostAnswer = { readonly ok: true; readonly value: number; readonly payload: Uint8Array | null } | { readonly ok: false; readonly errno: number };
@@ -73,7 +73,13 @@ export class Guest {
     this.host = {
       call: (op, blobs) => {
         this.vfs?.flush();
-        return bridge.call(op, blobs);
+        try {
+          return bridge.call(op, blobs);
+        } catch (e) {
+          // A host call cut at the deadline: recorded, so a guest that catches it still ends TIMEOUT.
+          if (e instanceof GuestFault) this.state.fault ??= e;
+          throw e;
+        }
       },
       receiveModule: () => bridge.receiveModule(),
     };
@@ -90,6 +96,7 @@ export class Guest {
       stdin: spec.wasi.stdin,
       stdinOffset: 0,
       remainingMs: () => this.deadline - performance.now(),
+      interrupted: () => this.interrupted(),
     };
   }
 
@@ -202,7 +209,7 @@ export class Guest {
 
   private buildImports(): WebAssembly.Imports {
     const ambient = ambientWasi(this.wasi);
-    const wasiAll: Record<string, unknown> = { ...ambient, ...posixWasi(this.wasi), ...this.filesystem(ambient) };
+    const wasiAll: Record<string, unknown> = { ...ambient, ...this.filesystem(ambient) };
     const membraneAll: Record<string, unknown> = { ...this.membraneAmbient(), ...this.brokered() };
     const imports: Record<string, Record<string, unknown>> = {};
     for (const key of this.spec.link) {
@@ -235,7 +242,7 @@ export class Guest {
     const spec = this.spec.vfs;
     if (!spec || !this.spec.link.some((k) => FS_IMPORTS.has(k))) return {};
     const vfs = this.openVfs()!;
-    return vfsWasi({ memory: this.memory, vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state }, stdio);
+    return vfsWasi({ memory: this.memory, vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state, wasi: this.wasi }, stdio);
   }
 
   /** The `membrane` imports of granted caps that run in the worker (commands, exec, vfs_*). */

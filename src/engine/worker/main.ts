@@ -63,6 +63,8 @@ const bridge: HostBridge = {
     const frame = ch.read();
     const reply = parseHostReply(frame.header);
     ch.set(State.RUNNING);
+    // The main thread cut this host call at the call's deadline: the guest stops here.
+    if (ch.interrupted) throw new GuestFault(new SandboxError('TIMEOUT', 'the call reached its deadline inside a host call', { op: op.op }));
     if (!reply.ok) return { ok: false, errno: reply.errno };
     return { ok: true, value: reply.value, payload: frame.blobs[0] ?? null };
   },

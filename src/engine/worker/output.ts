@@ -2,8 +2,12 @@
  * Captured, capped output streams (the guest's stdout and stderr).
  *
  * Owns: the output wall (DESIGN §3): each stream keeps at most `limit` bytes; the rest is
- * dropped and the stream is marked truncated, or — with `failOnLimit` — the call ends with
- * OUTPUT_LIMIT. Invariant: a stream never holds more than `limit` bytes of guest data.
+ * counted and dropped and the stream is marked truncated, or — with `failOnLimit` — the call
+ * ends with OUTPUT_LIMIT. Invariant: a stream never holds more than `limit` bytes of guest data,
+ * in one contiguous buffer whose capacity is at most `max(limit, MIN_CAPACITY)`: capturing N
+ * bytes costs O(N) bytes of host heap however the guest splits its writes (a line-buffered
+ * guest makes one write per line; a list of per-write copies cost ~200 bytes of heap per write,
+ * enough to exhaust a 64 MiB worker heap with under 1 MiB of output).
  *
  * Does not protect against: a guest that fills its quota with noise; it only bounds the size.
  */
@@ -12,10 +16,14 @@ import { SandboxError } from '../../errors.ts';
 import { GuestFault } from './signals.ts';
 
 const EMPTY = new Uint8Array(0);
+/** First allocation of a stream that receives output; doubled as needed, never past the limit. */
+const MIN_CAPACITY = 4096;
 
 export class CappedStream {
-  private chunks: Uint8Array[] = [];
+  private buf: Uint8Array = EMPTY;
   private size = 0;
+  /** Bytes the guest wrote past the limit (dropped) since the last `resetTruncation`. */
+  dropped = 0;
   truncated = false;
 
   constructor(
@@ -34,10 +42,12 @@ export class CappedStream {
         );
       }
       this.truncated = true;
+      this.dropped += data.length - room;
     }
     const take = Math.min(room, data.length);
     if (take > 0) {
-      this.chunks.push(data.slice(0, take));
+      this.reserve(this.size + take);
+      this.buf.set(take === data.length ? data : data.subarray(0, take), this.size);
       this.size += take;
     }
     return data.length;
@@ -47,22 +57,11 @@ export class CappedStream {
     this.write(new TextEncoder().encode(text));
   }
 
-  /** Everything captured so far; clears the stream. */
+  /** Everything captured so far (a view of the stream's buffer, which it gives up); clears the stream. */
   take(): Uint8Array {
     if (this.size === 0) return EMPTY;
-    if (this.chunks.length === 1) {
-      const only = this.chunks[0]!;
-      this.chunks = [];
-      this.size = 0;
-      return only;
-    }
-    const out = new Uint8Array(this.size);
-    let at = 0;
-    for (const c of this.chunks) {
-      out.set(c, at);
-      at += c.length;
-    }
-    this.chunks = [];
+    const out = this.buf.subarray(0, this.size);
+    this.buf = EMPTY;
     this.size = 0;
     return out;
   }
@@ -70,6 +69,16 @@ export class CappedStream {
   resetTruncation(): boolean {
     const t = this.truncated;
     this.truncated = false;
+    this.dropped = 0;
     return t;
+  }
+
+  private reserve(need: number): void {
+    if (need <= this.buf.length) return;
+    let cap = Math.max(MIN_CAPACITY, this.buf.length);
+    while (cap < need) cap *= 2;
+    const next = new Uint8Array(Math.min(cap, Math.max(need, this.limit)));
+    next.set(this.buf.subarray(0, this.size));
+    this.buf = next;
   }
 }

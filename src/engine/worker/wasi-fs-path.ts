@@ -5,14 +5,15 @@
  * Owns: turning a (directory fd, guest path) pair into a VFS call on that fd's volume, starting
  * at that fd's inode, and the rights each call needs.
  *
- * Invariant: a guest path is resolved only by the VFS (`from` = the directory's inode) and so can
- * only ever name an inode of the descriptor's volume: `..` stops at the volume root, symlink
- * targets (absolute or climbing) are expanded inside the volume, and an absolute guest path is
- * refused (ENOTCAPABLE) as WASI requires. No host filesystem API is reachable from here. On a
+ * Invariant: a guest path is resolved only by the VFS, beneath the directory descriptor it is
+ * relative to (`from` = that directory's inode): it names an inode under that directory or fails.
+ * `..` past the directory, an absolute guest path and an absolute symlink target are ENOTCAPABLE
+ * as WASI requires (never rebased onto the volume root), and `path_symlink` refuses to create a
+ * symlink with an absolute target. No host filesystem API is reachable from here. On a
  * read-only mount every mutation answers EROFS.
  *
- * Does not protect against: `..` from a sub-directory descriptor reaching its parent directory in
- * the same volume (POSIX semantics; the volume root is the wall, not the descriptor).
+ * Does not protect against: a hard link (`path_link`) made beneath one descriptor reaching a file
+ * that is also reachable under another — both are in the same volume, which is the wall for data.
  */
 
 import { O_CREAT, O_DIRECTORY, O_TRUNC } from '../../storage/index.ts';
@@ -54,7 +55,8 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       // latest when this descriptor closes (see wasi-fs.ts on what is acknowledged when).
       const st = vfs.openInode(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0, stage: true });
       if (st.kind === 'dir') {
-        if ((fdflags & FDFLAG_APPEND) !== 0) refuse(E.ISDIR);
+        // A directory is never opened for writing (POSIX open(dir, O_RDWR) is EISDIR too).
+        if ((fdflags & FDFLAG_APPEND) !== 0 || (want & R.FD_WRITE) !== 0n) refuse(E.ISDIR);
       } else if ((oflags & O_DIRECTORY) !== 0) {
         refuse(E.NOTDIR);
       }
@@ -121,8 +123,10 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
     path_symlink: g((oldPtr: number, oldLen: number, fd: number, ptr: number, len: number) => {
       mutating(ctx);
       const d = dirFd(table, fd, R.PATH_SYMLINK);
-      // The target is stored as text; it is only ever expanded inside this volume.
+      // The target is stored as text and only ever expanded beneath the directory a path is
+      // relative to: an absolute target could never resolve, so it is refused up front.
       const target = readPath(memory, oldPtr, oldLen);
+      if (target.startsWith('/')) refuse(E.NOTCAPABLE);
       vfs.symlink(target, d.volume, path(ptr, len), { from: d.ino });
       return E.SUCCESS;
     }),

@@ -17,6 +17,7 @@
 import type { Vfs, VfsStat } from '../../storage/index.ts';
 import type { GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
+import type { WasiContext } from './wasi.ts';
 import { WasiError, guard, type WasiFn } from './wasi-call.ts';
 
 export { WasiError, guard, type WasiFn };
@@ -35,6 +36,7 @@ export const E = {
   MFILE: 33,
   NAMETOOLONG: 37,
   NOTDIR: 54,
+  NOTSOCK: 57,
   NOTSUP: 58,
   ROFS: 69,
   SPIPE: 70,
@@ -98,6 +100,8 @@ export interface VfsWasiContext {
   /** A read-only mount: every mutation answers EROFS. */
   readonly readOnly?: boolean;
   readonly state: CallState;
+  /** The ambient context, for `poll_oneoff` to see stdio through this table (renumbered or closed). */
+  readonly wasi?: WasiContext;
 }
 
 // ---- the descriptor table ---------------------------------------------------------------------
@@ -121,6 +125,8 @@ const FIRST_FD = 3;
 
 export class FdTable {
   private readonly fds = new Map<number, OpenFd>();
+  /** Descriptors that name a captured stdio stream (0 stdin, 1 stdout, 2 stderr) → that stream. */
+  private readonly stdio = new Map<number, number>([[0, 0], [1, 1], [2, 2]]);
 
   get size(): number {
     return this.fds.size;
@@ -140,26 +146,48 @@ export class FdTable {
     if (this.fds.size >= MAX_FDS) refuse(E.MFILE);
   }
 
+  /** The stdio stream `fd` names, if it names one. */
+  stdioOf(fd: number): number | undefined {
+    return this.stdio.get(fd);
+  }
+
+  /** `fd` is open, as a stdio stream or a VFS descriptor. */
+  isOpen(fd: number): boolean {
+    return this.fds.has(fd) || this.stdio.has(fd);
+  }
+
   /** Install `entry` at the lowest free number ≥ 3. */
   add(entry: OpenFd): number {
     this.reserve();
     let fd = FIRST_FD;
-    while (this.fds.has(fd)) fd++;
+    while (this.fds.has(fd) || this.stdio.has(fd)) fd++;
     this.fds.set(fd, entry);
     return fd;
   }
 
   close(fd: number): void {
-    if (!this.fds.delete(fd)) refuse(E.BADF);
+    if (!this.fds.delete(fd) && !this.stdio.delete(fd)) refuse(E.BADF);
   }
 
-  /** `to` becomes `from`'s descriptor (closing what `to` was); `from` is freed. */
-  renumber(from: number, to: number): void {
-    const entry = this.get(from);
-    this.get(to);
-    if (from === to) return;
-    this.fds.set(to, entry);
-    this.fds.delete(from);
+  /**
+   * `to` becomes `from`'s descriptor, stdio or not; `from` is freed. Returns the VFS descriptor
+   * `to` was (the caller releases its inode), or null.
+   */
+  renumber(from: number, to: number): OpenFd | null {
+    if (!this.isOpen(from) || !this.isOpen(to)) refuse(E.BADF);
+    if (from === to) return null;
+    const closed = this.fds.get(to) ?? null;
+    this.fds.delete(to);
+    this.stdio.delete(to);
+    const stream = this.stdio.get(from);
+    if (stream !== undefined) {
+      this.stdio.delete(from);
+      this.stdio.set(to, stream);
+    } else {
+      this.fds.set(to, this.get(from));
+      this.fds.delete(from);
+    }
+    return closed;
   }
 }
 

@@ -30,6 +30,7 @@ import {
   mutating, R, refuse, timesFrom, writeFilestat, type OpenFd, type VfsWasiContext, type WasiFn,
 } from './wasi-fs-table.ts';
 import { pathCalls } from './wasi-fs-path.ts';
+import { pollOneoff } from './wasi.ts';
 
 export { MAX_FDS, type Preopen, type VfsWasiContext, type WasiFn } from './wasi-fs-table.ts';
 
@@ -37,8 +38,6 @@ const MAX_OFFSET = 2 ** 48;
 const DIRENT_HEADER = 24;
 const READDIR_BATCH = 256;
 const encoder = new TextEncoder();
-
-const isStdio = (fd: number): boolean => fd >= 0 && fd <= 2;
 
 export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Record<string, WasiFn> {
   const { memory, vfs } = ctx;
@@ -53,9 +52,13 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
   }
 
   const g = <A extends unknown[]>(fn: (...a: A) => number) => guard(ctx.state, fn);
-  /** Fds 0–2 go to the ambient implementation of the same call. */
-  const delegate = (name: string, ...a: number[]): number =>
-    (stdio[name] as unknown as (...x: number[]) => number)(...a);
+  /** A descriptor naming a stdio stream (0–2 unless renumbered). */
+  const isStdio = (fd: number): boolean => table.stdioOf(fd) !== undefined;
+  /** A stdio descriptor's call goes to the ambient implementation, on the stream it names. */
+  const delegate = (name: string, fd: number, ...a: number[]): number =>
+    (stdio[name] as unknown as (...x: number[]) => number)(table.stdioOf(fd) as number, ...a);
+  /** Sockets: Membrane never creates one, so an open descriptor is never a socket. */
+  const noSocket = g((fd: number) => (table.isOpen(fd) ? E.NOTSOCK : E.BADF));
   /** A non-stdio fd of any kind. */
   const anyFd = (fd: number): OpenFd => table.get(fd);
 
@@ -151,7 +154,10 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
     }),
 
     fd_close: g((fd: number) => {
-      if (isStdio(fd)) return delegate('fd_close', fd);
+      if (isStdio(fd)) {
+        table.close(fd);
+        return E.SUCCESS;
+      }
       const f = anyFd(fd);
       table.close(fd);
       vfs.release(f.ino); // commits held writes; a refusal only the commit finds (e.g. ENOSPC) is close's errno
@@ -159,12 +165,16 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
     }),
 
     fd_renumber: g((from: number, to: number) => {
-      if (isStdio(from) || isStdio(to)) return E.NOTSUP;
-      const closed = from === to ? null : (table.get(from), table.get(to));
-      table.renumber(from, to);
+      const closed = table.renumber(from, to);
       if (closed !== null) vfs.release(closed.ino);
       return E.SUCCESS;
     }),
+
+    ...(ctx.wasi ? { poll_oneoff: pollOneoff(ctx.wasi, (fd) => table.stdioOf(fd)) } : {}),
+    sock_accept: noSocket,
+    sock_recv: noSocket,
+    sock_send: noSocket,
+    sock_shutdown: noSocket,
 
     fd_fdstat_get: g((fd: number, out: number) => {
       if (isStdio(fd)) return delegate('fd_fdstat_get', fd, out);
@@ -322,8 +332,7 @@ function direntBytes(ctx: VfsWasiContext, d: OpenFd, cookie: number, cap: number
   };
   if (cookie === 0) push(1, d.ino, FILETYPE.DIRECTORY, '.');
   if (cookie <= 1 && total < cap) {
-    const parent = ctx.vfs.stat(d.volume, '..', { from: d.ino });
-    push(2, parent.ino, FILETYPE.DIRECTORY, '..');
+    push(2, ctx.vfs.parentIno(d.ino), FILETYPE.DIRECTORY, '..');
   }
   let vfsCookie = Math.max(0, cookie - 2);
   while (total < cap) {

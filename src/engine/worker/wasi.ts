@@ -1,6 +1,9 @@
 /**
- * WASI preview 1, the calls that touch neither files nor sockets, over captured streams, and
- * `poll_oneoff` for `posix`. The filesystem calls (the `vfs` cap) live in wasi-fs.ts.
+ * WASI preview 1, the ambient calls: args, env, clocks, random, stdio over captured streams,
+ * `proc_exit`, `sched_yield`, `poll_oneoff` (clock sleeps bounded by the call's deadline, stdio
+ * readiness) and the socket calls, which find no socket (Membrane never creates one) and answer
+ * ENOTSOCK for an open descriptor, EBADF otherwise. The filesystem calls (the `vfs` cap) live in
+ * wasi-fs.ts, which also answers the socket calls for its own descriptors.
  *
  * Why hand-written: `node:wasi` maps real host directories and inherits host descriptors; its
  * own documentation says it is not a sandbox. Here stdin is a byte buffer, stdout/stderr are
@@ -9,7 +12,9 @@
  *
  * Invariant: every pointer the guest passes is bounds-checked (EFAULT, via wasi-call.ts's guard), every call answers an
  * errno and never throws to the guest except `proc_exit` (which ends the call) and the walls
- * (output limit). Sleeps in `poll_oneoff` are bounded by the call's remaining budget.
+ * (output limit, and TIMEOUT for a sleep the call's budget cannot hold). Every sleep is an
+ * `Atomics.wait` with a bound of at most `SLEEP_SLICE_MS`, re-checking the deadline and the
+ * interrupt flag between slices; a sleep never outlasts the call's remaining budget.
  *
  * Does not protect against: timing side channels through the clocks (they are real clocks).
  */
@@ -28,6 +33,7 @@ export const Errno = {
   INVAL: 28,
   IO: 29,
   NOSYS: 52,
+  NOTSOCK: 57,
   NOTSUP: 58,
   SPIPE: 70,
   NOTCAPABLE: 76,
@@ -38,6 +44,11 @@ const RIGHT_FD_READ = 1n << 1n;
 const RIGHT_FD_WRITE = 1n << 6n;
 const RIGHT_POLL_FD_READWRITE = 1n << 27n;
 const EVENTTYPE_CLOCK = 0;
+const EVENTTYPE_FD_READ = 1;
+const EVENTTYPE_FD_WRITE = 2;
+const EVENTRWFLAGS_HANGUP = 1;
+/** Longest single `Atomics.wait` of a guest's sleep (the deadline and interrupts are re-checked). */
+export const SLEEP_SLICE_MS = 50;
 const SUBSCRIPTION_BYTES = 48;
 const EVENT_BYTES = 32;
 const MAX_SUBSCRIPTIONS = 4096;
@@ -53,6 +64,8 @@ export interface WasiContext {
   stdinOffset: number;
   /** Milliseconds left in the current call (sleeps never run past it). */
   remainingMs(): number;
+  /** The call was interrupted (cancelled or past its deadline): a sleep ends at once. */
+  interrupted(): boolean;
 }
 
 
@@ -93,8 +106,10 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
   const args = ctx.argv.map((a) => encoder.encode(a));
   const envs = ctx.env.map(([k, v]) => encoder.encode(`${k}=${v}`));
-  const stream = (fd: number): CappedStream | null => (fd === 1 ? ctx.stdout : fd === 2 ? ctx.stderr : null);
-  const isStdio = (fd: number) => fd >= 0 && fd <= 2;
+  /** Stdio descriptors the guest has not closed (with `vfs`, wasi-fs.ts keeps its own table). */
+  const open = new Set([0, 1, 2]);
+  const isStdio = (fd: number) => open.has(fd);
+  const stream = (fd: number): CappedStream | null => (!isStdio(fd) ? null : fd === 1 ? ctx.stdout : fd === 2 ? ctx.stderr : null);
   const g = (fn: (...a: number[]) => number) => guard(ctx.state, fn);
 
   return {
@@ -134,7 +149,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
       return Errno.SUCCESS;
     }),
     fd_read: g((fd, iovs, count, nread) => {
-      if (fd !== 0) return Errno.BADF;
+      if (fd !== 0 || !isStdio(fd)) return Errno.BADF;
       let total = 0;
       for (const [p, l] of ctx.memory.iovecs(iovs!, count!)) {
         const chunk = ctx.stdin.subarray(ctx.stdinOffset, ctx.stdinOffset + l);
@@ -146,7 +161,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
       ctx.memory.setU32(nread!, total);
       return Errno.SUCCESS;
     }),
-    fd_close: g((fd) => (isStdio(fd!) ? Errno.SUCCESS : Errno.BADF)),
+    fd_close: g((fd) => (open.delete(fd!) ? Errno.SUCCESS : Errno.BADF)),
     fd_seek: g((fd) => (isStdio(fd!) ? Errno.SPIPE : Errno.BADF)),
     fd_tell: g((fd) => (isStdio(fd!) ? Errno.SPIPE : Errno.BADF)),
     fd_fdstat_get: g((fd, out) => {
@@ -169,65 +184,87 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
     }) as WasiFn,
     proc_raise: g(() => Errno.NOSYS),
     sched_yield: g(() => Errno.SUCCESS),
+    sock_accept: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    sock_recv: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    sock_send: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    sock_shutdown: g((fd) => (isStdio(fd!) ? Errno.NOTSOCK : Errno.BADF)),
+    poll_oneoff: pollOneoff(ctx, (fd) => (isStdio(fd) ? fd : undefined)),
   };
 }
 
-/** `posix`: poll_oneoff with clock subscriptions (sleeps) and stdio readiness. */
-export function posixWasi(ctx: WasiContext): Record<string, WasiFn> {
-  return {
-    poll_oneoff: guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
-      const n = nsubs! >>> 0;
-      if (n === 0 || n > MAX_SUBSCRIPTIONS) return Errno.INVAL;
-      ctx.memory.check(inPtr!, n * SUBSCRIPTION_BYTES);
-      ctx.memory.check(outPtr!, n * EVENT_BYTES);
-      const v = ctx.memory.view();
-      let sleepNs: bigint | null = null;
-      const ready: number[] = [];
+/** Sleep `ms`, in bounded slices, stopping early when the call is interrupted. */
+function sleep(ctx: WasiContext, ms: number): void {
+  const end = performance.now() + ms;
+  for (let left = ms; left > 0 && !ctx.interrupted(); left = end - performance.now()) {
+    Atomics.wait(sleeper, 0, 0, Math.min(left, SLEEP_SLICE_MS));
+  }
+}
+
+/**
+ * poll_oneoff: clock subscriptions sleep (never past the call's deadline: a sleep the budget
+ * cannot hold sleeps out the budget and ends the call TIMEOUT); descriptor subscriptions are
+ * ready at once for stdio (stdin with the bytes left, HANGUP at its end) and EBADF for any other
+ * descriptor, each in its own event. `stdioOf` says which stream a descriptor names, if any: the
+ * ambient table here, or wasi-fs.ts's when the guest has `vfs` (stdio can be renumbered there).
+ */
+export function pollOneoff(ctx: WasiContext, stdioOf: (fd: number) => number | undefined): WasiFn {
+  return guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
+    const n = nsubs! >>> 0;
+    if (n === 0 || n > MAX_SUBSCRIPTIONS) return Errno.INVAL;
+    ctx.memory.check(inPtr!, n * SUBSCRIPTION_BYTES);
+    ctx.memory.check(outPtr!, n * EVENT_BYTES);
+    const v = ctx.memory.view();
+    let sleepNs: bigint | null = null;
+    const ready: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
+      const tag = v.getUint8(s + 8);
+      if (tag === EVENTTYPE_CLOCK) {
+        const id = v.getUint32(s + 16, true);
+        let timeout = v.getBigUint64(s + 24, true);
+        const abs = (v.getUint16(s + 40, true) & 1) === 1;
+        const now = nowNs(id);
+        if (now === null) return Errno.INVAL;
+        if (abs) timeout = timeout > now ? timeout - now : 0n;
+        if (sleepNs === null || timeout < sleepNs) sleepNs = timeout;
+      } else if (tag === EVENTTYPE_FD_READ || tag === EVENTTYPE_FD_WRITE) {
+        ready.push(i);
+      } else {
+        return Errno.INVAL;
+      }
+    }
+    let events: number[] = ready;
+    if (ready.length === 0 && sleepNs !== null) {
+      const want = Number(sleepNs) / 1e6;
+      const left = Math.max(0, ctx.remainingMs());
+      // A sleep that cannot finish within the call's budget sleeps out the budget and ends
+      // the call: the guest never runs past its deadline by sleeping.
+      if (want > left) {
+        sleep(ctx, left);
+        throw new GuestFault(new SandboxError('TIMEOUT', 'the guest slept past its budget', {}));
+      }
+      sleep(ctx, want);
+      events = [];
       for (let i = 0; i < n; i++) {
-        const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
-        const tag = v.getUint8(s + 8);
-        if (tag === EVENTTYPE_CLOCK) {
-          const id = v.getUint32(s + 16, true);
-          let timeout = v.getBigUint64(s + 24, true);
-          const abs = (v.getUint16(s + 40, true) & 1) === 1;
-          const now = nowNs(id);
-          if (now === null) return Errno.INVAL;
-          if (abs) timeout = timeout > now ? timeout - now : 0n;
-          if (sleepNs === null || timeout < sleepNs) sleepNs = timeout;
-        } else {
-          ready.push(i);
-        }
+        if (v.getUint8((inPtr! >>> 0) + i * SUBSCRIPTION_BYTES + 8) === EVENTTYPE_CLOCK) events.push(i);
       }
-      let events: number[] = ready;
-      if (ready.length === 0 && sleepNs !== null) {
-        const want = Number(sleepNs) / 1e6;
-        const left = Math.max(0, ctx.remainingMs());
-        // A sleep that cannot finish within the call's budget sleeps out the budget and ends
-        // the call: the guest never runs past its deadline by sleeping.
-        if (want > left) {
-          if (left > 0) Atomics.wait(sleeper, 0, 0, left);
-          throw new GuestFault(new SandboxError('TIMEOUT', 'the guest slept past its budget', {}));
-        }
-        if (want > 0) Atomics.wait(sleeper, 0, 0, want);
-        events = [];
-        for (let i = 0; i < n; i++) {
-          if (v.getUint8((inPtr! >>> 0) + i * SUBSCRIPTION_BYTES + 8) === EVENTTYPE_CLOCK) events.push(i);
-        }
-      }
-      const out = ctx.memory.view();
-      events.forEach((i, k) => {
-        const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
-        const e = (outPtr! >>> 0) + k * EVENT_BYTES;
-        out.setBigUint64(e, out.getBigUint64(s, true), true);
-        const tag = out.getUint8(s + 8);
-        const fd = out.getUint32(s + 16, true);
-        out.setUint16(e + 8, tag === EVENTTYPE_CLOCK || fd <= 2 ? Errno.SUCCESS : Errno.BADF, true);
-        out.setUint8(e + 10, tag);
-        out.setBigUint64(e + 16, 0n, true);
-        out.setUint16(e + 24, 0, true);
-      });
-      ctx.memory.setU32(neventsPtr!, events.length);
-      return Errno.SUCCESS;
-    }),
-  };
+    }
+    const out = ctx.memory.view();
+    events.forEach((i, k) => {
+      const s = (inPtr! >>> 0) + i * SUBSCRIPTION_BYTES;
+      const e = (outPtr! >>> 0) + k * EVENT_BYTES;
+      out.setBigUint64(e, out.getBigUint64(s, true), true);
+      const tag = out.getUint8(s + 8);
+      const fd = out.getUint32(s + 16, true);
+      const stream = tag === EVENTTYPE_CLOCK ? undefined : stdioOf(fd);
+      const stdinRead = stream === 0 && tag === EVENTTYPE_FD_READ;
+      const stdinLeft = ctx.stdin.length - ctx.stdinOffset;
+      out.setUint16(e + 8, tag === EVENTTYPE_CLOCK || stream !== undefined ? Errno.SUCCESS : Errno.BADF, true);
+      out.setUint8(e + 10, tag);
+      out.setBigUint64(e + 16, stdinRead ? BigInt(Math.max(0, stdinLeft)) : 0n, true);
+      out.setUint16(e + 24, stdinRead && stdinLeft <= 0 ? EVENTRWFLAGS_HANGUP : 0, true);
+    });
+    ctx.memory.setU32(neventsPtr!, events.length);
+    return Errno.SUCCESS;
+  });
 }

@@ -1,17 +1,23 @@
 /**
- * `membrane audit verify|tail`: check the audit chain in `$MEMBRANE_HOME/engine.sqlite`, or print
- * its newest records.
+ * `membrane audit verify|checkpoint|tail`: check the audit chain in
+ * `$MEMBRANE_HOME/engine.sqlite` (optionally against a kept checkpoint), sign a checkpoint of its
+ * head, or print its newest records. None of them writes to the database or starts a log.
  *
- * Exit codes: `verify` exits 0 when the chain holds and `TAMPERED_EXIT` (1) when it does not —
- * not an error-table code: nothing failed, the log did. A bad key or options use the error table
- * (a malformed `MEMBRANE_AUDIT_KEY` or a group-readable key file: POLICY_INVALID, 64).
+ * Exit codes: `verify` exits 0 when the chain holds and `TAMPERED_EXIT` (1) when it does not — a
+ * wiped or missing log, or one that no longer reaches `--checkpoint FILE`, included; likewise
+ * `checkpoint` refuses (1) to sign a log that does not verify. Not error-table codes: nothing
+ * failed, the log did. A bad key, checkpoint file or options use the error table (a malformed
+ * `MEMBRANE_AUDIT_KEY`, a group-readable key file, a file that is not a checkpoint:
+ * POLICY_INVALID, 64).
  *
  * Invariant: output never contains the audit key, and a record's text is printed with control,
  * C1 and bidi-override characters escaped, so a guest-influenced detail cannot drive the
  * operator's terminal.
  */
 
-import { AuditLog, MAX_AUDIT_TAIL, type AuditRecord } from '../../storage/audit.ts';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { SandboxError } from '../../errors.ts';
+import { AuditLog, MAX_AUDIT_TAIL, MAX_CHECKPOINT_BYTES, parseCheckpoint, type AuditRecord, type AuditVerification } from '../../storage/audit.ts';
 import { UsageError, num, parse, printJson, str } from './args.ts';
 
 /** `membrane audit verify` found the log tampered with. */
@@ -32,15 +38,62 @@ function line(r: AuditRecord): string {
   return `${r.seq} ${r.time} ${who} ${plain(r.kind)} ${safeJson(r.detail)}`;
 }
 
+/** A checkpoint file's text, at most MAX_CHECKPOINT_BYTES (a bigger file is not a checkpoint). */
+function readCheckpointFile(file: string): unknown {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    throw new SandboxError('POLICY_INVALID', `cannot read the checkpoint file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw new SandboxError('POLICY_INVALID', `the checkpoint file ${file} is not a regular file`);
+    const buf = Buffer.alloc(MAX_CHECKPOINT_BYTES + 1);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return parseCheckpoint(buf.subarray(0, n).toString('utf8'));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function report(r: AuditVerification, json: boolean): number {
+  if (json) printJson(r);
+  else if (r.ok) process.stdout.write(`ok: ${r.records} records${r.legacy ? ' (a log started before genesis records: no genesis record)' : ''}\n`);
+  else if (r.problem === 'checkpoint' && r.seq === 0) process.stdout.write(`checkpoint rejected: ${r.reason}\n`);
+  else process.stdout.write(`tampered at seq ${r.seq}: ${r.reason}\n`);
+  return r.ok ? 0 : TAMPERED_EXIT;
+}
+
 async function verify(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' }, checkpoint: { type: 'string' } });
+  if (positionals.length > 0) throw new UsageError('audit verify takes no arguments (a checkpoint: --checkpoint FILE)');
+  const file = str(values['checkpoint']);
+  const checkpoint = file !== undefined ? readCheckpointFile(file) : undefined;
+  const json = values['json'] === true;
+  const log = AuditLog.openExisting();
+  if (!(log instanceof AuditLog)) return report(log, json);
+  try {
+    return report(file !== undefined ? log.verifyCheckpoint(checkpoint) : log.verify(), json);
+  } finally {
+    log.close();
+  }
+}
+
+async function checkpoint(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { json: { type: 'boolean' } });
-  if (positionals.length > 0) throw new UsageError('audit verify takes no arguments');
-  const log = AuditLog.open();
+  if (positionals.length > 0) throw new UsageError('audit checkpoint takes no arguments');
+  const json = values['json'] === true;
+  const log = AuditLog.openExisting();
+  if (!(log instanceof AuditLog)) return report(log, json);
   try {
     const r = log.verify();
-    if (values['json'] === true) printJson(r);
-    else process.stdout.write(r.ok ? `ok: ${r.records} records\n` : `tampered at seq ${r.seq}: ${r.reason}\n`);
-    return r.ok ? 0 : TAMPERED_EXIT;
+    if (!r.ok) {
+      process.stderr.write('no checkpoint signed: the log does not verify\n');
+      return report(r, json);
+    }
+    // The checkpoint is its JSON, with or without --json: save it as it is.
+    process.stdout.write(`${JSON.stringify(log.checkpoint())}\n`);
+    return 0;
   } finally {
     log.close();
   }
@@ -58,7 +111,11 @@ async function tail(argv: string[]): Promise<number> {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_TAIL) throw new UsageError(`--limit expects an integer 1..${MAX_AUDIT_TAIL}`);
   const tenant = str(values['tenant']);
   const kind = str(values['kind']);
-  const log = AuditLog.open();
+  const log = AuditLog.openExisting();
+  if (!(log instanceof AuditLog)) {
+    process.stderr.write(`no audit log: ${log.ok ? '' : log.reason}\n`);
+    return TAMPERED_EXIT;
+  }
   try {
     const records = log.tail({ limit, ...(tenant !== undefined ? { tenant } : {}), ...(kind !== undefined ? { kind } : {}) });
     const json = values['json'] === true;
@@ -72,6 +129,7 @@ async function tail(argv: string[]): Promise<number> {
 export async function auditCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === 'verify') return verify(rest);
+  if (sub === 'checkpoint') return checkpoint(rest);
   if (sub === 'tail') return tail(rest);
-  throw new UsageError(sub === undefined ? 'audit needs a subcommand: verify or tail' : `unknown audit subcommand "${sub}" (verify or tail)`);
+  throw new UsageError(sub === undefined ? 'audit needs a subcommand: verify, checkpoint or tail' : `unknown audit subcommand "${sub}" (verify, checkpoint or tail)`);
 }

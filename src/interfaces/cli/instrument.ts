@@ -1,24 +1,36 @@
 /**
  * `membrane instrument IN -o OUT [--json]`: write the fuel-metered form of a module (what the
- * engine runs), for inspection or for shipping pre-instrumented.
+ * engine runs), for inspection or for shipping pre-instrumented. The input is validated first
+ * (V8): an invalid module is INVALID_MODULE with V8's reason and no output file is written.
  */
 
 import { writeFileSync } from 'node:fs';
+import { exitCodeFor, toSandboxError } from '../../errors.ts';
 import { instrumentFuel } from '../../wasm/index.ts';
-import { UsageError, loadModule, parse, printJson, str } from './args.ts';
+import { UsageError, jsonError, loadModule, parse, printJson, str } from './args.ts';
 
 export async function instrumentCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { output: { type: 'string', short: 'o' }, json: { type: 'boolean' } });
   const input = positionals[0];
   const output = str(values['output']);
   if (!input || positionals.length > 1 || !output) throw new UsageError('instrument takes IN.wasm and -o OUT.wasm');
-  const bytes = await loadModule(input);
-  const t0 = performance.now();
-  const { bytes: out, stats } = instrumentFuel(bytes);
-  const ms = Math.round((performance.now() - t0) * 1000) / 1000;
+  const json = values['json'] === true;
+  let result: ReturnType<typeof instrumentFuel>;
+  let ms: number;
+  try {
+    const bytes = await loadModule(input);
+    const t0 = performance.now();
+    result = instrumentFuel(bytes);
+    ms = Math.round((performance.now() - t0) * 1000) / 1000;
+  } catch (e) {
+    if (!json) throw e;
+    printJson({ ...jsonError(e), input });
+    return exitCodeFor(toSandboxError(e).code);
+  }
+  const { bytes: out, stats } = result;
   writeFileSync(output, out);
-  if (values['json'] === true) {
-    printJson({ input, output, ...stats, ms });
+  if (json) {
+    printJson({ ok: true, input, output, ...stats, ms });
   } else {
     process.stdout.write(
       `${output}: ${stats.inputBytes} → ${stats.outputBytes} bytes, ${stats.functions} functions, ${stats.loops} loops, ` +

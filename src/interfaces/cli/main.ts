@@ -57,12 +57,20 @@ Usage:
       The in-sandbox shell: pipes, ; && ||, variables, quoting, < > >> into the VFS; every
       command is a registered wasm guest (echo cat wc head tail grep sort uniq tr ls mkdir rm cp
       mv sha256sum base64 seq, plus --register'ed ones). An unknown command exits 127.
+      --timeout MS is the whole script's budget (default: the profile's time per call); a
+      script stopped by a wall (time, 1 MiB of variables, a 1 MiB argv, output with
+      failOnOutputLimit) exits with that error's code, e.g. 68 for TIMEOUT (docs/shell.md).
   membrane instrument IN.wasm -o OUT.wasm [--json]
       Write the fuel-metered module the engine would run (sizes, functions, loops, time).
-  membrane audit verify [--json]
+  membrane audit verify [--checkpoint FILE] [--json]
       Check the audit log's HMAC chain in $MEMBRANE_HOME/engine.sqlite: "ok: N records", or
-      "tampered at seq S: REASON" and exit ${TAMPERED_EXIT}. The key is $MEMBRANE_AUDIT_KEY (64 hex
+      "tampered at seq S: REASON" and exit ${TAMPERED_EXIT} — an emptied (wiped) or dropped log too.
+      --checkpoint: also fail if the log no longer holds the checkpointed record (tail cut,
+      head rolled back, log restored or restarted). The key is $MEMBRANE_AUDIT_KEY (64 hex
       digits or base64 of 32 bytes) or $MEMBRANE_HOME/audit.key (mode 0600, created on first use).
+  membrane audit checkpoint [--json]
+      Print a signed checkpoint {v, alg, keyId, seq, mac, time, sig} of the log's head (one JSON
+      line) to keep elsewhere; exit ${TAMPERED_EXIT} without one if the log does not verify.
   membrane audit tail [--tenant T] [--kind K] [--limit N] [--json]
       The newest N (default 20) audit records, oldest first; JSON lines with --json.
   membrane serve [--port N (default 7070; 0 = any free)] [--host 127.0.0.1] [--config FILE] [--json]
@@ -79,7 +87,7 @@ Usage:
 
 Exit codes:
     0  success (run: a WASI guest's own exit status is passed through)
-    ${TAMPERED_EXIT}  audit verify: the audit log was tampered with
+    ${TAMPERED_EXIT}  audit verify/checkpoint: the audit log was tampered with (or misses the checkpoint)
     ${USAGE_EXIT}  usage error
 ${codes}
 `;

@@ -1,6 +1,11 @@
-/** `membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]...`: the in-sandbox shell (src/shell). */
+/**
+ * `membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]... [--profile P] [--timeout MS] [--json]`:
+ * the in-sandbox shell (src/shell, docs/shell.md). `--timeout` is the whole script's budget. Exits
+ * with the script's status, or with the error table's code when a wall stopped the script.
+ */
 
 import { createEngine } from '../../engine/index.ts';
+import { exitCodeFor } from '../../errors.ts';
 import { ShellSyntaxError, parse as parseScript, runShell } from '../../shell/index.ts';
 import { UsageError, commandRegistry, num, parse, printJson, str, strs } from './args.ts';
 
@@ -38,7 +43,7 @@ export async function shCommand(argv: string[]): Promise<number> {
       process.stdout.write(r.stdout);
       process.stderr.write(r.stderr);
     }
-    return r.exitCode;
+    return r.error ? exitCodeFor(r.error.code) : r.exitCode;
   } finally {
     await engine.close();
   }

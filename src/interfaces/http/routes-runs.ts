@@ -27,7 +27,7 @@ export function runRoutes(): Route<Api>[] {
       summary: 'Run a module (base64) or a registered command once, in a fresh sandbox',
       body: RunBody,
       largeBody: true,
-      responses: { 200: RUN_RESULT, 403: ERROR_SCHEMA, 404: ERROR_SCHEMA, 413: ERROR_SCHEMA },
+      responses: { 200: RUN_RESULT, 403: ERROR_SCHEMA, 404: ERROR_SCHEMA, 413: ERROR_SCHEMA, 503: ERROR_SCHEMA },
       handle: async (ctx): Promise<Answer> => {
         const who = principalOf(ctx);
         const b = validate(RunBody, await ctx.body());
@@ -46,6 +46,8 @@ export function runRoutes(): Route<Api>[] {
           ...(b.invoke !== undefined ? { invoke: b.invoke, args: b.args ?? [] } : {}),
         });
         ctx.state.metrics.call('run', r.ok ? 'ok' : (r.error?.code ?? 'INTERNAL'), r.fuelUsed, r.durationMs);
+        // Every worker busy for the call's whole timeout: nothing ran — a declared, retryable refusal (503).
+        if (r.error?.code === 'OVERLOADED') throw httpError('OVERLOADED', r.error.message);
         const body = { id, ...publicResult(r, g.clamped) };
         ctx.state.tenancy.keepRun(who.tenant, id, source, { ...r, clamped: g.clamped });
         return { status: 200, body };

@@ -3,8 +3,8 @@
  * is synchronous inside QuickJS, so the lane worker posts the request to the main thread and
  * blocks on `Atomics.wait` until the host has posted the answer on the power port (protocol.ts).
  *
- * Owns: the request's size bound (a request past `MAX_POWER_FRAME_BYTES` is not carried: an
- * `oversized` marker goes instead, so the cadence still refuses and audits it), the sequence
+ * Owns: the request's size bound (a request past `MAX_POWER_FRAME_BYTES` is not carried — the
+ * interpreter does not even copy it out of QuickJS — an `oversized` marker goes instead, so the cadence still refuses and audits it), the sequence
  * numbers (a late answer to an earlier call is discarded, never mistaken for this one), the
  * snippet's fuel used so far (sent beside the request, never inside the guest's JSON) and the
  * bounded wait: slices of at most `POWER_WAIT_SLICE_MS`, ending at the call's deadline or when
@@ -38,10 +38,10 @@ export class PowerBridge {
   }
 
   /** One power call for job `id`; `deadline` is this thread's `performance.now()` time; `fuelUsed` the snippet's raw fuel so far. */
-  call(id: number, power: string, argsJson: string, deadline: number, fuelUsed: number): string {
+  call(id: number, power: string, args: string | { readonly oversized: number }, deadline: number, fuelUsed: number): string {
     const seq = (this.seq = (this.seq % 0x7fffffff) + 1);
-    const bytes = Buffer.byteLength(argsJson) + Buffer.byteLength(power);
-    const request = bytes > MAX_POWER_FRAME_BYTES ? JSON.stringify({ power, oversized: bytes }) : `{"power":${JSON.stringify(power)},"args":${argsJson}}`;
+    const bytes = typeof args === 'string' ? Buffer.byteLength(args) + Buffer.byteLength(power) : args.oversized;
+    const request = typeof args !== 'string' || bytes > MAX_POWER_FRAME_BYTES ? JSON.stringify({ power, oversized: bytes }) : `{"power":${JSON.stringify(power)},"args":${args}}`;
     this.send({ v: 1, kind: 'power', id, seq, request, fuelUsed });
     for (;;) {
       for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {

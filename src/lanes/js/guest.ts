@@ -14,6 +14,11 @@
  * refused power throws an `Error` named `MembraneError` with `code` (DESIGN §4) and a fixed
  * message; no host detail crosses.
  *
+ * Bounds: nothing larger than its cap is handed to the host — console writes stop at what is left
+ * of the stream's output limit (the host answers each write with it), the result's JSON at
+ * MAX_RESULT_CHARS, names and messages at 100 and MAX_MESSAGE_CHARS — so a snippet cannot make
+ * the host copy its whole linear memory.
+ *
  * Does not protect against: a snippet whose own `toJSON` or getters run during serialization —
  * that is its code, bounded by fuel and the deadline like the rest of it.
  */
@@ -26,8 +31,9 @@ export const MAX_RESULT_CHARS = 4 * 1024 * 1024;
 /** Longest error message kept. */
 export const MAX_MESSAGE_CHARS = 2000;
 
-export const GUEST_PRELUDE = `(write, power) => {
+export const GUEST_PRELUDE = `(write, power, outputLimit) => {
   'use strict';
+  const MAX_RESULT = ${MAX_RESULT_CHARS}, MAX_MESSAGE = ${MAX_MESSAGE_CHARS};
   const S = String, JS = JSON.stringify, JP = JSON.parse, freeze = Object.freeze, keys = Object.keys;
   const define = Object.defineProperty, ErrorCtor = Error, PromiseCtor = Promise;
   const MESSAGES = freeze(${JSON.stringify(POWER_ERROR_MESSAGES)});
@@ -79,8 +85,14 @@ export const GUEST_PRELUDE = `(write, power) => {
     try { return S(v); } catch { return '[value]'; }
   };
   const line = (args) => { let out = ''; for (let i = 0; i < args.length; i++) out += (i ? ' ' : '') + show(args[i]); return out + '\\n'; };
-  const log = (...a) => { write(1, line(a)); };
-  const error = (...a) => { write(2, line(a)); };
+  // What is left of each stream (the host answers every write with it): never hand the host more.
+  const room = [0, outputLimit, outputLimit];
+  const emit = (fd, s) => {
+    const r = room[fd];
+    room[fd] = r <= 0 ? write(fd, '', s.length) : s.length <= r ? write(fd, s, 0) : write(fd, s.slice(0, r), s.length - r);
+  };
+  const log = (...a) => { emit(1, line(a)); };
+  const error = (...a) => { emit(2, line(a)); };
   define(globalThis, 'console', { value: freeze({ log, info: log, debug: log, error, warn: error }), writable: true, configurable: true, enumerable: false });
   const deepFreeze = (v) => { if (v !== null && typeof v === 'object') { freeze(v); for (const k of keys(v)) deepFreeze(v[k]); } return v; };
   return freeze({
@@ -100,14 +112,16 @@ export const GUEST_PRELUDE = `(write, power) => {
       if (t === 'undefined') return '';
       if (t === 'function' || t === 'symbol') return '!the result is a ' + t + ', which JSON cannot carry';
       let s;
-      try { s = JS(v); } catch (e) { return '!the result is not JSON-serializable: ' + show(e); }
-      return s === undefined ? '!the result is not JSON-serializable' : '=' + s;
+      try { s = JS(v); } catch (e) { return ('!the result is not JSON-serializable: ' + show(e)).slice(0, MAX_MESSAGE); }
+      if (s === undefined) return '!the result is not JSON-serializable';
+      return s.length > MAX_RESULT ? '!the result is larger than ' + MAX_RESULT + ' characters of JSON and was dropped' : '=' + s;
     },
     describe(e) {
       try {
-        if (e instanceof ErrorCtor) return JS([S(e.name), S(e.message)]);
-        if (e !== null && typeof e === 'object' && typeof e.message === 'string') return JS([S(e.name ?? ''), e.message]);
-        return JS(['', show(e)]);
+        const cut = (n, m) => JS([S(n).slice(0, 100), S(m).slice(0, MAX_MESSAGE)]);
+        if (e instanceof ErrorCtor) return cut(e.name, e.message);
+        if (e !== null && typeof e === 'object' && typeof e.message === 'string') return cut(e.name ?? '', e.message);
+        return cut('', show(e));
       } catch { return JS(['', 'an exception that cannot be described']); }
     },
   });

@@ -11,6 +11,13 @@
  * `power`, which hands it to the job's `PowerCall` (the bridge to the main thread, bridge.ts). For TypeScript, a second runtime in the same instance holds
  * sucrase (loaded during preparation, so its load is not metered); stripping the snippet's types
  * runs inside the wasm and its fuel counts toward the call.
+ * Space: the instance's linear memory is created for one memory limit (`prepare`'s
+ * `limitBytes`, the call's memory) and can never grow past it (heap.ts); a refused growth stops
+ * the call MEMORY_LIMIT even when the snippet catches QuickJS's "out of memory". QuickJS's own
+ * allocation counter is off (under emscripten it counts 8 bytes per allocation, whatever its
+ * size): the linear memory's maximum is the one wall. What the host copies out of the instance
+ * is bounded before the copy: the result (MAX_RESULT_CHARS), each console write (the output
+ * limit), a power request (MAX_POWER_FRAME_BYTES) and error messages (MAX_MESSAGE_CHARS).
  * Invariant: an interpreter is never reused — not its context, runtime or linear memory.
  *
  * Does not protect against: the snippet mislabelling its own failure (throwing a hand-made
@@ -26,15 +33,14 @@ import type { ExecResult } from '../types.ts';
 import { FuelStop, LaneMeter } from './meter.ts';
 import { OutputSink } from './output.ts';
 import { GUEST_PRELUDE, describeError, readResult } from './guest.ts';
+import { createLinearMemory, guardHeapGrowth } from './heap.ts';
+import { MAX_POWER_FRAME_BYTES } from '../powers.ts';
 
 // Node loads the variant's ESM build, whose default export is the variant itself.
 const RELEASE_SYNC = (releaseSyncModule as unknown as { default: QuickJSSyncVariant }).default;
 
 /** QuickJS's own stack limit for the snippet (its recursion fails with a catchable InternalError). */
 export const MAX_GUEST_STACK_BYTES = 512 * 1024;
-const PAGE = 65536;
-/** Emscripten's QuickJS build declares a 16 MiB minimum memory. */
-const MIN_PAGES = 256;
 
 export interface Interpreter {
   readonly kind: 'js' | 'ts';
@@ -47,16 +53,27 @@ export interface Interpreter {
   readonly transpiler: { readonly rt: QuickJSRuntime; readonly ctx: QuickJSContext; readonly transform: QuickJSHandle } | null;
   /** Where the host function `power` sends a call: set by `evaluate` for its one job. */
   readonly powers: { call: PowerCall | null };
+  /** The limit its linear memory was created for: it runs only calls with exactly this limit. */
+  readonly limitBytes: number;
 }
 
-/** One power call: the power's name and its arguments as JSON → the answer as JSON (powers.ts). */
-export type PowerCall = (power: string, argsJson: string) => string;
+/**
+ * One power call: the power's name and its arguments as JSON → the answer as JSON (powers.ts).
+ * Arguments past MAX_POWER_FRAME_BYTES are never copied out: `{ oversized }` says how large.
+ */
+export type PowerCall = (power: string, args: string | { readonly oversized: number }) => string;
+
+/** The interpreter could not even be set up within its memory limit. */
+export class InterpreterTooLarge extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`the interpreter does not fit in ${limitBytes} bytes`);
+  }
+}
 const NO_POWER = '{"ok":false,"code":"DENIED"}';
 
 export interface PrepareConfig {
   readonly module: WebAssembly.Module;
   readonly interrupt: Int32Array;
-  readonly memoryCeilingBytes: number;
   readonly outputLimitBytes: number;
   readonly failOnOutputLimit: boolean;
   readonly transpilerPath: string;
@@ -65,15 +82,30 @@ export interface PrepareConfig {
 let transpilerSource: string | null = null;
 const TRANSPILER_WARMUP = 'const f = <T,>(x: T): T => x; class A<T> { p?: T; m(a: number = 1): void {} } [1].map((x) => x * 2); f(async () => 1);';
 
-export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig): Promise<Interpreter> {
+export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number): Promise<Interpreter> {
   const meter = new LaneMeter(cfg.interrupt);
-  const maximum = Math.max(MIN_PAGES, Math.floor(cfg.memoryCeilingBytes / PAGE));
+  let linear: ReturnType<typeof createLinearMemory>;
+  try {
+    linear = createLinearMemory(limitBytes);
+  } catch {
+    throw new InterpreterTooLarge(limitBytes);
+  }
+  const { memory, maxPages } = linear;
+  try {
+    return await build(kind, cfg, limitBytes, meter, memory, maxPages);
+  } catch (e) {
+    if (meter.setupRefused) throw new InterpreterTooLarge(limitBytes);
+    throw e;
+  }
+}
+
+async function build(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number, meter: LaneMeter, memory: WebAssembly.Memory, maxPages: number): Promise<Interpreter> {
   const variant = newVariant(RELEASE_SYNC, {
-    // Our memory, so its maximum is ours: a grow past it fails and QuickJS reports out of memory.
-    wasmMemory: new WebAssembly.Memory({ initial: MIN_PAGES, maximum }),
+    wasmMemory: memory,
     emscriptenModule: {
       // Emscripten passes only the imports it knows; the instrumented module also needs refill.
       instantiateWasm(imports: WebAssembly.Imports, onSuccess: (instance: WebAssembly.Instance) => void): WebAssembly.Exports {
+        guardHeapGrowth(imports, memory, maxPages, () => meter.refuseMemory());
         const instance = new WebAssembly.Instance(cfg.module, { ...imports, ...meter.imports });
         meter.attach(instance.exports);
         onSuccess(instance);
@@ -85,16 +117,28 @@ export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig): Promise<In
   const rt = mod.newRuntime();
   const ctx = rt.newContext();
   const sink = new OutputSink(cfg.outputLimitBytes, cfg.failOnOutputLimit);
-  const write = ctx.newFunction('write', (fd, text) => {
-    if (ctx.typeof(text) === 'string') sink.write(ctx.getNumber(fd) === 2 ? 'stderr' : 'stdout', ctx.getString(text));
-  });
+  // The prelude hands over at most what is left of the stream (it learns that from each answer); `dropped` counts the rest.
+  const write = ctx.newFunction('write', hostSide((fd, text, dropped) => {
+    const stream = ctx.getNumber(fd) === 2 ? 'stderr' : 'stdout';
+    if (ctx.typeof(text) === 'string') {
+      if (stringLength(ctx, text) > sink.room(stream)) sink.drop(stream, stringLength(ctx, text));
+      else sink.write(stream, ctx.getString(text));
+    }
+    if (ctx.typeof(dropped) === 'number') sink.drop(stream, ctx.getNumber(dropped));
+    return ctx.newNumber(sink.room(stream));
+  }));
   const powers: Interpreter['powers'] = { call: null };
-  const power = ctx.newFunction('power', (name, args) => {
+  const power = ctx.newFunction('power', hostSide((name, args) => {
     const ok = ctx.typeof(name) === 'string' && ctx.typeof(args) === 'string' && powers.call !== null;
-    return ctx.newString(ok ? powers.call!(ctx.getString(name), ctx.getString(args)) : NO_POWER);
-  });
+    if (!ok) return ctx.newString(NO_POWER);
+    // UTF-16 length ≤ UTF-8 bytes: a request longer than the frame cap in code units is oversized without copying it.
+    const n = stringLength(ctx, args);
+    return ctx.newString(powers.call!(ctx.getString(name).slice(0, 100), n > MAX_POWER_FRAME_BYTES ? { oversized: n } : ctx.getString(args)));
+  }));
   const factory = ctx.unwrapResult(ctx.evalCode(GUEST_PRELUDE, 'membrane:prelude'));
-  const helpers = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, write, power));
+  const limit = ctx.newNumber(cfg.outputLimitBytes);
+  const helpers = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, write, power, limit));
+  limit.dispose();
   factory.dispose();
   write.dispose();
   power.dispose();
@@ -113,14 +157,45 @@ export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig): Promise<In
     warmup.dispose();
     transpiler = { rt: trt, ctx: tctx, transform };
   }
-  return { kind, meter, sink, rt, ctx, helpers, transpiler, powers };
+  return { kind, meter, sink, rt, ctx, helpers, transpiler, powers, limitBytes };
+}
+
+/** What the snippet sees when one of our host functions fails: a fixed error, never the host's message. */
+class HostCallFailed extends Error {
+  constructor() {
+    super('the host could not complete the call');
+    this.name = 'InternalError';
+  }
+}
+
+/** Wrap a host function so that a host exception reaches QuickJS as `HostCallFailed` (a stop still unwinds). */
+function hostSide<A extends QuickJSHandle[], R>(fn: (...args: A) => R): (...args: A) => R {
+  return (...args: A): R => {
+    try {
+      return fn(...args);
+    } catch (e) {
+      if (e instanceof FuelStop) throw e;
+      throw new HostCallFailed();
+    }
+  };
+}
+
+/** A QuickJS string's length in UTF-16 code units, read without copying the string out. */
+function stringLength(ctx: QuickJSContext, s: QuickJSHandle): number {
+  const h = ctx.getProp(s, 'length');
+  try {
+    return ctx.typeof(h) === 'number' ? ctx.getNumber(h) : Infinity;
+  } finally {
+    h.dispose();
+  }
 }
 
 type Failure = { readonly code: string; readonly message: string };
+const MEMORY_STOP: Failure = { code: 'MEMORY_LIMIT', message: 'the snippet reached its memory limit' };
 
 /** Map an uncaught guest error (its name and message) to a SandboxError code. */
 function classify(name: string, message: string): Failure {
-  if (name === 'InternalError' && /out of memory/i.test(message)) return { code: 'MEMORY_LIMIT', message: 'the snippet reached its memory limit' };
+  if (name === 'InternalError' && /out of memory/i.test(message)) return MEMORY_STOP;
   if (name === 'InternalError' && /stack overflow/i.test(message)) return { code: 'STACK_OVERFLOW', message: 'the snippet overflowed its stack' };
   return { code: 'GUEST_TRAP', message: message === '' ? name || 'uncaught exception' : message };
 }
@@ -128,6 +203,7 @@ function classify(name: string, message: string): Failure {
 /** Map a host-side exception out of the interpreter (a stop, or the wasm itself failing). */
 function classifyHost(e: unknown, budget: number): Failure {
   if (e instanceof FuelStop) {
+    if (e.reason === 'MEMORY_LIMIT') return MEMORY_STOP;
     return e.reason === 'TIMEOUT'
       ? { code: 'TIMEOUT', message: 'the call ran past its wall-clock budget' }
       : { code: 'FUEL_EXHAUSTED', message: `the call used its whole fuel budget of ${budget}` };
@@ -144,11 +220,13 @@ export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: nu
   let failure: Failure | null = null;
   let result: unknown;
   let hasResult = false;
-  rt.setMemoryLimit(job.memoryBytes);
+  // The linear memory's maximum is the limit (heap.ts); QuickJS's own counter stays off.
+  if (it.limitBytes !== job.memoryBytes) throw new Error('an interpreter ran a call with another memory limit');
+  rt.setMemoryLimit(-1);
   rt.setMaxStackSize(MAX_GUEST_STACK_BYTES);
   rt.setInterruptHandler(meter.shouldInterrupt);
   if (it.transpiler) {
-    it.transpiler.rt.setMemoryLimit(job.memoryBytes);
+    it.transpiler.rt.setMemoryLimit(-1);
     it.transpiler.rt.setInterruptHandler(meter.shouldInterrupt);
   }
   it.powers.call = powerCall;

@@ -9,8 +9,12 @@
  * thread never runs QuickJS or the TypeScript stripper.
  * Defaults: `poolSize` 2 interpreters per language, `outputLimitBytes` 1 MiB per stream, the disk
  * cache under `$MEMBRANE_HOME/cache` (`cacheDir: false` disables it). Linear memory: each call's
- * `memoryBytes` is QuickJS's allocation limit; every instance's wasm memory maximum is
- * `LINEAR_MEMORY_CEILING_BYTES` (a larger request is clamped, with a warning).
+ * `memoryBytes` (rounded down to whole 64 KiB pages) is the maximum of the wasm memory its
+ * interpreter runs in — the cap on everything the snippet can make the host hold, typed arrays
+ * and strings included; a growth past it ends the call MEMORY_LIMIT (heap.ts). Pools are kept
+ * per limit (worker.ts), starting with `memoryBytes` (default: the compute profile's). A request
+ * over `LINEAR_MEMORY_CEILING_BYTES` is clamped, with a warning; one too small for the
+ * interpreter itself (16 MiB of initial memory for JS, more for TS) is MEMORY_LIMIT before it runs.
  * Caps: each granted cap with a lane power (src/lanes/powers.ts) becomes a global (`kv`, `queue`,
  * `secrets`, `fetch` for `net`, `llm`, `browse`, `tcp`/`udp`/`tls`) served by the request's
  * `powers` server; an ungranted cap's global is absent, never a stub. A granted cap without a lane
@@ -31,6 +35,7 @@ import type { ExecJob, JsWorkerData } from './protocol.ts';
 import { lanePowerCaps, type PowerServer } from '../powers.ts';
 import { WorkerSlot } from './slot.ts';
 import { LaneGate } from '../gate.ts';
+import { PROFILES } from '../../policy/profiles.ts';
 
 export interface JsLaneOptions {
   /** Pre-initialized interpreters kept per language (js, ts). Default 2. */
@@ -45,6 +50,8 @@ export interface JsLaneOptions {
   readonly workers?: number | undefined;
   /** Calls that may wait for a worker; one more is OVERLOADED at once. Default DEFAULT_MAX_QUEUE. */
   readonly maxQueue?: number | undefined;
+  /** The memory limit the interpreter pools are first filled for. Default the compute profile's. */
+  readonly poolMemoryBytes?: number | undefined;
 }
 
 export const DEFAULT_POOL_SIZE = 2;
@@ -53,6 +60,8 @@ export const MAX_WORKERS = 8;
 export const DEFAULT_MAX_QUEUE = 256;
 export const MAX_POOL_SIZE = 16;
 export const LINEAR_MEMORY_CEILING_BYTES = 1024 * 1024 * 1024;
+const PAGE = 65536;
+const pageFloor = (n: number): number => Math.max(PAGE, Math.floor(n / PAGE) * PAGE);
 const NO_SERVER = 'js: no power server was given; granted caps add no globals';
 
 
@@ -86,6 +95,7 @@ export class JsLane {
   private readonly failOnOutputLimit: boolean;
   private readonly gate: LaneGate;
   private readonly seats: Seat[];
+  private readonly poolMemoryBytes: number;
   private module: WebAssembly.Module | null = null;
   private wantTs = false;
   private closed = false;
@@ -99,6 +109,7 @@ export class JsLane {
     this.failOnOutputLimit = opts.failOnOutputLimit ?? false;
     const workers = Math.max(1, Math.min(MAX_WORKERS, Math.floor(opts.workers ?? 1)));
     this.gate = new LaneGate('JS', workers, Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE)));
+    this.poolMemoryBytes = pageFloor(Math.min(LINEAR_MEMORY_CEILING_BYTES, opts.poolMemoryBytes ?? PROFILES.compute.memoryBytes));
     this.seats = Array.from({ length: workers }, () => ({ slot: null, current: null, busy: false }));
   }
 
@@ -116,7 +127,7 @@ export class JsLane {
         wantTs: this.wantTs,
         outputLimitBytes: this.outputLimitBytes,
         failOnOutputLimit: this.failOnOutputLimit,
-        memoryCeilingBytes: LINEAR_MEMORY_CEILING_BYTES,
+        memoryBytes: this.poolMemoryBytes,
         interrupt: new SharedArrayBuffer(4),
       };
       const slot = await WorkerSlot.spawn(b.worker, data, () => {});
@@ -175,7 +186,7 @@ export class JsLane {
       contextJson,
       timeoutMs: Math.max(1, req.timeoutMs),
       fuel: Math.max(0, Math.floor(req.fuel)),
-      memoryBytes: Math.max(1024 * 1024, memoryBytes),
+      memoryBytes: pageFloor(memoryBytes),
       powers: req.powers === undefined ? [] : powers,
     };
     // The gate admits one call per worker; the rest wait (bounded), none past its own timeout.

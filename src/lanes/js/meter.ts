@@ -10,7 +10,10 @@
  * snippet's commands spent is charged in (`charge`): one budget covers both, so a refill after the
  * total passed it is FUEL_EXHAUSTED, and `used()` includes the charges. A stop *throws* out
  * of the import, which unwinds the wasm; every later refill throws again and the interrupt
- * handler keeps answering "interrupt", so a snippet cannot catch its way past a stop.
+ * handler keeps answering "interrupt", so a snippet cannot catch its way past a stop. A refused
+ * heap growth (heap.ts) is a stop too (`refuseMemory`): the snippet may catch QuickJS's "out of
+ * memory", but its next refill or interrupt check ends the call MEMORY_LIMIT. A refusal while
+ * pre-initializing is remembered (`setupRefused`) so the lane can say the limit is too small.
  * Invariant: after a stop the instance is never used again (its C stack was unwound mid-call).
  *
  * Does not protect against: code that never reaches a refill or an interrupt check (none in an
@@ -22,7 +25,7 @@ export const MAX_CHUNK = 1_000_000;
 /** Grants while pre-initializing: our own code, not the snippet's. */
 const SETUP_CHUNK = 100_000_000n;
 
-export type StopReason = 'TIMEOUT' | 'FUEL_EXHAUSTED';
+export type StopReason = 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'MEMORY_LIMIT';
 
 /** Thrown out of the refill import; never reaches the snippet as a value it can inspect. */
 export class FuelStop extends Error {
@@ -41,6 +44,8 @@ export class LaneMeter {
   private deadline = 0;
   private global: WebAssembly.Global | null = null;
   stopped: StopReason | null = null;
+  /** A heap growth was refused before `begin()`: the interpreter did not fit its limit. */
+  setupRefused = false;
 
   constructor(private readonly interrupt: Int32Array) {}
 
@@ -83,6 +88,12 @@ export class LaneMeter {
     if (!this.armed || !this.global || !Number.isFinite(n) || n <= 0) return;
     this.charged += n;
     if (this.stopped === null && this.used() >= this.budget) this.stopped = 'FUEL_EXHAUSTED';
+  }
+
+  /** A heap growth past the call's memory limit was refused (heap.ts). */
+  refuseMemory(): void {
+    if (!this.armed) this.setupRefused = true;
+    else if (this.stopped === null) this.stopped = 'MEMORY_LIMIT';
   }
 
   private timeUp(): boolean {

@@ -39,6 +39,18 @@ export class OutputSink {
     this.bytes[stream] = Math.max(this.bytes[stream], this.limitBytes);
   }
 
+  /** Count `n` bytes the snippet wrote past its limit without handing them over. */
+  drop(stream: Stream, n: number): void {
+    if (!Number.isFinite(n) || n <= 0) return;
+    this.dropped[stream] += n;
+    this.bytes[stream] = this.limitBytes;
+  }
+
+  /** Bytes still accepted on `stream`. */
+  room(stream: Stream): number {
+    return Math.max(0, this.limitBytes - this.bytes[stream]);
+  }
+
   finish(warnings: string[]): { stdout: string; stderr: string; overLimit: boolean } {
     for (const s of ['stdout', 'stderr'] as const) {
       if (this.dropped[s] > 0) warnings.push(`${s} truncated at ${this.limitBytes} bytes (${this.dropped[s]} more bytes dropped)`);

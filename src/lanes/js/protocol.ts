@@ -36,7 +36,8 @@ export interface JsWorkerData {
   readonly wantTs: boolean;
   readonly outputLimitBytes: number;
   readonly failOnOutputLimit: boolean;
-  readonly memoryCeilingBytes: number;
+  /** The memory limit the worker's pools start with (then: the limits of recent jobs). */
+  readonly memoryBytes: number;
   /** Int32[1]: the main thread sets it to 1 at the current job's deadline. */
   readonly interrupt: SharedArrayBuffer;
   /** The worker's end of the power answers' channel (transferred at spawn). */

@@ -36,7 +36,9 @@ export const BOOT_TIMEOUT_MS = 60_000;
 export const KILL_GRACE_MS = 200;
 
 export type ResultMessage = Extract<ChildMessage, { kind: 'result' }>;
-export type ExecAnswer = ResultMessage | { readonly kind: 'killed'; readonly reason: 'TIMEOUT' | 'DIED' };
+export type ExecAnswer = ResultMessage | { readonly kind: 'killed'; readonly reason: 'TIMEOUT' | 'DIED' | 'OUT_OF_MEMORY' };
+/** V8 aborts a process whose JavaScript heap passed `--max-old-space-size` (SIGABRT; 128 + 6 through bubblewrap). */
+const abortedForMemory = (code: number | null, signal: NodeJS.Signals | null): boolean => signal === 'SIGABRT' || code === 134;
 
 export function childScript(): string {
   for (const name of ['./child.mjs', './python-child.mjs']) {
@@ -53,6 +55,7 @@ export class PythonChild {
   private dead = false;
   private onMessage: ((m: ChildMessage) => void) | null = null;
   private onExit: (() => void) | null = null;
+  private outOfMemory = false;
 
   constructor(cmd: ChildCommand, private readonly maxOutputChars: number) {
     // Its own session and process group (no controlling terminal; one group to kill): bubblewrap's
@@ -83,8 +86,9 @@ export class PythonChild {
       }
       this.onMessage?.(m);
     });
-    this.proc.on('exit', () => {
+    this.proc.on('exit', (code, signal) => {
       this.dead = true;
+      this.outOfMemory = abortedForMemory(code, signal);
       // The process Node started may be bubblewrap's outer half: close the channel too, so an
       // interpreter that outlived it sees `disconnect` and exits, and nothing keeps this
       // process's event loop alive.
@@ -119,7 +123,7 @@ export class PythonChild {
       this.onMessage = (m) => {
         if (m.kind === 'result' && m.id === msg.id) finish(m);
       };
-      this.onExit = () => finish({ kind: 'killed', reason: 'DIED' });
+      this.onExit = () => finish({ kind: 'killed', reason: this.outOfMemory ? 'OUT_OF_MEMORY' : 'DIED' });
       if (this.dead) finish({ kind: 'killed', reason: 'DIED' });
       else this.proc.send(msg, (err) => err && finish({ kind: 'killed', reason: 'DIED' }));
     });

@@ -11,7 +11,11 @@
 // Invariant, before any guest code runs: `jsglobals` is an empty null-prototype object; the `js`
 // and `pyodide_js` modules are unregistered and absent from `sys.modules` (no module holds a
 // JsProxy); emscripten's `_emscripten_system` import returns -1; the heap cannot grow past the
-// call's memory cap (`emscripten_resize_heap` refuses); the wasm is the fuel-instrumented module
+// call's memory cap (`emscripten_resize_heap` refuses, and the call then ends MEMORY_LIMIT even if
+// the snippet catches the MemoryError); the process's resident set cannot grow by more than the
+// call's memory (checked every millisecond of running Python); JavaScript errors carry no stack
+// frames and `Error.prepareStackTrace`/`captureStackTrace`/`stackTraceLimit` are fixed, so no
+// V8 CallSite or host path reaches Python; the wasm is the fuel-instrumented module
 // (when given) whose refill enforces the call's budget and deadline. The process was started
 // with `--disallow-code-generation-from-strings`, so a host `Function`/`eval` reached through a
 // proxy throws. Errors carry Python's last exception line, never a host stack or host path.
@@ -31,12 +35,20 @@
 
 import { constants as fsConstants, readFileSync, readSync, writeSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+// The collector for the memory guard, made in a context of its own: never on this global.
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc');
 
 const [pyodideDir, wasmFile] = process.argv.slice(2);
 const FIRST_CHUNK = 10_000;
 const RUN_CHUNK = 1_000_000;
 const BOOT_CHUNK = 1_000_000_000;
 const FUEL_GLOBAL = '__membrane_fuel';
+/** Largest result (its JSON) handed to the parent, as in the JS lane; a larger one is dropped with a warning. */
+const MAX_RESULT_CHARS = 4 * 1024 * 1024;
 
 // Pyodide's NODEFS.staticInit reads fs flag constants through process.binding, which Node's
 // permission model refuses; hand it the same constants. NODEFS itself is never mounted.
@@ -50,7 +62,9 @@ class Stop extends Error {}
 function refill(current) {
   const c = Number(current);
   if (meter.fault !== null) throw new Stop(meter.fault);
-  if (performance.now() > meter.deadline) throw new Stop((meter.fault = 'TIMEOUT'));
+  const now = performance.now();
+  if (now > meter.deadline) throw new Stop((meter.fault = 'TIMEOUT'));
+  if (now >= resident.nextCheck && overResident(now)) throw new Stop((meter.fault = 'MEMORY_LIMIT'));
   if (meter.granted + meter.charged - c > meter.budget) throw new Stop((meter.fault = 'FUEL_EXHAUSTED'));
   const give = Math.min(Math.max(meter.next, -c), meter.budget - meter.granted - meter.charged);
   meter.next = Math.min(meter.next * 2, meter.chunk);
@@ -94,10 +108,19 @@ function readExact(n) {
   }
   return b;
 }
-/** One power call: request bytes up, answer bytes (JSON) back; never throws. */
+/** One power call: request bytes up, answer bytes (JSON) back; never throws. A call that ran into the deadline ends the snippet TIMEOUT. */
 function hostCall(request) {
+  try {
+    return exchange(request);
+  } finally {
+    if (meter.fault === null && performance.now() > meter.deadline) meter.fault = 'TIMEOUT';
+  }
+}
+function exchange(request) {
   const failed = () => Buffer.from(JSON.stringify({ ok: false, code: performance.now() > meter.deadline ? 'TIMEOUT' : 'UNAVAILABLE' }));
   if (bridge.broken) return failed();
+  if (meter.fault === null && overResident(performance.now())) meter.fault = 'MEMORY_LIMIT';
+  if (meter.fault !== null) return Buffer.from(JSON.stringify({ ok: false, code: meter.fault === 'TIMEOUT' ? 'TIMEOUT' : 'UNAVAILABLE' }));
   if (request.length > bridge.max) return Buffer.from('{"ok":false,"code":"TOO_LARGE"}');
   try {
     const frame = Buffer.alloc(12 + request.length);
@@ -150,6 +173,49 @@ function powerDevice(FS) {
 
 /** The space wall: the heap may grow only up to the call's cap (boot runs under the ceiling). */
 const heap = { cap: Infinity, hit: false };
+/** Set when the one exec arrives. */
+let served = false;
+/** A refused growth during the call is a stop: catching Python's MemoryError does not get past it. */
+function heapRefused() {
+  heap.hit = true;
+  if (served && meter.fault === null) meter.fault = 'MEMORY_LIMIT';
+}
+
+/**
+ * The rest of the space wall: what the snippet makes this process hold outside the wasm heap
+ * (JavaScript copies made by pyodide.ffi.to_js and friends, V8's heap). During the call the
+ * process's resident set may grow by at most the call's memory; it is read at most once per
+ * `RESIDENT_CHECK_MS` of running Python, at each power call and before the answer, and a
+ * reading over the limit is retried once after a full collection before it stops the call.
+ */
+const RESIDENT_CHECK_MS = 1;
+const resident = { limit: Infinity, nextCheck: Infinity };
+function overResident(now) {
+  resident.nextCheck = now + RESIDENT_CHECK_MS;
+  let rss = process.memoryUsage.rss();
+  if (rss > resident.limit) {
+    collect();
+    rss = process.memoryUsage.rss();
+  }
+  return rss > resident.limit;
+}
+
+/**
+ * No stack trace reaches guest code: JavaScript errors are reachable from Python (a JsException's
+ * `js_error`, and from it the Error constructor), and a V8 stack names host files while
+ * `Error.prepareStackTrace` would hand a Python callable V8 CallSite objects (host file names,
+ * `getThis()` on wasm frames: Pyodide's own instance). So, before any guest code: no frames are
+ * collected (`stackTraceLimit` 0) and the three hooks are fixed — not writable, not configurable.
+ * A stack is then only "Name: message".
+ */
+function sealErrorStacks() {
+  const fixed = (value) => ({ value, writable: false, enumerable: false, configurable: false });
+  Object.defineProperty(Error, 'stackTraceLimit', fixed(0));
+  Object.defineProperty(Error, 'prepareStackTrace', fixed(undefined));
+  Object.defineProperty(Error, 'captureStackTrace', fixed(Error.captureStackTrace));
+  // Nor can a hook be slipped in through a new prototype or a new static.
+  Object.freeze(Error);
+}
 
 /** Captured output, capped per stream; the rest is counted, not kept. */
 function sink() {
@@ -192,7 +258,7 @@ function createPyodideModule(settings) {
     const resize = imports.env.emscripten_resize_heap;
     imports.env.emscripten_resize_heap = (requested) => {
       if (requested >>> 0 > heap.cap) {
-        heap.hit = true;
+        heapRefused();
         return 0;
       }
       return resize(requested);
@@ -228,6 +294,7 @@ const pyodide = await loadPyodide({
   stdin: () => null,
 });
 if (metered && meter.global === null) throw new Error('instrumented module lost its fuel counter');
+sealErrorStacks();
 pyodide._module.__emscripten_system = () => -1;
 pyodide.setStdout(writer(out.stdout));
 pyodide.setStderr(writer(out.stderr));
@@ -317,7 +384,7 @@ def _membrane_module(powers, max_frame, messages):
     for c in powers:
         if c in makers: setattr(mod, c, makers[c]())
     return mod
-def _membrane_run(code, context_json, powers_json, max_frame, messages_json):
+def _membrane_run(code, context_json, powers_json, max_frame, messages_json, max_result):
     from pyodide.code import eval_code
     sys.modules['membrane'] = _membrane_module(json.loads(powers_json), max_frame, json.loads(messages_json))
     g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(json.loads(context_json))}
@@ -332,19 +399,23 @@ def _membrane_run(code, context_json, powers_json, max_frame, messages_json):
     if value is None:
         return json.dumps({'ok': True})
     try:
-        return json.dumps({'ok': True, 'result': _thaw(value)}, default=repr)
+        text = json.dumps({'ok': True, 'result': _thaw(value)}, default=repr)
     except Exception as e:
-        return json.dumps({'ok': True, 'result': repr(value), 'warning': 'result is not JSON-serializable; its repr was returned'})
+        text = json.dumps({'ok': True, 'result': repr(value)[:max_result], 'warning': 'result is not JSON-serializable; its repr was returned'})
+    if len(text) > max_result:
+        return json.dumps({'ok': True, 'warning': f'the result is larger than {max_result} characters of JSON and was dropped'})
+    return text
 `);
 const run = pyodide.globals.get('_membrane_run');
 pyodide.runPython('del _membrane_run');
 
-let served = false;
 process.on('message', (m) => {
   if (served || m === null || typeof m !== 'object' || m.v !== 1 || m.kind !== 'exec') return;
   served = true;
   out.stdout.limit = out.stderr.limit = m.outputLimitBytes;
   heap.cap = m.memoryBytes;
+  resident.limit = process.memoryUsage.rss() + m.memoryBytes;
+  resident.nextCheck = performance.now() + RESIDENT_CHECK_MS;
   meter.budget = m.fuel;
   meter.chunk = RUN_CHUNK;
   meter.next = FIRST_CHUNK;
@@ -357,12 +428,14 @@ process.on('message', (m) => {
   try {
     if (m.powers.length > 0) powerDevice(pyodide.FS);
     // Strings and numbers only cross into Python (a JS array would arrive as a JsProxy).
-    const text = run(m.code, m.contextJson, JSON.stringify(m.powers), m.maxFrameBytes, m.powerMessages);
+    const text = run(m.code, m.contextJson, JSON.stringify(m.powers), m.maxFrameBytes, m.powerMessages, MAX_RESULT_CHARS);
     reply = { outcome: JSON.parse(text) };
   } catch {
     reply = { outcome: { ok: false, kind: 'host' } };
   }
-  if (meter.fault !== null) reply.outcome = { ok: false, kind: meter.fault };
+  if (meter.fault === null && overResident(performance.now())) meter.fault = 'MEMORY_LIMIT';
+  if (meter.fault === 'MEMORY_LIMIT') reply.outcome = { ok: false, kind: 'MEMORY_LIMIT', message: heap.hit ? 'the heap would pass the cap' : 'the interpreter process grew by more than the call\'s memory' };
+  else if (meter.fault !== null) reply.outcome = { ok: false, kind: meter.fault };
   else if (heap.hit && !reply.outcome.ok) reply.outcome = { ok: false, kind: 'MemoryError', message: reply.outcome.message };
   process.send(
     {

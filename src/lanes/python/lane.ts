@@ -15,8 +15,9 @@
  * always resolves to an `ExecResult` (never throws for guest behaviour): a Python exception is
  * GUEST_TRAP with the exception's last line; TIMEOUT when the deadline passes (the child stops
  * itself at its next fuel refill, or is SIGKILLed `KILL_GRACE_MS` later); FUEL_EXHAUSTED past the
- * budget; MEMORY_LIMIT when the heap would pass the call's cap (a MemoryError the guest raised
- * because the heap was refused); INTERNAL for anything else, with no host stack or path.
+ * budget; MEMORY_LIMIT when the heap would pass the call's cap (caught or not), when the child's
+ * resident set grew by more than the call's memory, or when its V8 heap aborted; INTERNAL for
+ * anything else, with no host stack or path.
  *
  * Does not protect against: what a granted broker allows (the engine's brokers decide); the cost of a cold
  * start when the pool is empty (seconds: Pyodide boots its interpreter in each child).
@@ -231,7 +232,9 @@ export class PythonLane {
       const timeout = a.reason === 'TIMEOUT';
       const error = timeout
         ? { code: 'TIMEOUT', message: `the call ran past its ${req.timeoutMs} ms budget` }
-        : { code: 'INTERNAL', message: 'the python interpreter died' };
+        : a.reason === 'OUT_OF_MEMORY'
+          ? { code: 'MEMORY_LIMIT', message: "the interpreter's JavaScript heap passed its cap" }
+          : { code: 'INTERNAL', message: 'the python interpreter died' };
       return { ...base, ok: false, stdout: '', stderr: '', fuelUsed: 0, error, durationMs: performance.now() - start };
     }
     if (a.stdoutDropped > 0) warnings.push(`stdout truncated at ${this.outputLimit} bytes (${a.stdoutDropped} bytes dropped)`);
@@ -249,6 +252,8 @@ export class PythonLane {
           ? { code: 'FUEL_EXHAUSTED', message: `the call used more than its ${req.fuel} units of fuel` }
           : o.kind === 'MemoryError'
             ? { code: 'MEMORY_LIMIT', message: `the heap would pass the ${req.memoryBytes}-byte cap (${o.message ?? 'MemoryError'})` }
+            : o.kind === 'MEMORY_LIMIT'
+              ? { code: 'MEMORY_LIMIT', message: `${o.message ?? 'the snippet reached its memory limit'} (${req.memoryBytes} bytes)` }
             : o.kind === 'host'
               ? { code: 'INTERNAL', message: 'the python interpreter failed' }
               : { code: 'GUEST_TRAP', message: o.message ?? 'the snippet raised an exception' };

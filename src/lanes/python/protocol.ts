@@ -40,7 +40,7 @@ export interface ExecMessage {
 /** How the snippet ended, as the child saw it. */
 export type ChildOutcome =
   | { readonly ok: true; readonly result?: unknown; readonly warning?: string }
-  | { readonly ok: false; readonly kind: 'error' | 'MemoryError' | 'SystemExit' | 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'host'; readonly message?: string };
+  | { readonly ok: false; readonly kind: 'error' | 'MemoryError' | 'MEMORY_LIMIT' | 'SystemExit' | 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'host'; readonly message?: string };
 
 export type ChildMessage =
   | { readonly v: 1; readonly kind: 'ready'; readonly metered: boolean }
@@ -57,7 +57,7 @@ export type ChildMessage =
       readonly metered: boolean;
     };
 
-const KINDS: ReadonlySet<string> = new Set(['error', 'MemoryError', 'SystemExit', 'TIMEOUT', 'FUEL_EXHAUSTED', 'host']);
+const KINDS: ReadonlySet<string> = new Set(['error', 'MemoryError', 'MEMORY_LIMIT', 'SystemExit', 'TIMEOUT', 'FUEL_EXHAUSTED', 'host']);
 /** Longest exception line passed on. */
 export const MAX_MESSAGE_CHARS = 2000;
 

@@ -26,8 +26,13 @@ import { dirname } from 'node:path';
 
 export type PythonTier = 'os_process+bwrap' | 'os_process';
 
-/** V8 heap cap for the child's JavaScript (Pyodide's wasm heap is capped separately). */
-export const CHILD_HEAP_MB = 256;
+/**
+ * V8 heap cap for the child's JavaScript (Pyodide's wasm heap is capped separately): booted
+ * Pyodide uses ~16 MiB of it (34 MiB committed), so 96 leaves room for conversions while bounding
+ * what one JavaScript-side allocation from Python can take before V8 aborts the child
+ * (MEMORY_LIMIT, child-process.ts).
+ */
+export const CHILD_HEAP_MB = 96;
 const BWRAP_CANDIDATES = ['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap'];
 const SYSTEM_DIRS = ['/usr', '/lib', '/lib64', '/lib32', '/bin', '/sbin'];
 

@@ -6,7 +6,7 @@
  * (INVALID_MODULE for malformed, reserved-name or 64-bit-memory modules; POLICY_INVALID for a
  * bad cost model).
  *
- * Does not protect against: semantically invalid input; V8 validates the output when it compiles.
+ * The input is validated with V8 first (validate.ts) unless the caller passes `validated: true`.
  */
 
 export { FUEL_GLOBAL_EXPORT, FUEL_IMPORT_MODULE, FUEL_IMPORT_NAME, FUEL_REWRITER_VERSION, instrumentFuel } from './instrument.ts';

@@ -45,7 +45,7 @@ import { SandboxError } from '../../errors.ts';
 import { Writer, invalidModule } from '../bytes.ts';
 import { SectionId, findSection, parseModule } from '../module.ts';
 import type { ParsedModule } from '../module.ts';
-import { writeFuncType } from '../types.ts';
+import { heapTypeIndices, writeFuncType } from '../types.ts';
 import { BodyEmitter, MAX_FUNCTION_LOCALS, localCount } from './body.ts';
 import { resolveCosts } from './cost.ts';
 import type { CostModel } from './cost.ts';
@@ -57,6 +57,7 @@ import { BodyScanner } from './scan.ts';
 import { Sink, lebSize } from './sink.ts';
 import { LOCAL_REFILL_NAME, TwinTypes, canTwin, twinsFit, writeAdapter, writeLocalRefill, writePlaceholder, writeWrapper } from './twins.ts';
 import { TypeTable } from './type-table.ts';
+import { assertValidModule } from '../validate.ts';
 
 /** V8's limit on one function body (kV8MaxWasmFunctionSize), size prefix included. */
 export const MAX_FUNCTION_BODY_BYTES = 7_654_321;
@@ -90,10 +91,17 @@ export interface FuelResult<T> {
 
 export interface FuelOptions {
   readonly costs?: Partial<CostModel>;
+  /**
+   * True only when these exact bytes already passed `assertValidModule` (validate.ts), or are
+   * `applyLimits`' output for such bytes. Otherwise the input is validated first.
+   */
+  readonly validated?: boolean;
 }
 
 export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelResult<Uint8Array<ArrayBuffer>> {
   const costs = resolveCosts(opts?.costs);
+  if (opts?.validated !== true) assertValidModule(bytes);
+  heapTypeIndices.reset();
   const m = parseModule(bytes);
   refuseUnsupported(m);
   let funcImports = 0;
@@ -115,7 +123,8 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   const renumber = new Renumber(m, funcImports);
 
   // Code first: it discovers the helpers, whose types and functions the other sections list.
-  const scanner = new BodyScanner(bytes, costs, funcImports, m.types, helpers.resolve);
+  const spaces = { funcImports, funcs: funcImports + m.functions.length, globals: fuelGlobal };
+  const scanner = new BodyScanner(bytes, costs, spaces, m.types, helpers.resolve);
   const emitter = new BodyEmitter(fuelGlobal, refill, localRefill);
   const codeSection = findSection(m, SectionId.CODE);
   // Instrumented code is typically 1.5–1.7× the original, and with twins nearly all of it is in
@@ -139,8 +148,8 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
     const type = m.types[typeIndex];
     if (type === undefined) throw invalidModule(`function ${funcImports + i} has an unknown type index`, code.offset, 'code');
     const params = type.params.length;
-    scanner.scan(code.codeStart, code.end, params);
     const locals = localCount(params, code);
+    scanner.scan(code.codeStart, code.end, params, locals);
     const fast = !scanner.eh && locals < MAX_FUNCTION_LOCALS;
     const self = funcImports + 1 + i;
     const threaded = twins !== null && fast && !scanner.tail && twinned[self] === 1;
@@ -167,6 +176,11 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
     chargePoints += scanner.chargePoints;
     bulkSites += scanner.bulkSites;
   }
+  // Every typed reference the input names (type section, imports, globals, tables, elements,
+  // locals, block types, select, ref.null — all decoded by now) must be one of its own types.
+  if (heapTypeIndices.max >= m.types.length) {
+    throw invalidModule(`heap type index ${heapTypeIndices.max} is out of range (${m.types.length} types)`, 0);
+  }
   writeLocalRefill(twinBodies, fuelLeb, refill);
   helpers.writeBodies(twinBodies, costs, fuelLeb, leb(refill));
 
@@ -186,7 +200,7 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   if (functionCount > 0) edits.set(SectionId.CODE, [leb(functionCount), bodies.view(), twinBodies.view()]);
 
   const extraNames: [number, string][] = [[refill, `${FUEL_IMPORT_MODULE}.${FUEL_IMPORT_NAME}`], [localRefill, LOCAL_REFILL_NAME], ...helpers.names()];
-  const out = assemble(m, edits, (start, end) => rewriteNames(bytes, start, end, (i) => renumber.map(i), extraNames));
+  const out = assemble(m, edits, (start, end) => rewriteNames(bytes, start, end, (i) => renumber.mapName(i), extraNames));
   return {
     bytes: out,
     stats: { functions: m.codes.length, loops, chargePoints, bulkSites, inputBytes: bytes.length, outputBytes: out.length },
@@ -194,11 +208,16 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
 }
 
 function refuseUnsupported(m: ParsedModule): void {
+  // Types are appended after the input's (the refill's, the twins', the helpers'): a type index
+  // past them is the input's fault and must not come to name one of ours.
+  const types = m.types.length;
   for (const i of m.imports) {
     if (i.module === FUEL_IMPORT_MODULE) throw invalidModule(`import module ${FUEL_IMPORT_MODULE} is reserved`, i.offset, 'import');
+    if ((i.kind === 'func' || i.kind === 'tag') && i.typeIndex >= types) throw invalidModule(`type index ${i.typeIndex} is out of range (${types} types)`, i.offset, 'import');
     const limits = i.kind === 'memory' ? i.memory : i.kind === 'table' ? i.table.limits : null;
     if (limits?.index64) throw invalidModule(`${i.kind}64 is not supported by the fuel rewriter`, i.offset, 'import');
   }
+  for (const t of m.tags) if (t >= types) throw invalidModule(`tag type index ${t} is out of range (${types} types)`, 0, 'tag');
   for (const e of m.memories) if (e.limits.index64) throw invalidModule('memory64 is not supported by the fuel rewriter', e.offset, 'memory');
   for (const t of m.tables) if (t.type.limits.index64) throw invalidModule('table64 is not supported by the fuel rewriter', t.offset, 'table');
   const reserved = m.exports.find((e) => e.name === FUEL_GLOBAL_EXPORT);

@@ -8,20 +8,25 @@
  * the fuel global's export is appended), the start section, and the import section (the refill
  * import appended last). `ref.func` is renumbered in every constant expression rewritten here.
  *
- * Invariant: the mapping is `i < funcImports ? i : i + 1`; function indices are re-encoded as
- * minimal LEBs, everything else in these sections is copied byte for byte.
+ * Invariant: the mapping is `i < funcImports ? i : i + 1`, defined only for the input's own
+ * functions: an index past them (which would land on a twin, `$refill_local` or a helper) is
+ * INVALID_MODULE, as is an exported or constant-expression global index past the input's globals
+ * (which would name the fuel counter). Function indices are re-encoded as minimal LEBs,
+ * everything else in these sections is copied byte for byte. The name section alone maps
+ * leniently (`mapName`): V8 ignores a bad name, so a bad name must not refuse a module.
  *
  * Does not protect against: data segment offset expressions, which are kept verbatim: they are
  * i32 expressions and cannot contain `ref.func` in any module V8 accepts.
  */
 
-import { Reader } from '../bytes.ts';
+import { Reader, invalidModule } from '../bytes.ts';
 import { InstructionCursor } from '../code.ts';
 import type { ParsedModule, Section } from '../module.ts';
 import { readValType } from '../types.ts';
 import { Sink } from './sink.ts';
 
 const REF_FUNC = 0xd2;
+const GLOBAL_GET = 0x23;
 const FUNC_KIND = 0x00;
 const GLOBAL_KIND = 0x03;
 const I64 = 0x7e;
@@ -30,16 +35,32 @@ const END = 0x0b;
 
 export class Renumber {
   private readonly bytes: Uint8Array;
+  /** The input's function and global counts (imports included): its index spaces. */
+  private readonly funcs: number;
+  private readonly globalCount: number;
 
   constructor(
     private readonly m: ParsedModule,
     private readonly funcImports: number,
   ) {
     this.bytes = m.bytes;
+    this.funcs = funcImports + m.functions.length;
+    this.globalCount = m.imports.filter((i) => i.kind === 'global').length + m.globals.length;
   }
 
-  map(index: number): number {
+  /** The new index of the input's function `index`; one it does not have is INVALID_MODULE. */
+  map(index: number, offset = 0, section?: string): number {
+    if (index >= this.funcs) throw invalidModule(`function index ${index} is out of range (${this.funcs} functions)`, offset, section);
     return index < this.funcImports ? index : index + 1;
+  }
+
+  /** `map` for the name section: V8 ignores names, so an unknown index moves like the rest (no check). */
+  mapName(index: number): number {
+    return index < this.funcImports ? index : index + 1;
+  }
+
+  private checkGlobal(index: number, offset: number, section: string): void {
+    if (index >= this.globalCount) throw invalidModule(`global index ${index} is out of range (${this.globalCount} globals)`, offset, section);
   }
 
   /** Copies the constant expression at `start` (up to `limit`), renumbering `ref.func`; returns its end. */
@@ -47,10 +68,11 @@ export class Renumber {
     const c = new InstructionCursor(this.bytes, start, limit, false, section);
     let from = start;
     while (c.next()) {
+      if (c.op === GLOBAL_GET) this.checkGlobal(new Reader(this.bytes, c.offset + 1, c.end).u32(), c.offset, section);
       if (c.op !== REF_FUNC) continue;
       out.span(this.bytes, from, c.offset);
       out.byte(REF_FUNC);
-      out.u32(this.map(new Reader(this.bytes, c.offset + 1, c.end).u32()));
+      out.u32(this.map(new Reader(this.bytes, c.offset + 1, c.end).u32(), c.offset, section));
       from = c.end;
     }
     out.span(this.bytes, from, c.end);
@@ -81,7 +103,10 @@ export class Renumber {
       out.span(b, from, r.pos);
       for (let k = 0; k < count; k++) {
         if (exprs) r.pos = this.constExpr(out, r.pos, s.end, 'element');
-        else out.u32(this.map(r.u32()));
+        else {
+          const at = r.pos;
+          out.u32(this.map(r.u32(), at, 'element'));
+        }
       }
     }
     return out.take();
@@ -133,8 +158,11 @@ export class Renumber {
         const index = r.u32();
         if (kind === FUNC_KIND) {
           out.span(b, from, kindAt + 1);
-          out.u32(this.map(index));
-        } else out.span(b, from, r.pos);
+          out.u32(this.map(index, from, 'export'));
+        } else {
+          if (kind === GLOBAL_KIND) this.checkGlobal(index, from, 'export');
+          out.span(b, from, r.pos);
+        }
       }
     }
     out.name(name);
@@ -146,7 +174,7 @@ export class Renumber {
   /** The start section, renumbered. */
   start(index: number): Uint8Array {
     const out = new Sink(8);
-    out.u32(this.map(index));
+    out.u32(this.map(index, 0, 'start'));
     return out.take();
   }
 

@@ -38,13 +38,19 @@
  * charge of the block after it. A block's charge record is reserved when the block starts and
  * its cost filled in when it ends.
  *
- * Does not protect against: invalid code. This is a decoder (code.ts), not a validator; a body
- * that would not validate gets records that mean nothing, and V8 refuses the output.
+ * Every function, global, type, local and label index is checked against the input's own (indices.ts).
+ *
+ * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator; a
+ * body that would not validate otherwise gets records that mean nothing, and V8 refuses the
+ * output (the input is validated before this runs, validate.ts). Heap-type indices of typed
+ * references (`ref $t`) are checked once per module after every body is decoded (instrument.ts).
  */
 
 import { InstructionCursor } from '../code.ts';
 import type { FuncType } from '../types.ts';
 import type { CostModel } from './cost.ts';
+import * as indices from './indices.ts';
+import type { IndexSpaces } from './indices.ts';
 import { Nesting } from './nesting.ts';
 import { Sink, lebSize as sizeOfLeb } from './sink.ts';
 
@@ -88,6 +94,7 @@ const K_REF_FUNC = 13;
 const K_BULK = 14;
 const K_END = 15; // end, delegate: end this block and close a construct
 const K_LOCAL = 16; // local.get, local.set, local.tee: renumbered in a threaded body
+const K_GLOBAL = 17; // global.get, global.set: index checked
 
 const CLASS = new Uint8Array(256);
 /** Exception-handling opcodes: a body using any of them keeps its counter in the global. */
@@ -112,6 +119,7 @@ const STOP = new Uint8Array(256);
   set(K_REF_FUNC, 0xd2);
   set(K_BULK, 0x40); // memory.grow
   set(K_LOCAL, 0x20, 0x21, 0x22);
+  set(K_GLOBAL, 0x23, 0x24);
   for (const op of [0x06, 0x07, 0x08, 0x09, 0x0a, 0x18, 0x19, 0x1f]) EH[op] = 1;
   // 0xFC: memory.init, memory.copy, memory.fill, table.init, table.copy, table.grow, table.fill.
   for (const sub of [8, 10, 11, 12, 14, 15, 17]) CLASS_FC[sub] = K_BULK;
@@ -120,6 +128,7 @@ const STOP = new Uint8Array(256);
 }
 
 const lebSize = sizeOfLeb; // module-local: an imported binding is a getter call under tsx
+const { checkBlockType, checkTypeIndex, outOfRange } = indices;
 
 const OP_END = 0x0b;
 const OP_BLOCK = 0x02;
@@ -173,16 +182,15 @@ export class BodyScanner {
   private readonly bytes: Uint8Array;
   private readonly instructionCost: number;
   private readonly callCost: number;
-  private readonly funcImports: number;
   private readonly bulk: BulkResolver;
   private readonly types: readonly FuncType[];
 
-  constructor(bytes: Uint8Array, costs: CostModel, funcImports: number, types: readonly FuncType[], bulk: BulkResolver) {
+  /** `spaces`: the input's index spaces (indices.ts); every index a body names must be below them. */
+  constructor(bytes: Uint8Array, costs: CostModel, private readonly spaces: IndexSpaces, types: readonly FuncType[], bulk: BulkResolver) {
     this.bytes = bytes;
     this.cursor = new InstructionCursor(bytes, 0, 0);
     this.instructionCost = costs.instruction;
     this.callCost = costs.call;
-    this.funcImports = funcImports;
     this.types = types;
     this.bulk = bulk;
   }
@@ -217,9 +225,9 @@ export class BodyScanner {
 
   /**
    * Scans the instruction stream `[codeStart, end)` of one body, replacing earlier results.
-   * `params` is the function's parameter count: locals from there on are patches or LOCAL records.
+   * `params`: locals from there on are patches or LOCAL records; `locals`: params + declared locals.
    */
-  scan(codeStart: number, end: number, params: number): void {
+  scan(codeStart: number, end: number, params: number, locals: number): void {
     const c = this.cursor;
     const b = this.bytes;
     const cls = CLASS;
@@ -227,7 +235,7 @@ export class BodyScanner {
     const eh = EH;
     const unit = this.instructionCost;
     const callUnit = this.callCost;
-    const imports = this.funcImports;
+    const { funcImports: imports, funcs, globals } = this.spaces;
     const nesting = this.nesting;
     c.reset(codeStart, end);
     nesting.reset();
@@ -260,12 +268,19 @@ export class BodyScanner {
         // An index whose LEB keeps its length when incremented is patched in place (`patches`).
         const x = u32At(b, c.offset + 1);
         if (x < params) continue;
+        if (x >= locals) outOfRange('local', x, locals, c.offset);
         if (lebSize(x + 1) === lebEnd - c.offset - 1) patches = this.patch(patches, c.offset + 1);
         else this.push(R_LOCAL, c.offset, c.end, x + 1, op);
         continue;
       }
+      if (k === K_GLOBAL) {
+        const g = u32At(b, c.offset + 1);
+        if (g >= globals) outOfRange('global', g, globals, c.offset);
+        continue;
+      }
       switch (k) {
         case K_BLOCK:
+          checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           nesting.open(c.depth, -1);
           isLoop[c.depth & DEPTH_MASK] = 0;
           // A `block` body is entered only by falling through: it continues the current block.
@@ -273,6 +288,7 @@ export class BodyScanner {
           next = R_CHARGE;
           break;
         case K_LOOP:
+          checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           if (this.outlinable(c.offset + 1)) {
             this.push(R_LOOP_OPEN, c.offset, c.end, 0);
             nesting.open(c.depth, this.count * STRIDE); // the header record, pushed below
@@ -324,12 +340,14 @@ export class BodyScanner {
         case K_CALL: {
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
+          if (f >= funcs) outOfRange('function', f, funcs, c.offset);
           this.push(R_CALL, c.offset, c.end, f < imports ? f : f + 1, f < imports ? 0 : 1);
           continue;
         }
         case K_RETURN_CALL: {
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
+          if (f >= funcs) outOfRange('function', f, funcs, c.offset);
           this.push(R_RETURN_CALL, c.offset, c.end, f < imports ? f : f + 1);
           tail = true;
           next = -1;
@@ -337,16 +355,19 @@ export class BodyScanner {
         }
         case K_CALL_INDIRECT:
           cost += callUnit;
+          checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_WRAP, c.offset, c.end, 0);
           continue;
         case K_RETURN_CALL_INDIRECT:
           cost += callUnit;
+          checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_SPILL, c.offset, c.offset, 0, SPILL_TAIL_CALL);
           tail = true;
           next = -1;
           break;
         case K_REF_FUNC: {
           const f = u32At(b, c.offset + 1);
+          if (f >= funcs) outOfRange('function', f, funcs, c.offset);
           this.push(R_REF_FUNC, c.offset, c.end, f < imports ? f : f + 1);
           continue;
         }
@@ -374,6 +395,7 @@ export class BodyScanner {
   /** br / br_if / br_on_null / br_on_non_null: spill if it can leave the function; renumber. */
   private branch(op: number, offset: number, end: number, depth: number): void {
     const label = u32At(this.bytes, offset + 1);
+    if (label > depth) outOfRange('label', label, depth + 1, offset);
     if (label === depth) this.push(R_SPILL, offset, offset, 0, SPILL_BRANCH);
     const shift = this.nesting.shift(depth, label);
     if (shift === 0) return;
@@ -393,6 +415,7 @@ export class BodyScanner {
     for (let i = 0; i <= n; i++) {
       const label = u32At(b, p);
       p = lebEnd;
+      if (label > depth) outOfRange('label', label, depth + 1, offset);
       if (label === depth) leaves = true;
       if (this.nesting.shift(depth, label) !== 0) shifted = true;
     }

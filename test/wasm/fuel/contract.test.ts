@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { SandboxError } from '../../../src/errors.ts';
 import { DEFAULT_COSTS, GROW_FAILED_EXPORT, applyLimits, instrumentFuel, parseModule } from '../../../src/wasm/index.ts';
 import { HEADER, assertInvalid, hex, wat } from '../helpers.ts';
+import { watText } from '../../helpers/wat.ts';
 import { fuelWat } from './fixtures.ts';
 import { metered } from './host.ts';
 
@@ -26,20 +27,54 @@ test('a module that exports __membrane_fuel is INVALID_MODULE, so instrumenting 
 });
 
 test('64-bit memories and tables are refused with a clear message', () => {
+  const v = { validated: true };
   // memory section: one memory, flags 0x04 (64-bit index), min 1
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 05 03 01 04 01`)), 11, /memory64 is not supported by the fuel rewriter/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 05 03 01 04 01`), v), 11, /memory64 is not supported by the fuel rewriter/);
   // table section: one funcref table, flags 0x04, min 1
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 04 04 01 70 04 01`)), 11, /table64 is not supported by the fuel rewriter/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 04 04 01 70 04 01`), v), 11, /table64 is not supported by the fuel rewriter/);
   // imported: env.m memory with flags 0x04
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 02 0a 01 03 65 6e 76 01 6d 02 04 01`)), 11, /memory64 is not supported/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 02 0a 01 03 65 6e 76 01 6d 02 04 01`), v), 11, /memory64 is not supported/);
 });
 
 test('malformed input is INVALID_MODULE with an offset, never another exception', () => {
-  assertInvalid(() => instrumentFuel(hex('0061736d')));
-  assertInvalid(() => instrumentFuel(hex(`${HEADER} 0a 04 01 02 00 41`)));
-  // a body whose call names a function index the module lacks still rewrites; V8 refuses it
-  const out = instrumentFuel(hex(`${HEADER} 01 04 01 60 00 00 03 02 01 00 0a 06 01 04 00 10 07 0b`)).bytes;
-  assert.equal(WebAssembly.validate(out), false);
+  for (const v of [{}, { validated: true }]) {
+    assertInvalid(() => instrumentFuel(hex('0061736d'), v));
+    assertInvalid(() => instrumentFuel(hex(`${HEADER} 0a 04 01 02 00 41`), v));
+  }
+});
+
+test('a call of a function index the module lacks is INVALID_MODULE: V8 at the gate, the rewriter without it', () => {
+  const bytes = hex(`${HEADER} 01 04 01 60 00 00 03 02 01 00 0a 06 01 04 00 10 07 0b`);
+  assertInvalid(() => instrumentFuel(bytes), undefined, /invalid module: .*function index/i);
+  assertInvalid(() => instrumentFuel(bytes, { validated: true }), 23, /function index 7 is out of range/);
+});
+
+test("out-of-range indices are refused by the rewriter's own checks, the V8 gate skipped", async () => {
+  const v = { validated: true };
+  const cases: [string, RegExp][] = [
+    ['(module (func (drop (global.get 0))))', /global index 0 is out of range/],
+    ['(module (func (local.set 0 (i64.const 1))))', /local index 0 is out of range/],
+    ['(module (func (call 1)))', /function index 1 is out of range/],
+    ['(module (func (return_call 1)))', /function index 1 is out of range/],
+    ['(module (func (drop (ref.func 1))))', /function index 1 is out of range/],
+    ['(module (type (func)) (table 1 funcref) (func (call_indirect (type 1) (i32.const 0))))', /type index 1 is out of range/],
+    ['(module (func (br 1)))', /label index 1 is out of range/],
+    ['(module (func (block (br_if 2 (i32.const 0)))))', /label index 2 is out of range/],
+    ['(module (func) (export "f" (func 1)))', /function index 1 is out of range/],
+    ['(module (func) (start 1))', /function index 1 is out of range/],
+    ['(module (export "g" (global 0)))', /global index 0 is out of range/],
+  ];
+  for (const [text, reason] of cases) {
+    const bytes = (await watText(text)) as Uint8Array<ArrayBuffer>;
+    assert.equal(WebAssembly.validate(bytes), false, text);
+    assertInvalid(() => instrumentFuel(bytes, v), undefined, reason);
+  }
+  // Binary only (wabt would repair or reject these): a block type, a local's typed reference and
+  // a function type's typed reference naming a type past the input's one type.
+  const typeSec = '01 04 01 60 00 00';
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} ${typeSec} 03 02 01 00 0a 07 01 05 00 02 01 0b 0b`), v), undefined, /type index 1 is out of range/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} ${typeSec} 03 02 01 00 0a 07 01 05 01 01 63 01 0b`), v), undefined, /heap type index 1 is out of range/);
+  assertInvalid(() => instrumentFuel(hex(`${HEADER} 01 06 01 60 01 63 01 00 03 02 01 00 0a 04 01 02 00 0b`), v), undefined, /heap type index 1 is out of range/);
 });
 
 test('a cost model outside its bounds is POLICY_INVALID', async () => {

@@ -47,7 +47,8 @@ test('the toolkit fixtures: V8 compiles the ones it supports, wabt validates the
       compilesAfter(name, bytes);
       continue;
     }
-    const out = instrumentFuel(bytes).bytes;
+    // Node 20's V8 refuses these proposals at the gate; watModules() validated them with wabt.
+    const out = instrumentFuel(bytes, { validated: true }).bytes;
     const m = w.readWasm(out, { readDebugNames: true, ...ALL_FEATURES });
     try {
       (m.validate as unknown as (features: typeof ALL_FEATURES) => void).call(m, ALL_FEATURES);

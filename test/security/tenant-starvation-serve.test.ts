@@ -1,0 +1,96 @@
+// Attack: one tenant starves the others through `membrane serve`. Tenant A (network profile)
+// fills every guest worker with runs parked in host calls on a server that never answers.
+// Tenant B's `echo hi` must then get its answer within its own deadline, or a declared,
+// retryable refusal — 503 OVERLOADED with Retry-After, nothing run — and never a 500/INTERNAL.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { call, testServer, type Reply } from '../helpers/http.ts';
+import { testEngine } from '../helpers/engine.ts';
+import { tableResolver } from '../net/servers.ts';
+
+const HOST = '127.0.0.2';
+const WORKERS = 2;
+const guest = Buffer.from(readFileSync(new URL('../fixtures/c/netfetch.wasm', import.meta.url))).toString('base64');
+
+const held: Socket[] = [];
+const silent = createServer({ allowHalfOpen: true }, (s) => {
+  held.push(s);
+  s.on('error', () => {});
+  s.on('data', () => {});
+});
+await new Promise<void>((r) => silent.listen(0, HOST, r));
+const port = (silent.address() as AddressInfo).port;
+after(async () => {
+  for (const s of held) s.destroy();
+  await new Promise<void>((r) => silent.close(() => r()));
+});
+
+const home = mkdtempSync(join(tmpdir(), 'membrane-starvation-'));
+const engine = testEngine({
+  poolSize: WORKERS,
+  maxWorkers: WORKERS,
+  brokers: { databaseFile: join(home, 'engine.sqlite'), net: { allowCidrs: [`${HOST}/32`], resolver: tableResolver({ 'silent.example.test': [HOST] }) } },
+});
+const t = await testServer({ engine });
+const a = t.token('tenant-a', 'network');
+const b = t.token('tenant-b', 'compute');
+
+/** Tenant A: `n` runs, each parked in a tcp_request to the silent server for `timeoutMs`. */
+function flood(n: number, timeoutMs: number): Promise<Reply>[] {
+  return Array.from({ length: n }, () => call(t.url, '/v1/runs', a, 'POST', { module: guest, argv: ['tcp', `silent.example.test:${port}`, 'ping'], timeout_ms: timeoutMs }));
+}
+
+/** Until every worker holds one of A's calls (the silent server has accepted that many more connections). */
+async function workersBusy(before: number): Promise<void> {
+  const end = Date.now() + 10_000;
+  while (held.length < before + WORKERS && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(held.length >= before + WORKERS, `tenant A holds every worker (${held.length - before} of ${WORKERS})`);
+}
+
+async function echo(timeoutMs: number): Promise<{ reply: Reply; ms: number }> {
+  const t0 = performance.now();
+  const reply = await call(t.url, '/v1/runs', b, 'POST', { command: 'echo', argv: ['hi'], timeout_ms: timeoutMs });
+  return { reply, ms: performance.now() - t0 };
+}
+
+// Warm the module cache for both tenants' modules, so no timing below includes a compile.
+await call(t.url, '/v1/runs', a, 'POST', { module: guest, argv: ['tcp', '127.0.0.1:1', 'x'] });
+await call(t.url, '/v1/runs', b, 'POST', { command: 'echo', argv: ['warm'] });
+
+test("while A's long calls hold every worker, B's echo is 503 OVERLOADED with Retry-After within its own deadline — never INTERNAL", async () => {
+  const before = held.length;
+  const runs = flood(WORKERS * 5, 4_000);
+  await workersBusy(before);
+  const { reply, ms } = await echo(1_000);
+  console.log(`# B's echo while every worker is held: ${reply.status} ${reply.body?.error?.code ?? ''} after ${ms.toFixed(0)} ms`);
+  assert.equal(reply.status, 503, JSON.stringify(reply.body));
+  assert.equal(reply.body.error.code, 'OVERLOADED');
+  assert.equal(reply.headers.get('retry-after'), '1');
+  assert.ok(ms <= 1_000 + 500, `the refusal came after ${ms.toFixed(0)} ms, past B's 1 000 ms deadline`);
+  // A's own queued runs get the same declared answer or their TIMEOUT — none is a 500.
+  for (const r of await Promise.all(runs)) {
+    assert.notEqual(r.status, 500, JSON.stringify(r.body));
+    if (r.status === 200) assert.equal(r.body.error?.code, 'TIMEOUT', JSON.stringify(r.body));
+    else assert.equal(r.body.error.code, 'OVERLOADED', JSON.stringify(r.body));
+  }
+});
+
+test("A's 1-second calls at a silent server end at their deadline, so B's echo with a 5 s deadline is answered", async () => {
+  const before = held.length;
+  const runs = flood(WORKERS * 3, 1_000);
+  await workersBusy(before);
+  const { reply, ms } = await echo(5_000);
+  console.log(`# B's echo behind ${WORKERS * 3} of A's 1 s calls: ${reply.status} after ${ms.toFixed(0)} ms`);
+  assert.equal(reply.status, 200, JSON.stringify(reply.body));
+  assert.equal(reply.body.ok, true, JSON.stringify(reply.body));
+  assert.equal(reply.body.stdout, 'hi\n');
+  assert.ok(ms <= 5_000, `answered after ${ms.toFixed(0)} ms, past its 5 000 ms deadline`);
+  for (const r of await Promise.all(runs)) {
+    assert.notEqual(r.status, 500, JSON.stringify(r.body));
+    if (r.status === 200) assert.equal(r.body.error?.code, 'TIMEOUT', JSON.stringify(r.body));
+  }
+});
