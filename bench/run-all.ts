@@ -2,6 +2,7 @@
 
 import { callLatency } from './call-latency.ts';
 import { freshSandbox } from './fresh-sandbox.ts';
+import { moduleCache } from './module-cache.ts';
 import { fuelOverhead } from './fuel-overhead.ts';
 import { rewriterSpeed } from './rewriter-speed.ts';
 import { validationCost } from './validation-cost.ts';
@@ -16,6 +17,7 @@ import { pythonLane } from './python-lane.ts';
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
 await freshSandbox();
+await moduleCache();
 await hostCall();
 await timeoutOvershoot();
 await fuelOverhead();

@@ -1,6 +1,7 @@
 // Builds dist/ from src/ with esbuild (a dependency of tsx) whenever a source file is newer than
 // the outputs: dist/worker.cjs (the guest worker thread: plain JS, so a new worker boots in tens
-// of milliseconds instead of the ~300 ms a TypeScript loader costs), dist/cli.mjs (the CLI) and
+// of milliseconds instead of the ~300 ms a TypeScript loader costs), dist/rewrite-worker.cjs (the
+// module rewriter's thread), dist/cli.mjs (the CLI) and
 // dist/query-child.mjs (the vfs_query child process, found beside the bundle that spawns it),
 // dist/js-lane-worker.cjs (the JS lane's worker thread) and dist/js-transpiler.js (sucrase as a
 // plain script with no imports, evaluated only inside QuickJS by the JS lane, never on the host).
@@ -14,6 +15,7 @@ export const root = dirname(dirname(fileURLToPath(import.meta.url)));
 
 const TARGETS = [
   { entry: 'src/engine/worker/main.ts', out: 'dist/worker.cjs', format: 'cjs' },
+  { entry: 'src/engine/rewrite/worker.ts', out: 'dist/rewrite-worker.cjs', format: 'cjs' },
   { entry: 'src/interfaces/cli/main.ts', out: 'dist/cli.mjs', format: 'esm' },
   { entry: 'src/storage/query-child.mjs', out: 'dist/query-child.mjs', format: 'esm' },
   // The Python lane's interpreter child; it loads Pyodide from node_modules at run time.
@@ -82,6 +84,7 @@ async function buildStale(targets) {
 function outputs() {
   return {
     worker: join(root, 'dist/worker.cjs'),
+    rewriteWorker: join(root, 'dist/rewrite-worker.cjs'),
     cli: join(root, 'dist/cli.mjs'),
     jsWorker: join(root, 'dist/js-lane-worker.cjs'),
     jsTranspiler: join(root, 'dist/js-transpiler.js'),

@@ -28,7 +28,8 @@ import { mountForRun, type MountSpec } from './mounts.ts';
 import { PROTOCOL_VERSION } from './protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import type { ArgValue } from './values.ts';
-import { locateWorker } from './worker-file.ts';
+import { locateRewriteWorker, locateWorker } from './worker-file.ts';
+import { RewritePool } from './rewrite/pool.ts';
 import { buildSpec, checkName, chooseEntry, spawnsProcesses } from './guest-spec.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
 import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
@@ -95,6 +96,7 @@ export interface EngineStats {
 export class Engine {
   readonly config: EngineConfig;
   private readonly modules: ModuleCache;
+  private readonly rewriter: RewritePool;
   private readonly pool: WorkerPool;
   private readonly services: HostServices;
   private readonly brokers: Brokers;
@@ -110,7 +112,9 @@ export class Engine {
 
   constructor(options: EngineOptions = {}) {
     this.config = resolveEngine(options);
-    this.modules = new ModuleCache(this.config.cacheDir);
+    // Rewriting and compiling never run on this thread (module uploads, the Python interpreter).
+    this.rewriter = new RewritePool({ file: locateRewriteWorker });
+    this.modules = new ModuleCache(this.config.cacheDir, { maxDiskBytes: this.config.cacheMaxBytes, rewriter: this.rewriter });
     this.pool = new WorkerPool({
       file: locateWorker,
       size: this.config.poolSize,
@@ -125,7 +129,7 @@ export class Engine {
     });
     this.pool.warm();
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase);
-    this.lanes = new Lanes(this.config);
+    this.lanes = new Lanes(this.config, this.rewriter);
     this.services = new HostServices({
       registry: options.commands ?? CommandRegistry.withBuiltins(),
       onLog: this.config.onLog,
@@ -394,6 +398,8 @@ export class Engine {
     await this.lanes.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
+    await this.modules.close();
+    await this.rewriter.close();
     await this.queries?.close();
     this.brokers.close();
   }

@@ -20,6 +20,7 @@ import { LaneGate } from '../lanes/gate.ts';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { resolvePolicy, type PolicyOptions } from '../policy/resolve.ts';
 import type { EngineConfig } from './options.ts';
+import type { RewritePool } from './rewrite/pool.ts';
 import type { ExecRequest, ExecResult, Language } from '../lanes/types.ts';
 import type { PowerServer } from '../lanes/powers.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
@@ -103,7 +104,10 @@ export class Lanes {
   /** Python calls are processes: a bounded number run at once (lanes/gate.ts). */
   readonly pythonGate = new LaneGate('python', PYTHON_MAX_RUNNING, PYTHON_MAX_WAITING);
 
-  constructor(private readonly config: EngineConfig) {}
+  constructor(
+    private readonly config: EngineConfig,
+    private readonly rewriter: RewritePool | null = null,
+  ) {}
 
   get(language: Language, onProgress?: (what: string) => void): Promise<Lane> {
     const key = language === 'python' ? 'python' : 'js';
@@ -114,7 +118,16 @@ export class Lanes {
       const serving = this.config.poolSize > 0;
       const poolSize = key === 'python' ? (serving ? PYTHON_POOL_SIZE : 1) : Math.max(1, Math.min(this.config.poolSize, 4));
       const workers = serving ? Math.max(1, Math.min(4, availableParallelism())) : 1;
-      const options = { poolSize, workers, cacheDir: (this.config.cacheDir ?? false) as string | false, outputLimitBytes: this.config.outputLimitBytes };
+      const cacheDir = (this.config.cacheDir ?? false) as string | false;
+      const rewriter = this.rewriter;
+      const options = {
+        poolSize,
+        workers,
+        cacheDir,
+        outputLimitBytes: this.config.outputLimitBytes,
+        // Pyodide's instrumentation (~0.5 s cold) runs on a rewrite thread, not this one.
+        ...(rewriter ? { prepareWasm: () => rewriter.pythonInterpreter(cacheDir) } : {}),
+      };
       lane = (async (): Promise<Lane> => {
         const made: Lane =
           key === 'python' ? gated(new (await import('../lanes/python/index.ts')).PythonLane(options), this.pythonGate) : new (await import('../lanes/js/index.ts')).JsLane(options);

@@ -1,35 +1,37 @@
 /**
  * Compiled-module cache: content hash + wall settings → rewritten, compiled module and its
- * description; rewritten bytes also cached on disk so a module is rewritten once per machine.
+ * description; rewritten modules also kept on disk so a module is rewritten once per machine.
  *
  * Owns: the load-time walls — limits (src/wasm/limits.ts: memory/table maxima, initial sizes over
  * the cap → MEMORY_LIMIT, the memory.grow guard) then fuel metering (src/wasm/fuel) — and
- * compilation, with an LRU bound in memory and a content-addressed directory on disk
- * (`$MEMBRANE_HOME/cache/rewritten/<sha256>.wasm`, keyed by the input bytes, both rewriters'
- * versions and every option). A `WebAssembly.Module` is shared with workers by `postMessage`,
- * which shares V8's compiled code. Invariant: the module a worker instantiates is always the
- * rewritten one; a disk entry is written atomically (temp file + rename, mode 0600) and one that
- * fails to compile is discarded and rebuilt.
+ * compilation, done by the rewrite pool's worker threads (engine/rewrite/) so that no upload
+ * stalls the main thread (modules ≤ INLINE_PREPARE_BYTES are prepared in place: a few ms); an LRU bound in memory (MAX_CACHED_MODULES); concurrent prepares of
+ * one key share one job; and a content-addressed directory on disk
+ * (`<cacheDir>/rewritten/<sha256>.entry`, keyed by the input bytes, both rewriters' versions, the
+ * entry format and every option) bounded to `maxDiskBytes` with LRU eviction
+ * (storage/cache-dir.ts). A `WebAssembly.Module` is shared with workers by `postMessage`, which
+ * shares V8's compiled code.
+ * Invariants: the module a worker instantiates is always the rewritten one; a module that fails
+ * (malformed, over the caps, does not compile, a rewrite over its time or heap) leaves nothing
+ * cached, in memory or on disk — the disk entry is produced only after the rewritten module
+ * compiled; a disk entry that fails to read back or compile is discarded and rebuilt. On the
+ * main thread a prepare costs at most one HASH_CHUNK_BYTES step of hashing between yields, plus
+ * the async file I/O; an in-memory hit of a module ≤ INLINE_HASH_BYTES is one synchronous hash.
  *
  * Does not protect against: hash collisions in SHA-256; a local user who can write the cache
- * directory (it must be private to the engine's user, like `$MEMBRANE_HOME` itself).
+ * directory (it must be private to the engine's user, like `$MEMBRANE_HOME` itself); the
+ * main-thread cost of a description with V8's maximum of 100 000 imports or exports.
  */
 
 import { createHash } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { readCachedWasm, writeCacheFile } from '../storage/cache-file.ts';
-import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
-import {
-  FUEL_REWRITER_VERSION,
-  applyLimits,
-  assertValidModule,
-  describeModule,
-  instrumentFuel,
-  type FuelStats,
-  type LimitsResult,
-  type ModuleDescription,
-} from '../wasm/index.ts';
+import { BoundedCacheDir, TOUCH_INTERVAL_MS } from '../storage/cache-dir.ts';
+import { CACHE_ENTRY_FORMAT, decodeCacheEntry } from '../storage/cache-file.ts';
+import { FUEL_REWRITER_VERSION, type FuelStats, type ModuleDescription } from '../wasm/index.ts';
+import { RewritePool } from './rewrite/pool.ts';
+import { compileRewritten, prepareModule } from './rewrite/prepare.ts';
+import type { EntryMeta, LimitsInfo } from './rewrite/protocol.ts';
+import { locateRewriteWorker } from './worker-file.ts';
 
 /** Bump when limits.ts output for the same input could change. */
 export const LIMITS_REWRITER_VERSION = 1;
@@ -38,7 +40,7 @@ export interface PreparedModule {
   readonly hash: string;
   readonly module: WebAssembly.Module;
   readonly desc: ModuleDescription;
-  readonly limits: LimitsResult<Uint8Array>;
+  readonly limits: LimitsInfo;
   readonly maxMemoryPages: number;
   readonly metered: boolean;
   /** Fuel instrumentation stats; null when not metered or when loaded from the disk cache. */
@@ -54,31 +56,81 @@ export interface PrepareOptions {
 }
 
 export const MAX_CACHED_MODULES = 128;
+/** 512 MiB of rewritten modules on disk (EngineOptions.cacheMaxBytes). */
+export const DEFAULT_CACHE_MAX_BYTES = 512 * 1024 * 1024;
+/** Hashed in one go on the caller's thread (~1 ms of SHA-256); larger modules in chunks. */
+export const INLINE_HASH_BYTES = 1024 * 1024;
+/** One hashing step between yields to the event loop. */
+export const HASH_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Modules up to this size are rewritten and compiled on the caller's thread (≤ ~500 functions:
+ * a few ms on a loaded machine): cheaper than a worker's round trip, and a CLI run of a small
+ * module starts no thread.
+ */
+export const INLINE_PREPARE_BYTES = 2 * 1024;
+/** Disk entries whose rewritten wasm is up to this size are compiled on the caller's thread. */
+export const INLINE_COMPILE_BYTES = 64 * 1024;
+
+export interface ModuleCacheOptions {
+  /** In-memory entries. Default MAX_CACHED_MODULES. */
+  readonly capacity?: number;
+  /** Bytes the disk cache directory may hold. Default DEFAULT_CACHE_MAX_BYTES. */
+  readonly maxDiskBytes?: number;
+  /** The rewrite threads; default a pool of its own, closed with the cache. */
+  readonly rewriter?: RewritePool;
+}
 
 export class ModuleCache {
-  private readonly entries = new Map<string, Promise<PreparedModule>>();
+  private readonly entries = new Map<string, { readonly p: Promise<PreparedModule>; touchedAt: number }>();
+  private readonly disk: BoundedCacheDir | null;
+  private readonly rewriter: RewritePool;
+  private readonly ownsRewriter: boolean;
+  private readonly capacity: number;
 
-  constructor(
-    private readonly diskDir: string | null = null,
-    private readonly capacity = MAX_CACHED_MODULES,
-  ) {}
+  constructor(diskDir: string | null = null, options: ModuleCacheOptions = {}) {
+    this.capacity = options.capacity ?? MAX_CACHED_MODULES;
+    this.disk = diskDir ? new BoundedCacheDir(diskDir, options.maxDiskBytes ?? DEFAULT_CACHE_MAX_BYTES) : null;
+    this.ownsRewriter = options.rewriter === undefined;
+    this.rewriter = options.rewriter ?? new RewritePool({ file: locateRewriteWorker });
+  }
 
   static hash(bytes: Uint8Array): string {
     return createHash('sha256').update(bytes).digest('hex');
   }
 
+  /** Modules in memory, and workers and evictions behind them (for tests and stats). */
+  get stats(): { inMemory: number; rewriteWorkers: number; rewritesReplaced: number; diskEvictions: number } {
+    return { inMemory: this.entries.size, rewriteWorkers: this.rewriter.liveWorkers, rewritesReplaced: this.rewriter.replaced, diskEvictions: this.disk?.evicted ?? 0 };
+  }
+
   prepare(bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
-    const hash = ModuleCache.hash(bytes);
-    const key = `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}`;
+    if (bytes.byteLength <= INLINE_HASH_BYTES) return this.lookup(ModuleCache.hash(bytes), bytes, opts);
+    return copyAndHash(bytes).then(({ hash, copy }) => this.lookup(hash, copy, opts));
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsRewriter) await this.rewriter.close();
+  }
+
+  private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
+    const key = `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}:${CACHE_ENTRY_FORMAT}`;
     const hit = this.entries.get(key);
     if (hit) {
       this.entries.delete(key);
       this.entries.set(key, hit);
-      return hit;
+      const now = Date.now();
+      if (this.disk && opts.metered && now - hit.touchedAt >= TOUCH_INTERVAL_MS) {
+        hit.touchedAt = now;
+        this.disk.touch(entryName(key));
+      }
+      return hit.p;
     }
     const p = this.build(hash, key, bytes, opts);
-    this.entries.set(key, p);
-    p.catch(() => this.entries.delete(key));
+    const entry = { p, touchedAt: Date.now() };
+    this.entries.set(key, entry);
+    p.catch(() => {
+      if (this.entries.get(key) === entry) this.entries.delete(key);
+    });
     while (this.entries.size > this.capacity) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
@@ -88,36 +140,69 @@ export class ModuleCache {
   }
 
   private async build(hash: string, key: string, bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
-    // The bytes as given, once, before any rewriter (or a disk-cache hit) stands in for them.
-    assertValidModule(bytes);
-    const desc = describeModule(bytes);
-    // applyLimits refuses a defined or imported memory/table whose initial size is over its cap;
-    // it is cheap, and its result says what the worker needs (grow export, imported memory).
-    const limits = applyLimits(bytes, { ...opts, validated: true });
-    const diskFile = this.diskDir ? join(this.diskDir, 'rewritten', `${ModuleCache.hash(new TextEncoder().encode(key))}.wasm`) : null;
-    const cached = opts.metered && diskFile ? readCachedWasm(diskFile) : null;
-    const fromDisk = cached !== null;
-    let fuel: FuelStats | null = null;
-    let rewritten: Uint8Array = limits.bytes;
-    if (cached) {
-      rewritten = cached;
-    } else if (opts.metered) {
-      const r = instrumentFuel(limits.bytes, { validated: true });
-      rewritten = r.bytes;
-      fuel = r.stats;
-      if (diskFile) writeCacheFile(diskFile, rewritten);
+    // Our own copy (before any await), transferred to the rewrite worker: the caller keeps its bytes.
+    const own: Uint8Array<ArrayBuffer> = bytes.byteLength <= INLINE_HASH_BYTES ? new Uint8Array(bytes) : (bytes as Uint8Array<ArrayBuffer>);
+    const base = { hash, maxMemoryPages: opts.maxMemoryPages, metered: opts.metered };
+    const name = entryName(key);
+    const disk = opts.metered ? this.disk : null;
+    if (disk) {
+      const fromDisk = await this.readEntry(disk, name, key);
+      if (fromDisk) return { ...base, ...fromDisk, fuel: null, fromDisk: true };
     }
-    let module: WebAssembly.Module;
-    try {
-      module = await WebAssembly.compile(rewritten as Uint8Array<ArrayBuffer>);
-    } catch (e) {
-      if (fromDisk && diskFile) {
-        rmSync(diskFile, { force: true });
-        return this.build(hash, key, bytes, opts);
-      }
-      const msg = e instanceof Error ? e.message.replace(/^WebAssembly\.compile\(\): /, '') : 'compile failed';
-      throw new SandboxError('INVALID_MODULE', `the module does not compile: ${msg.slice(0, 200)}`, {});
-    }
-    return { hash, module, desc, limits, maxMemoryPages: opts.maxMemoryPages, metered: opts.metered, fuel, fromDisk };
+    const settings = { maxMemoryPages: opts.maxMemoryPages, maxTableElements: opts.maxTableElements, trapOnGrowFailure: opts.trapOnGrowFailure, metered: opts.metered };
+    const r = own.byteLength <= INLINE_PREPARE_BYTES ? await prepareModule(own, settings, disk ? key : null) : await this.rewriter.prepare(own, settings, disk ? key : null);
+    // Written before the module is handed out: a prepare that resolved left its entry on disk.
+    if (disk && r.entry) await disk.write(name, r.entry);
+    return { ...base, module: r.module, desc: r.desc, limits: r.limits, fuel: r.fuel, fromDisk: false };
   }
+
+  /** A disk entry for `key` compiled by a rewrite worker, or null (absent, damaged: removed). */
+  private async readEntry(disk: BoundedCacheDir, name: string, key: string): Promise<Omit<PreparedModule, 'hash' | 'maxMemoryPages' | 'metered' | 'fuel' | 'fromDisk'> | null> {
+    const file = await disk.read(name);
+    if (!file) return null;
+    const entry = decodeCacheEntry(file);
+    const meta = entry ? parseMeta(entry.meta, key) : null;
+    if (entry && meta) {
+      try {
+        const module =
+          file.byteLength - entry.wasmOffset <= INLINE_COMPILE_BYTES
+            ? await compileRewritten(file.subarray(entry.wasmOffset))
+            : await this.rewriter.compile(new Uint8Array(file.buffer as ArrayBuffer, file.byteOffset, file.byteLength), entry.wasmOffset);
+        return { module, desc: meta.desc, limits: meta.limits };
+      } catch (e) {
+        if (!(e instanceof SandboxError) || e.code !== 'INVALID_MODULE') throw e;
+      }
+    }
+    await disk.remove(name);
+    return null;
+  }
+}
+
+/** The entry's file: named by a hash of the whole key, never by anything the uploader chose. */
+function entryName(key: string): string {
+  return `rewritten/${createHash('sha256').update(key).digest('hex')}.entry`;
+}
+
+function parseMeta(text: string, key: string): EntryMeta | null {
+  try {
+    const m = JSON.parse(text) as Partial<EntryMeta> | null;
+    if (!m || m.key !== key || typeof m.desc !== 'object' || m.desc === null || typeof m.limits !== 'object' || m.limits === null) return null;
+    if (!Array.isArray(m.desc.imports) || !Array.isArray(m.desc.exports)) return null;
+    return m as EntryMeta;
+  } catch {
+    return null;
+  }
+}
+
+/** Copy (so the caller can't change the bytes under us) and hash, one chunk per event-loop turn. */
+async function copyAndHash(bytes: Uint8Array): Promise<{ hash: string; copy: Uint8Array<ArrayBuffer> }> {
+  const h = createHash('sha256');
+  const copy = new Uint8Array(bytes.byteLength);
+  for (let at = 0; at < bytes.byteLength; at += HASH_CHUNK_BYTES) {
+    const end = Math.min(at + HASH_CHUNK_BYTES, bytes.byteLength);
+    copy.set(bytes.subarray(at, end), at);
+    h.update(copy.subarray(at, end));
+    if (end < bytes.byteLength) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return { hash: h.digest('hex'), copy };
 }

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
 import { MAX_MOUNT_FILES } from './mounts.ts';
+import { DEFAULT_CACHE_MAX_BYTES } from './module-cache.ts';
 import { resolveStoreQuotas } from '../storage/store-quotas.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 import type { CommandRegistry } from './registry.ts';
@@ -62,6 +63,11 @@ export interface EngineOptions {
   fuelChunk?: number;
   /** Where instrumented modules are cached on disk; `false` disables it. Default `$MEMBRANE_HOME/cache`. */
   cacheDir?: string | false;
+  /**
+   * Bytes the disk cache may hold; least recently used modules are evicted to stay under it, and
+   * a module whose entry is larger is not cached. Default 512 MiB (DEFAULT_CACHE_MAX_BYTES).
+   */
+  cacheMaxBytes?: number;
   /** Bytes a guest's VFS may hold. Default 256 MiB (storage's DEFAULT_MAX_BYTES). */
   vfsMaxBytes?: number;
   /** Files, directories and links a guest's VFS may hold. Default 100 000. */
@@ -105,6 +111,7 @@ export interface EngineConfig {
   readonly fuel: boolean;
   readonly fuelChunk: number;
   readonly cacheDir: string | null;
+  readonly cacheMaxBytes: number;
   readonly vfsMaxBytes: number;
   readonly vfsMaxInodes: number;
   readonly maxMountFiles: number;
@@ -142,6 +149,7 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     fuel: o.fuel !== false,
     fuelChunk: Math.floor(count('fuelChunk', o.fuelChunk, DEFAULT_FUEL_CHUNK)),
     cacheDir: o.cacheDir === false ? null : (o.cacheDir ?? join(membraneHome(), 'cache')),
+    cacheMaxBytes: Math.floor(count('cacheMaxBytes', o.cacheMaxBytes, DEFAULT_CACHE_MAX_BYTES, 0)),
     vfsMaxBytes: Math.floor(count('vfsMaxBytes', o.vfsMaxBytes, DEFAULT_MAX_BYTES)),
     vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),

@@ -1,5 +1,5 @@
 /**
- * Where the worker thread's code lives: `dist/worker.cjs`, bundled from src/ by
+ * Where the worker threads' code lives: `dist/worker.cjs` and `dist/rewrite-worker.cjs`, bundled from src/ by
  * scripts/bundle.mjs whenever a source is newer (plain JS boots a worker in ~40 ms; a TypeScript
  * loader in each worker costs ~300 ms).
  */
@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-let cached: Promise<string> | null = null;
+let cached: Promise<{ worker: string; rewriteWorker: string }> | null = null;
 
 /** The directory of Membrane's package.json (src/ or dist/ alike). */
 export function packageRoot(): string {
@@ -28,13 +28,22 @@ export function packageRoot(): string {
   }
 }
 
-export function locateWorker(): Promise<string> {
+function built(): Promise<{ worker: string; rewriteWorker: string }> {
   cached ??= (async () => {
     const root = packageRoot();
     const mod = (await import(pathToFileURL(join(root, 'scripts/bundle.mjs')).href)) as {
-      ensureBuilt: () => Promise<{ worker: string }>;
+      ensureBuilt: () => Promise<{ worker: string; rewriteWorker: string }>;
     };
-    return (await mod.ensureBuilt()).worker;
+    return mod.ensureBuilt();
   })();
   return cached;
+}
+
+export async function locateWorker(): Promise<string> {
+  return (await built()).worker;
+}
+
+/** The module rewriter's thread (engine/rewrite/worker.ts). */
+export async function locateRewriteWorker(): Promise<string> {
+  return (await built()).rewriteWorker;
 }

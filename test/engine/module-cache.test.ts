@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { ModuleCache } from '../../src/engine/module-cache.ts';
 import { FUEL_GLOBAL_EXPORT } from '../../src/policy/catalog.ts';
 import { wat } from '../helpers/wat.ts';
+import { manyFunctions } from '../helpers/big-module.ts';
 
 const OPTS = { maxMemoryPages: 1024, maxTableElements: 100_000, trapOnGrowFailure: true, metered: true };
 
@@ -47,4 +48,16 @@ test('with metering off nothing is written to disk', async () => {
   const p = await new ModuleCache(dir).prepare(await wat('count'), { ...OPTS, metered: false });
   assert.equal(p.metered, false);
   assert.throws(() => readdirSync(join(dir, 'rewritten')));
+});
+
+test('concurrent prepares of one large module share one rewrite, and a later prepare is an in-memory hit', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-'));
+  const cache = new ModuleCache(dir);
+  const big = manyFunctions(300_000, 'dedup'); // 1.5 MB: hashed in steps, rewritten on the worker
+  const [a, b] = await Promise.all([cache.prepare(big, OPTS), cache.prepare(big, OPTS)]);
+  assert.equal(a, b);
+  assert.equal(readdirSync(join(dir, 'rewritten')).length, 1);
+  assert.equal(await cache.prepare(big, OPTS), a);
+  assert.equal(cache.stats.inMemory, 1);
+  await cache.close();
 });

@@ -38,6 +38,11 @@ export interface PythonLaneOptions {
   readonly cacheDir?: string | false;
   /** Cap per stream on captured stdout/stderr. Default 1 MiB. */
   readonly outputLimitBytes?: number;
+  /**
+   * Prepares the instrumented wasm off the caller's thread (the engine's rewrite pool); without
+   * it `warm()` prepares it synchronously on this thread.
+   */
+  readonly prepareWasm?: () => Promise<PreparedWasm>;
 }
 
 export interface PythonLaneStats {
@@ -62,6 +67,7 @@ export class PythonLane {
   private readonly ready: PythonChild[] = [];
   private readonly booting = new Set<PythonChild>();
   private prep: { wasm: PreparedWasm | null; cmd: ChildCommand } | null = null;
+  private readonly prepareWasm: (() => Promise<PreparedWasm>) | null;
   private hits = 0;
   private misses = 0;
   private nextId = 1;
@@ -71,10 +77,15 @@ export class PythonLane {
     this.poolSize = Math.max(0, Math.min(MAX_POOL_SIZE, Math.floor(opts.poolSize ?? DEFAULT_POOL_SIZE)));
     this.outputLimit = Math.max(0, Math.floor(opts.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES));
     this.cacheDir = opts.cacheDir;
+    this.prepareWasm = opts.prepareWasm ?? null;
   }
 
   /** Prepare the wasm (once) and fill the pool; resolves when `poolSize` children are ready. */
   async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
+    if (this.prep === null && this.prepareWasm !== null) {
+      const wasm = await this.prepareWasm().catch(() => null);
+      this.prep ??= { wasm, cmd: this.commandFor(wasm) };
+    }
     this.setup();
     this.refill();
     const total = this.poolSize;
@@ -163,9 +174,12 @@ export class PythonLane {
     } catch {
       wasm = null;
     }
-    const cmd = childCommand({ script: childScript(), pyodideDir: pyodideDir(), wasmFile: wasm?.file ?? null, useBwrap: true });
-    this.prep = { wasm, cmd };
+    this.prep = { wasm, cmd: this.commandFor(wasm) };
     return this.prep;
+  }
+
+  private commandFor(wasm: PreparedWasm | null): ChildCommand {
+    return childCommand({ script: childScript(), pyodideDir: pyodideDir(), wasmFile: wasm?.file ?? null, useBwrap: true });
   }
 
   /** A new child; a pool child joins `ready` once booted, a direct one belongs to its caller. */
