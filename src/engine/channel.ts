@@ -101,6 +101,11 @@ export class Channel {
     Atomics.notify(this.words, HOUSEKEEPING_WORD);
   }
 
+  /** Main side: whether the worker has no housekeeping left (its next job would start at once). */
+  get isHousekept(): boolean {
+    return Atomics.load(this.words, HOUSEKEEPING_WORD) === 0;
+  }
+
   /**
    * Main side: wait (without blocking the event loop) until the worker's housekeeping is done, at
    * most `boundMs`; returns whether it is done.

@@ -141,6 +141,15 @@ export class WorkerPool {
   }
 
   private takeIdle(): WorkerHandle | undefined {
+    // Newest first, but one still closing its last job's storage only when no other is free: a
+    // job handed to it would wait for that housekeeping (bounded by its own timeout).
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const h = this.idle[i]!;
+      if (h.alive && h.channel.isHousekept) {
+        this.idle.splice(i, 1);
+        return h;
+      }
+    }
     while (this.idle.length) {
       const h = this.idle.pop()!;
       if (h.alive) return h;

@@ -212,7 +212,7 @@ test('a guest that catches the cut host call (catch_all) and returns normally st
   const t0 = performance.now();
   const r = await engine.run(module, { profile: 'network', timeoutMs: BUDGET_MS, invoke: 'swallow' });
   const ms = performance.now() - t0;
-  console.log(`# catch_all around tcp_request: ${r.error?.code ?? `ok ${JSON.stringify(r.result)}`} after ${ms.toFixed(0)} ms`);
+  console.log(`# catch_all around tcp_request: ${r.error?.code ?? `ok ${JSON.stringify(r.result)}`} after ${ms.toFixed(0)} ms (durationMs ${r.durationMs}, warnings ${JSON.stringify(r.warnings)})`);
   assert.equal(r.error?.code, 'TIMEOUT', JSON.stringify(r));
   assert.ok(ms <= BOUND_MS, `ended after ${ms.toFixed(0)} ms`);
 });

@@ -74,12 +74,16 @@ export function encodeManyResponse(responses: readonly Uint8Array[]): Uint8Array
   return out;
 }
 
-/** Run `task(i, signal)` for every input, `concurrency` at a time, each stopped after `timeoutMs`. */
+/**
+ * Run `task(i, signal)` for every input, `concurrency` at a time, each stopped after `timeoutMs`;
+ * once `stop` fires (the caller's deadline) the running tasks are aborted and no queued task
+ * starts — a task must never outlive the call that asked for it.
+ */
 export async function fanOut<T>(count: number, concurrency: number, timeoutMs: number, stop: AbortSignal, task: (i: number, signal: AbortSignal) => Promise<T>): Promise<T[]> {
   const results: T[] = new Array<T>(count);
   let next = 0;
   const lane = async (): Promise<void> => {
-    while (next < count) {
+    while (next < count && !stop.aborted) {
       const i = next++;
       const abort = new AbortController();
       const onStop = (): void => abort.abort();

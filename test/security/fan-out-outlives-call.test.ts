@@ -1,0 +1,38 @@
+// run_command_many fans a command over many inputs, a few at a time. When the calling call's
+// deadline passes, the tasks running are aborted — and the ones still queued must never start:
+// before this was enforced, each queued task started after the caller had its TIMEOUT, with the
+// whole per-task time, and held the pool's workers for seconds after the call was over.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { fanOut } from '../../src/engine/brokers/parallel.ts';
+
+test('once the caller is stopped, queued fan-out tasks never start and running ones are aborted', async () => {
+  const stop = new AbortController();
+  const started: number[] = [];
+  const aborted: number[] = [];
+  const task = (i: number, signal: AbortSignal): Promise<number> =>
+    new Promise((resolve) => {
+      started.push(i);
+      const done = setTimeout(() => resolve(i), 10_000);
+      signal.addEventListener('abort', () => {
+        clearTimeout(done);
+        aborted.push(i);
+        resolve(-1);
+      });
+    });
+  setTimeout(() => stop.abort(), 50);
+  const t0 = performance.now();
+  await fanOut(32, 4, 10_000, stop.signal, task);
+  const ms = performance.now() - t0;
+  assert.deepEqual(started, [0, 1, 2, 3], `tasks started after the stop: ${started.slice(4).join(', ')}`);
+  assert.deepEqual(aborted.sort((a, b) => a - b), [0, 1, 2, 3]);
+  assert.ok(ms < 2_000, `the fan-out ended ${ms.toFixed(0)} ms after it began, not at the stop`);
+});
+
+test('a fan-out whose caller is already stopped starts nothing', async () => {
+  const stop = new AbortController();
+  stop.abort();
+  let started = 0;
+  await fanOut(8, 2, 10_000, stop.signal, async () => ++started);
+  assert.equal(started, 0);
+});
