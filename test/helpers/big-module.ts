@@ -2,16 +2,7 @@
 // () → (), an exported no-op `run`, and a custom section carrying `nonce` so every call yields a
 // distinct module (a distinct cache key). ~5 bytes per function: 1 000 000 functions ≈ 5 MB.
 
-function leb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
+import { concat, leb } from './wasm-bytes.ts';
 
 function section(id: number, body: Uint8Array): Uint8Array {
   const head = [id, ...leb(body.length)];
@@ -26,16 +17,6 @@ function vector(count: number, itemBytes: readonly number[]): Uint8Array {
   const out = new Uint8Array(head.length + count * itemBytes.length);
   out.set(head);
   for (let i = 0; i < count; i++) out.set(itemBytes, head.length + i * itemBytes.length);
-  return out;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
   return out;
 }
 

@@ -5,7 +5,6 @@
 // because the log no longer reaches the checkpointed record. A forged or edited checkpoint is
 // refused too.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,21 +12,13 @@ import { test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
 import { AuditLog, AUDIT_KEY_ENV, type AuditCheckpoint, type AuditVerification } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
+import { runCli, type Ran } from '../helpers/cli.ts';
 
 const KEY_HEX = '3c'.repeat(32);
 const KEY = Buffer.from(KEY_HEX, 'hex');
-const BIN = new URL('../../bin/membrane.js', import.meta.url).pathname;
 
-function cli(home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MEMBRANE_HOME: home, [AUDIT_KEY_ENV]: KEY_HEX } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+function cli(home: string, args: string[]): Promise<Ran> {
+  return runCli(args, { MEMBRANE_HOME: home, [AUDIT_KEY_ENV]: KEY_HEX });
 }
 
 function fresh(): { home: string; file: string; log: AuditLog } {

@@ -3,7 +3,6 @@
 // `membrane audit verify` then says "ok: 0 records". A log that once existed never verifies as
 // empty: every log starts with a genesis record, so an empty one is `wiped`, loudly.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,10 +11,10 @@ import { test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
 import { AuditLog, AUDIT_KEY_ENV, canonicalJson, canonicalRecord, type AuditVerification } from '../../src/storage/audit.ts';
 import { openDatabase, type Database } from '../../src/storage/sqlite.ts';
+import { runCli, type Ran } from '../helpers/cli.ts';
 
 const KEY_HEX = '5a'.repeat(32);
 const KEY = Buffer.from(KEY_HEX, 'hex');
-const BIN = new URL('../../bin/membrane.js', import.meta.url).pathname;
 
 /** A fresh home with an engine database holding the genesis and `n` more records. */
 function homeWithLog(n: number): { home: string; file: string } {
@@ -43,16 +42,8 @@ function verifyFile(file: string): AuditVerification {
   }
 }
 
-function cli(home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MEMBRANE_HOME: home, [AUDIT_KEY_ENV]: KEY_HEX } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+function cli(home: string, args: string[]): Promise<Ran> {
+  return runCli(args, { MEMBRANE_HOME: home, [AUDIT_KEY_ENV]: KEY_HEX });
 }
 
 function expectFail(r: AuditVerification, seq: number, problem: string): void {

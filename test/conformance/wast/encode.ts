@@ -9,6 +9,7 @@
 
 import { isAtom, isName, isString, stringBytes } from './sexpr.ts';
 import type { Atom, List } from './sexpr.ts';
+import { concat } from '../../helpers/wasm-bytes.ts';
 
 export interface WabtModule {
   toBinary(o: object): { buffer: Uint8Array };
@@ -69,12 +70,3 @@ export function encodeModule(wabt: Wabt, form: List, raw: Buffer): { enc: Encode
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}

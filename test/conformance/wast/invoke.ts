@@ -13,6 +13,7 @@
 
 import type { FuncType, ValType } from '../../../src/wasm/index.ts';
 import type { Value } from './values.ts';
+import { leb } from '../../helpers/wasm-bytes.ts';
 
 const NUM = new Set(['i32', 'i64', 'f32', 'f64', 'v128']);
 const SLOT = 16;
@@ -40,17 +41,6 @@ export function refValue(v: unknown): Value {
 const CODE: Record<string, number> = { i32: 0x7f, i64: 0x7e, f32: 0x7d, f64: 0x7c, v128: 0x7b };
 const LOAD: Record<string, number[]> = { i32: [0x28, 2], i64: [0x29, 3], f32: [0x2a, 2], f64: [0x2b, 3], v128: [0xfd, 0x00, 4] };
 const STORE: Record<string, number[]> = { i32: [0x36, 2], i64: [0x37, 3], f32: [0x38, 2], f64: [0x39, 3], v128: [0xfd, 0x0b, 4] };
-
-function leb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
 
 const section = (id: number, body: number[]): number[] => [id, ...leb(body.length), ...body];
 const vec = (items: number[][]): number[] => [...leb(items.length), ...items.flat()];
