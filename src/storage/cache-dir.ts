@@ -17,7 +17,8 @@
  */
 
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { ensurePrivateDirs } from './home-files.ts';
+import { open, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /** An entry's mtime is its last use; refreshing it more often than this is wasted syscalls. */
@@ -104,7 +105,8 @@ export class BoundedCacheDir {
     const file = this.path(rel);
     try {
       if (!(await this.makeRoom(bytes.byteLength, file))) return false;
-      await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      // Every directory below the root is checked: a planted link is refused, not followed.
+      ensurePrivateDirs(dirname(file));
       const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
       try {
         await writeFile(tmp, bytes, { mode: 0o600, flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW });

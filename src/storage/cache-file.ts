@@ -18,7 +18,8 @@
  * different valid module — the cache directory is the operator's to keep private.
  */
 
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { ensurePrivateDirs } from './home-files.ts';
 import { dirname } from 'node:path';
 
 /** "\0MBC": a module cache entry, never mistaken for a bare wasm file. */
@@ -76,7 +77,8 @@ export function readCachedWasm(file: string): Uint8Array | null {
 /** Write atomically; false when it could not (a cache that cannot be written only costs a redo). */
 export function writeCacheFile(file: string, bytes: Uint8Array): boolean {
   try {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    // Every directory on the way is checked: a link planted under the home is refused, not followed.
+    ensurePrivateDirs(dirname(file));
     const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {

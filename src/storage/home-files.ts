@@ -21,7 +21,7 @@
 
 import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { SandboxError } from '../errors.ts';
 
 /** The suffixes SQLite derives companion files from. */
@@ -117,5 +117,27 @@ export function ensurePrivateDir(dir: string): void {
     if ((fstatSync(fd).mode & 0o777) !== 0o700) fchmodSync(fd, 0o700);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * `ensurePrivateDir` for every directory from below `root` down to `dir`: a link planted anywhere
+ * on the way is refused, never followed — a `mkdir -p` would write through it. `root` itself
+ * (the home, or an operator's cache directory) is created if absent and trusted as it is. A
+ * `dir` outside `root` is checked from its own parent down.
+ */
+export function ensurePrivateDirs(dir: string, root: string = membraneHome()): void {
+  let base = resolve(root);
+  let rel = relative(base, resolve(dir));
+  if (rel.startsWith('..') || rel.startsWith(sep)) {
+    base = dirname(resolve(dir));
+    rel = basename(resolve(dir));
+  }
+  mkdirSync(base, { recursive: true, mode: 0o700 });
+  if (rel === '') return;
+  let at = base;
+  for (const part of rel.split(sep)) {
+    at = join(at, part);
+    ensurePrivateDir(at);
   }
 }

@@ -4,7 +4,7 @@
 // link's target outside the home. Every such open is refused (POLICY_INVALID, naming the file
 // relative to the home, never a host path), and the target outside is left untouched.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -157,4 +157,25 @@ test('a guest run on a named VFS whose file is a planted link fails POLICY_INVAL
 
 after(() => {
   delete process.env[AUDIT_KEY_ENV];
+});
+
+test('a link planted in place of a cache directory (cache/, cache/python/, cache/rewritten/) is refused: nothing is written through it', async () => {
+  const { home } = setup();
+  const elsewhere = mkdtempSync(join(outside, 'planted-dir-'));
+  // The whole cache directory is a link.
+  symlinkSync(elsewhere, join(home, 'cache'));
+  assert.equal(writeCacheFile(join(home, 'cache', 'python', 'p.wasm'), new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])), false);
+  assert.deepEqual(readdirSync(elsewhere), [], 'nothing was created through the planted cache link');
+  // A subdirectory of a real cache directory is a link: the engine's module cache skips the write.
+  const { home: home2 } = setup();
+  mkdirSync(join(home2, 'cache'), { mode: 0o700 });
+  symlinkSync(elsewhere, join(home2, 'cache', 'rewritten'));
+  const e = createEngine({ poolSize: 1, cacheDir: join(home2, 'cache') });
+  try {
+    const r = await e.run(fileio, { argv: ['fileio', 'small', '3'] });
+    assert.ok(r.ok || r.error?.code !== 'INTERNAL', JSON.stringify(r.error));
+  } finally {
+    await e.close();
+  }
+  assert.deepEqual(readdirSync(elsewhere), [], 'no cache entry was written through the planted rewritten/ link');
 });
