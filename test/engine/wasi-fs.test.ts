@@ -6,8 +6,8 @@ import { Vfs } from '../../src/storage/index.ts';
 import { GuestMemory } from '../../src/engine/worker/memory.ts';
 import { CappedStream } from '../../src/engine/worker/output.ts';
 import { CallState } from '../../src/engine/worker/signals.ts';
-import { ambientWasi } from '../../src/engine/worker/wasi.ts';
-import { MAX_FDS, vfsWasi } from '../../src/engine/worker/wasi-fs.ts';
+import { ambientWasi } from '../../src/wasi/ambient.ts';
+import { MAX_FDS, vfsWasi } from '../../src/wasi/fs.ts';
 import { watText } from '../helpers/wat.ts';
 
 const SIGS: Record<string, string> = {

@@ -23,8 +23,7 @@ import { GuestMemory, FaultError } from './memory.ts';
 import { CappedStream } from './output.ts';
 import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from './signals.ts';
 import { Vfs } from '../../storage/index.ts';
-import { ambientWasi, type WasiContext } from './wasi.ts';
-import { vfsWasi } from './wasi-fs.ts';
+import { ambientWasi, vfsWasi, type WasiContext } from '../../wasi/index.ts';
 
 export type HostAnswer = { readonly ok: true; readonly value: number; readonly payload: Uint8Array | null } | { readonly ok: false; readonly errno: number };
 

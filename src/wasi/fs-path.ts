@@ -16,11 +16,11 @@
  * that is also reachable under another — both are in the same volume, which is the wall for data.
  */
 
-import { O_CREAT, O_DIRECTORY, O_TRUNC } from '../../storage/index.ts';
+import { O_CREAT, O_DIRECTORY, O_TRUNC } from '../storage/index.ts';
 import {
   DIR_RIGHTS, dirFd, E, FDFLAG_APPEND, FILE_RIGHTS, guard, MUTATING_RIGHTS, mutating, R, readPath, refuse,
   timesFrom, writeFilestat, type FdTable, type OpenFd, type VfsWasiContext, type WasiFn,
-} from './wasi-fs-table.ts';
+} from './fd-table.ts';
 
 const LOOKUP_SYMLINK_FOLLOW = 1;
 const KNOWN_OFLAGS = 15;
@@ -52,7 +52,7 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       memory.check(out, 4);
       table.reserve();
       // A new file's creation is staged: it commits with the first bytes written to it, at the
-      // latest when this descriptor closes (see wasi-fs.ts on what is acknowledged when).
+      // latest when this descriptor closes (see fs.ts on what is acknowledged when).
       const st = vfs.openInode(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0, stage: true });
       if (st.kind === 'dir') {
         // A directory is never opened for writing (POSIX open(dir, O_RDWR) is EISDIR too).

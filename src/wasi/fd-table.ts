@@ -14,15 +14,15 @@
  * last link answers EBADF afterwards (the VFS deletes contents at once).
  */
 
-import type { Vfs, VfsStat } from '../../storage/index.ts';
-import type { GuestMemory } from './memory.ts';
-import type { CallState } from './signals.ts';
-import type { WasiContext } from './wasi.ts';
-import { WasiError, guard, type WasiFn } from './wasi-call.ts';
+import type { Vfs, VfsStat } from '../storage/index.ts';
+import type { GuestMemory } from '../engine/worker/memory.ts';
+import type { CallState } from '../engine/worker/signals.ts';
+import type { WasiContext } from './ambient.ts';
+import { WasiError, guard, type WasiFn } from './call.ts';
 
 export { WasiError, guard, type WasiFn };
 
-/** Same shape as the ambient WASI functions (`wasi.ts`). */
+/** Same shape as the ambient WASI functions (`ambient.ts`). */
 export type Volume = 'workspace' | 'memory' | 'tmp';
 
 /** Errno numbers used by this layer beyond the VFS table (WASI `errno` enum). */

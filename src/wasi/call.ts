@@ -10,9 +10,9 @@
  * Does not protect against: an import that forgets to use it.
  */
 
-import { VfsError } from '../../storage/errno.ts';
-import { FaultError } from './memory.ts';
-import { GuestFault, type CallState } from './signals.ts';
+import { VfsError } from '../storage/errno.ts';
+import { FaultError } from '../engine/worker/memory.ts';
+import { GuestFault, type CallState } from '../engine/worker/signals.ts';
 
 export type WasiFn = (...args: never[]) => number | void;
 

@@ -1,7 +1,7 @@
 /**
  * WASI preview 1 filesystem over the instance VFS: the preopens, the `fd_*` calls for files and
- * directories, and (from `wasi-fs-path.ts`) the `path_*` calls. Descriptors 0–2 are delegated to
- * the ambient stdio functions of `wasi.ts`.
+ * directories, and (from `fs-path.ts`) the `path_*` calls. Descriptors 0–2 are delegated to
+ * the ambient stdio functions of `ambient.ts`.
  *
  * Why hand-written: `node:wasi` maps real host directories and says it is not a sandbox. Here a
  * descriptor is a VFS inode in a volume; there is no `node:fs` anywhere in these files.
@@ -28,11 +28,11 @@
 import {
   DIR_RIGHTS, E, FDFLAG_APPEND, FdTable, FILE_RIGHTS, FILETYPE, fileFd, filetypeOf, guard, MUTATING_RIGHTS,
   mutating, R, refuse, timesFrom, writeFilestat, type OpenFd, type VfsWasiContext, type WasiFn,
-} from './wasi-fs-table.ts';
-import { pathCalls } from './wasi-fs-path.ts';
-import { pollOneoff } from './wasi.ts';
+} from './fd-table.ts';
+import { pathCalls } from './fs-path.ts';
+import { pollOneoff } from './ambient.ts';
 
-export { MAX_FDS, type Preopen, type VfsWasiContext, type WasiFn } from './wasi-fs-table.ts';
+export { MAX_FDS, type Preopen, type VfsWasiContext, type WasiFn } from './fd-table.ts';
 
 const MAX_OFFSET = 2 ** 48;
 const DIRENT_HEADER = 24;

@@ -3,14 +3,14 @@
  * `proc_exit`, `sched_yield`, `poll_oneoff` (clock sleeps bounded by the call's deadline, stdio
  * readiness) and the socket calls, which find no socket (Membrane never creates one) and answer
  * ENOTSOCK for an open descriptor, EBADF otherwise. The filesystem calls (the `vfs` cap) live in
- * wasi-fs.ts, which also answers the socket calls for its own descriptors.
+ * fs.ts, which also answers the socket calls for its own descriptors.
  *
  * Why hand-written: `node:wasi` maps real host directories and inherits host descriptors; its
  * own documentation says it is not a sandbox. Here stdin is a byte buffer, stdout/stderr are
  * capped captures, the environment is exactly what the operator passed, and without the `vfs`
  * cap no descriptor other than 0, 1 and 2 exists.
  *
- * Invariant: every pointer the guest passes is bounds-checked (EFAULT, via wasi-call.ts's guard), every call answers an
+ * Invariant: every pointer the guest passes is bounds-checked (EFAULT, via call.ts's guard), every call answers an
  * errno and never throws to the guest except `proc_exit` (which ends the call) and the walls
  * (output limit, and TIMEOUT for a sleep the call's budget cannot hold). Every sleep is an
  * `Atomics.wait` with a bound of at most `SLEEP_SLICE_MS`, re-checking the deadline and the
@@ -20,11 +20,11 @@
  */
 
 import { randomFillSync } from 'node:crypto';
-import type { GuestMemory } from './memory.ts';
-import type { CappedStream } from './output.ts';
-import { SandboxError } from '../../errors.ts';
-import { ExitSignal, GuestFault, type CallState } from './signals.ts';
-import { guard, type WasiFn } from './wasi-call.ts';
+import type { GuestMemory } from '../engine/worker/memory.ts';
+import type { CappedStream } from '../engine/worker/output.ts';
+import { SandboxError } from '../errors.ts';
+import { ExitSignal, GuestFault, type CallState } from '../engine/worker/signals.ts';
+import { guard, type WasiFn } from './call.ts';
 
 export const Errno = {
   SUCCESS: 0,
@@ -106,7 +106,7 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
   const args = ctx.argv.map((a) => encoder.encode(a));
   const envs = ctx.env.map(([k, v]) => encoder.encode(`${k}=${v}`));
-  /** Stdio descriptors the guest has not closed (with `vfs`, wasi-fs.ts keeps its own table). */
+  /** Stdio descriptors the guest has not closed (with `vfs`, fs.ts keeps its own table). */
   const open = new Set([0, 1, 2]);
   const isStdio = (fd: number) => open.has(fd);
   const stream = (fd: number): CappedStream | null => (!isStdio(fd) ? null : fd === 1 ? ctx.stdout : fd === 2 ? ctx.stderr : null);
@@ -205,7 +205,7 @@ function sleep(ctx: WasiContext, ms: number): void {
  * cannot hold sleeps out the budget and ends the call TIMEOUT); descriptor subscriptions are
  * ready at once for stdio (stdin with the bytes left, HANGUP at its end) and EBADF for any other
  * descriptor, each in its own event. `stdioOf` says which stream a descriptor names, if any: the
- * ambient table here, or wasi-fs.ts's when the guest has `vfs` (stdio can be renumbered there).
+ * ambient table here, or fs.ts's when the guest has `vfs` (stdio can be renumbered there).
  */
 export function pollOneoff(ctx: WasiContext, stdioOf: (fd: number) => number | undefined): WasiFn {
   return guard(ctx.state, (inPtr: number, outPtr: number, nsubs: number, neventsPtr: number) => {
