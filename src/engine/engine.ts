@@ -38,9 +38,9 @@ import { Lanes, runExec, type ExecOptions, type ExecOutcome } from './exec.ts';
 import { execPowerServer } from './exec-powers.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
-import { GUEST_ERR } from './command-abi.ts';
-import { Brokers } from './brokers/index.ts';
-import type { Principal } from './brokers/cadence.ts';
+import { GUEST_ERR } from '../abi/command.ts';
+import { Brokers } from '../brokers/index.ts';
+import type { Principal } from '../brokers/cadence.ts';
 import { AuditLog } from '../storage/audit.ts';
 import type { Database } from '../storage/sqlite.ts';
 

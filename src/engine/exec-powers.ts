@@ -13,8 +13,8 @@
 
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { QueryOutcome, QuerySource } from '../storage/query.ts';
-import type { Brokers } from './brokers/index.ts';
-import { GUEST_ERR } from './command-abi.ts';
+import type { Brokers } from '../brokers/index.ts';
+import { GUEST_ERR } from '../abi/command.ts';
 import type { HostServices } from './host-services.ts';
 import { laneHost, type LaneHostDeps } from './lane-host.ts';
 import { lanePowerServer } from './lane-powers.ts';

@@ -1,6 +1,6 @@
 /**
  * The main thread's side of a guest's host calls: `log`, the command lanes (`run_command`,
- * `exec`, `process_*`), `vfs_query`, and the brokers (handed to engine/brokers/hub.ts).
+ * `exec`, `process_*`), `vfs_query`, and the brokers (handed to src/brokers/hub.ts).
  *
  * Owns: resolving a command name in the operator's registry and preparing its module with the
  * caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
@@ -24,15 +24,15 @@ import { planLinks } from './linker.ts';
 import type { PreparedModule } from './module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../policy/profiles.ts';
-import { decodeManyRequest, encodeManyResponse, fanOut } from './brokers/parallel.ts';
-import { REMOTE_CALLS } from './brokers/index.ts';
-import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from './command-abi.ts';
+import { decodeManyRequest, encodeManyResponse, fanOut } from '../brokers/parallel.ts';
+import { REMOTE_CALLS } from '../brokers/index.ts';
+import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../abi/command.ts';
 import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from './registry.ts';
 import type { RunResult } from './results.ts';
 import type { HostCall, HostHandler, WorkerHandle } from './worker-handle.ts';
 import type { LogEntry } from './options.ts';
-import type { BrokerAnswer } from './brokers/hub.ts';
+import type { BrokerAnswer } from '../brokers/hub.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
 export const MAX_CONCURRENT_EXECS = 64;

@@ -24,7 +24,7 @@
 
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { CapWord } from '../policy/profiles.ts';
-import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, STATUS_ABNORMAL } from './command-abi.ts';
+import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
 import { LANE_FUEL_UNIT } from './exec.ts';
 import { PowerRefusal, type LaneVfs } from './lane-vfs.ts';
 import type { RunResult } from './results.ts';

@@ -22,8 +22,8 @@
 import type { CapWord } from '../policy/profiles.ts';
 import { KV_MAX_VALUE_BYTES } from '../storage/kv.ts';
 import { LANE_POWERS, MAX_POWER_FRAME_BYTES, POWER_CODES, type PowerAnswer, type PowerCode, type PowerRequest, type PowerServer } from '../lanes/powers.ts';
-import { GUEST_ERR } from './command-abi.ts';
-import type { BrokerAnswer } from './brokers/hub.ts';
+import { GUEST_ERR } from '../abi/command.ts';
+import type { BrokerAnswer } from '../brokers/hub.ts';
 import { PowerRefusal } from './lane-vfs.ts';
 import type { LaneHost } from './lane-host.ts';
 

@@ -29,7 +29,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
 import { DEFAULT_PREOPENS } from './guest-spec.ts';
-import { GUEST_ERR } from './command-abi.ts';
+import { GUEST_ERR } from '../abi/command.ts';
 import type { VfsSpec } from './protocol.ts';
 import { appendStep, guestCode, listPrefix, locatePath, makeParents, type Listed } from './worker/vfs-paths.ts';
 

@@ -114,7 +114,7 @@ export interface DoneFrame {
 /**
  * worker → main over the channel: a guest's host call. Bytes travel as the frame's blobs:
  * `vfs_query` sends the serialized database of an in-memory VFS (empty for a file VFS),
- * `process_spawn` the request (command-abi.ts).
+ * `process_spawn` the request (src/abi/command.ts).
  */
 export type HostRequest = { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'host'; readonly job: number } & HostOp;
 

@@ -2,9 +2,9 @@
  * The `commands` and `exec` caps inside a worker: `run_command` and `exec` run a registered WASI
  * command as a nested guest on this thread, against the caller's own open VFS, within what is
  * left of the caller's deadline and fuel; `process_spawn/wait/kill` hand the command to the main
- * thread, which runs it on another worker (engine/brokers/processes.ts).
+ * thread, which runs it on another worker (engine/host-services.ts).
  *
- * Owns: reading requests from guest memory and writing responses back (engine/command-abi.ts is
+ * Owns: reading requests from guest memory and writing responses back (src/abi/command.ts is
  * the layout), the nesting depth as seen from this guest, the retry rule for a too-small buffer
  * (the last response is kept and served to the same request bytes without running the command
  * again), and the `_steps.jsonl` record every exec-cap call appends to the workspace volume.
@@ -27,7 +27,7 @@ import {
   encodeResponse,
   type CommandRequest,
   type CommandResponse,
-} from '../command-abi.ts';
+} from '../../abi/command.ts';
 import type { GuestSpec, Outcome } from '../protocol.ts';
 import type { HostBridge } from './guest.ts';
 import { FaultError, type GuestMemory } from './memory.ts';

@@ -15,7 +15,7 @@
  */
 
 import { O_CREAT, VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
-import { GUEST_ERR } from '../command-abi.ts';
+import { GUEST_ERR } from '../../abi/command.ts';
 import type { VfsSpec } from '../protocol.ts';
 
 /** At most this many entries in one `vfs_list` answer; more is TOO_LARGE (narrow the prefix). */

@@ -15,7 +15,7 @@
  */
 
 import { request } from 'undici';
-import { GUEST_ERR } from '../command-abi.ts';
+import { GUEST_ERR } from '../abi/command.ts';
 
 export interface LlmOptions {
   /** e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; `/chat/completions` is appended. */

@@ -13,8 +13,8 @@
  * Does not protect against: what a broker does once admitted — each broker owns its own limits.
  */
 
-import type { CapWord } from '../../policy/profiles.ts';
-import { GUEST_ERR } from '../command-abi.ts';
+import type { CapWord } from '../policy/profiles.ts';
+import { GUEST_ERR } from '../abi/command.ts';
 
 export interface RateLimit {
   readonly limit: number;

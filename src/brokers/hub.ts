@@ -13,14 +13,14 @@
  * rate-limited call.
  */
 
-import { SandboxError } from '../../errors.ts';
-import type { Database } from '../../storage/sqlite.ts';
-import { KV_MAX_KEY_BYTES, KV_MAX_VALUE_BYTES, KvStore, checkKey } from '../../storage/kv.ts';
-import { QUEUE_MAX_MESSAGE_BYTES, QUEUE_MAX_NAME_BYTES, QueueStore } from '../../storage/queue.ts';
-import type { QuotaRefusal, StoreQuotas } from '../../storage/store-quotas.ts';
-import { lookupImport, MEMBRANE_MODULE } from '../../policy/catalog.ts';
-import type { CapWord } from '../../policy/profiles.ts';
-import { GUEST_ERR } from '../command-abi.ts';
+import { SandboxError } from '../errors.ts';
+import type { Database } from '../storage/sqlite.ts';
+import { KV_MAX_KEY_BYTES, KV_MAX_VALUE_BYTES, KvStore, checkKey } from '../storage/kv.ts';
+import { QUEUE_MAX_MESSAGE_BYTES, QUEUE_MAX_NAME_BYTES, QueueStore } from '../storage/queue.ts';
+import type { QuotaRefusal, StoreQuotas } from '../storage/store-quotas.ts';
+import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
+import type { CapWord } from '../policy/profiles.ts';
+import { GUEST_ERR } from '../abi/command.ts';
 import type { Cadence, CallerOf } from './cadence.ts';
 import type { SecretStore } from './secrets.ts';
 

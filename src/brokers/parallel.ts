@@ -8,7 +8,7 @@
  *   request:  u8 version=1 · u8 flags=0 · u16 argc · argc × (u32 len · bytes) · u32 timeout_ms
  *             (0 = what the caller has left) · u32 count · count × (u32 len · input)
  *   response: u8 version=1 · u8 0 · u16 0 · u32 count · count × (u32 len · response)
- *             where each response is run_command's (command-abi.ts).
+ *             where each response is run_command's (src/abi/command.ts).
  * Invariant: tasks run as the caller (tenant, policy, VFS), one level deeper; a malformed or
  * oversized request runs nothing.
  *
@@ -16,7 +16,7 @@
  * order is theirs.
  */
 
-import { ABI_VERSION, GUEST_ERR, partsSize, readArgv, writeParts, type CommandRequest } from '../command-abi.ts';
+import { ABI_VERSION, GUEST_ERR, partsSize, readArgv, writeParts, type CommandRequest } from '../abi/command.ts';
 
 export const MAX_PARALLEL_INPUTS = 1024;
 

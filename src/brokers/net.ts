@@ -13,8 +13,8 @@
  * Does not protect against: a public address that forwards to a private one (see src/net).
  */
 
-import { BATCH_PER_REQUEST_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, MAX_BATCH_CONCURRENCY, MAX_BATCH_REQUESTS, NetError, guardedFetch, guardedFetchMany, tcpRequest, tlsRequest, udpRequest, toNetError, type FetchRequest, type FetchResponse, type Resolver } from '../../net/index.ts';
-import { GUEST_ERR } from '../command-abi.ts';
+import { BATCH_PER_REQUEST_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, MAX_BATCH_CONCURRENCY, MAX_BATCH_REQUESTS, NetError, guardedFetch, guardedFetchMany, tcpRequest, tlsRequest, udpRequest, toNetError, type FetchRequest, type FetchResponse, type Resolver } from '../net/index.ts';
+import { GUEST_ERR } from '../abi/command.ts';
 import { pageText } from './page-text.ts';
 
 export interface NetBrokerOptions {

@@ -12,10 +12,9 @@
  */
 
 import { setMaxListeners } from 'node:events';
-import { openDatabase, type Database } from '../../storage/sqlite.ts';
-import { engineDatabaseFile, startAuditLog } from '../../storage/audit.ts';
-import { resolveStoreQuotas, type StoreQuotaOptions } from '../../storage/store-quotas.ts';
-import type { Caller } from '../host-services.ts';
+import { openDatabase, type Database } from '../storage/sqlite.ts';
+import { engineDatabaseFile, startAuditLog } from '../storage/audit.ts';
+import { resolveStoreQuotas, type StoreQuotaOptions } from '../storage/store-quotas.ts';
 import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './cadence.ts';
 import { BrokerHub, type BrokerAnswer } from './hub.ts';
 import { SecretStore, type SecretSpec } from './secrets.ts';
@@ -31,13 +30,17 @@ import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
 export const DEADLINE_BACKSTOP_MS = 25;
 
 /** Who calls a broker: a core guest's `Caller`, or an exec call's principal (src/engine/lane-powers.ts). */
-export type BrokerCaller = Pick<Caller, 'tenant' | 'instance'> & { readonly policy: { readonly caps: readonly CapWord[] } };
+export interface BrokerCaller {
+  readonly tenant: string;
+  readonly instance: string;
+  readonly policy: { readonly caps: readonly CapWord[] };
+}
 
 /** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
 export const REMOTE_CALLS: Readonly<Record<string, number>> = { ...NET_CALLS, llm_complete: LLM_MAX_REQUEST_BYTES };
-import { GUEST_ERR } from '../command-abi.ts';
-import { lookupImport, MEMBRANE_MODULE } from '../../policy/catalog.ts';
-import type { CapWord } from '../../policy/profiles.ts';
+import { GUEST_ERR } from '../abi/command.ts';
+import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
+import type { CapWord } from '../policy/profiles.ts';
 
 export interface BrokerOptions {
   /** Operator secrets (names → values); `SecretStore.fromEnv()` / `fromFile()` build these. */

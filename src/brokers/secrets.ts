@@ -15,7 +15,7 @@
 
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { SandboxError } from '../../errors.ts';
+import { SandboxError } from '../errors.ts';
 
 export interface SecretSpec {
   /** The secret's bytes (a string is UTF-8 encoded). */
