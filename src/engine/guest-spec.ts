@@ -20,7 +20,43 @@ import type { PreparedModule } from './module-cache.ts';
 import { HOST_WAIT_GRACE_MS, type EngineConfig } from './options.ts';
 import type { Entry, GuestSpec, VfsSpec } from './protocol.ts';
 import { parseArgs } from './values.ts';
-import type { GuestOptions, RunOptions } from './engine.ts';
+import type { PolicyOptions } from '../policy/resolve.ts';
+import type { MountSpec } from './mounts.ts';
+import type { ArgValue } from './values.ts';
+
+export interface GuestOptions extends PolicyOptions {
+  /** Who the guest runs for; captured at start, never named by the guest. Default "default". */
+  tenant?: string;
+  /** Command-line arguments after argv[0] for a WASI command. */
+  argv?: readonly string[];
+  /** Environment variables (a guest's environment is empty unless the operator passes some). */
+  env?: Readonly<Record<string, string>>;
+  stdin?: Uint8Array | string;
+  /**
+   * A named persistent VFS (`$MEMBRANE_HOME/vfs/NAME.sqlite`) for the guest's files; without one a
+   * guest granted `vfs` gets a fresh, empty, in-memory VFS that disappears with it.
+   */
+  vfs?: string;
+  /** The VFS database as a host path chosen by the operator (wins over `vfs`); never guest-chosen. */
+  vfsFile?: string;
+}
+
+export interface RunOptions extends GuestOptions {
+  /**
+   * Host directories copied into the guest's VFS before the run (`HOSTDIR:/guest[:ro]` or a
+   * MountSpec); read-write ones get the guest's changes written back after a successful run.
+   */
+  mounts?: readonly (string | MountSpec)[];
+  /** Call this export instead of `_start`. */
+  invoke?: string;
+  args?: readonly ArgValue[];
+  /** The id reported by `session_info`; default a fresh `run-N`. */
+  id?: string;
+  /** Also return the raw stdout bytes (`stdoutBytes`), e.g. to pipe binary output onward. */
+  captureBytes?: boolean;
+}
+
+export type StartOptions = GuestOptions;
 
 const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 

@@ -26,7 +26,22 @@ import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, realp
 import { createHash, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { VfsError, type Vfs } from '../storage/index.ts';
-import type { MountSnapshot, MountSpec } from './mounts.ts';
+
+export interface MountSpec {
+  readonly hostDir: string;
+  readonly guestPath: string;
+  readonly readOnly: boolean;
+}
+
+/** What the copy in saw of one mount: host-relative paths (with `/`) and their content hashes. */
+export interface MountSnapshot {
+  readonly mount: MountSpec;
+  /** Regular files copied in → sha256 of what was copied (an unchanged file is not written back). */
+  readonly files: ReadonlyMap<string, string>;
+  /** Directories copied in (a directory the guest removed is removed on the host when empty). */
+  readonly dirs: ReadonlySet<string>;
+  readonly skipped: readonly string[];
+}
 
 export interface WriteBackReport {
   readonly written: number;

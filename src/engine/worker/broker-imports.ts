@@ -15,7 +15,7 @@
 
 import { CATALOG, MEMBRANE_MODULE, importKey, type BrokerAbi } from '../../policy/catalog.ts';
 import { GUEST_ERR, MAX_REQUEST_BYTES } from '../../abi/command.ts';
-import type { HostBridge } from './guest.ts';
+import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
 

@@ -29,7 +29,7 @@ import {
   type CommandResponse,
 } from '../../abi/command.ts';
 import type { GuestSpec, Outcome } from '../protocol.ts';
-import type { HostBridge } from './guest.ts';
+import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
 import { appendStep } from './vfs-paths.ts';

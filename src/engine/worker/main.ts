@@ -24,7 +24,8 @@ import {
   type Outcome,
 } from '../protocol.ts';
 import { readCall, writeDone } from '../frames.ts';
-import { Guest, type HostAnswer, type HostBridge } from './guest.ts';
+import { Guest } from './guest.ts';
+import type { HostAnswer, HostBridge } from './host-bridge.ts';
 import { GuestFault } from './signals.ts';
 
 interface WorkerBoot {

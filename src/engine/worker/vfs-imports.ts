@@ -17,7 +17,7 @@ import { VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
 import { guestCode, listPrefix, locatePath, makeParents } from './vfs-paths.ts';
 import { GUEST_ERR } from '../../abi/command.ts';
 import type { VfsSpec } from '../protocol.ts';
-import type { HostBridge } from './guest.ts';
+import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
 import { RetryHold } from '../retry-hold.ts';
