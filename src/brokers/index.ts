@@ -29,7 +29,7 @@ import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
  */
 export const DEADLINE_BACKSTOP_MS = 25;
 
-/** Who calls a broker: a core guest's `Caller`, or an exec call's principal (src/engine/lane-powers.ts). */
+/** Who calls a broker: a core guest's `Caller`, or an exec call's principal (src/lanes/power-server.ts). */
 export interface BrokerCaller {
   readonly tenant: string;
   readonly instance: string;

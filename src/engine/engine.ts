@@ -30,13 +30,14 @@ import { failure, fromAwaited, type RunResult } from './results.ts';
 import type { ArgValue } from './values.ts';
 import { locateRewriteWorker, locateWorker } from './worker-file.ts';
 import { RewritePool } from './rewrite/pool.ts';
-import { buildSpec, checkName, chooseEntry, spawnsProcesses, type GuestOptions, type RunOptions, type StartOptions } from './guest-spec.ts';
+import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOptions, type StartOptions } from './guest-spec.ts';
 
 export type { GuestOptions, RunOptions, StartOptions };
+import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
 import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
-import { Lanes, runExec, type ExecOptions, type ExecOutcome } from './exec.ts';
+import { Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/exec.ts';
 import { execPowerServer } from './exec-powers.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';

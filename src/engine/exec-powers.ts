@@ -1,14 +1,14 @@
 /**
  * One `engine.exec` call's power server, assembled from the engine's parts: the brokers bound to
  * the call's principal (its tenant and a fresh `exec-N` instance), and — when `vfs`, `commands`
- * or `exec` is granted — the call's VFS (lane-vfs.ts, opened on first use) and command runner
- * (lane-host.ts).
+ * or `exec` is granted — the call's VFS (src/lanes/vfs.ts, opened on first use) and command runner
+ * (src/lanes/host.ts).
  *
  * Owns: the principal's construction and the wiring only.
  * Invariant: every power is served as that principal with the call's caps; the VFS is the named
  * one the caller chose (`ExecOptions.vfs`) or a private one that ends with the call.
  *
- * Does not protect against: see lane-powers.ts and lane-host.ts.
+ * Does not protect against: see src/lanes/power-server.ts and src/lanes/host.ts.
  */
 
 import type { PolicyConfig } from '../policy/resolve.ts';
@@ -16,9 +16,9 @@ import type { QueryOutcome, QuerySource } from '../storage/query.ts';
 import type { Brokers } from '../brokers/index.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import type { HostServices } from './host-services.ts';
-import { laneHost, type LaneHostDeps } from './lane-host.ts';
-import { lanePowerServer } from './lane-powers.ts';
-import { LaneVfs } from './lane-vfs.ts';
+import { laneHost, type LaneHostDeps } from '../lanes/host.ts';
+import { lanePowerServer } from '../lanes/power-server.ts';
+import { LaneVfs } from '../lanes/vfs.ts';
 import type { EngineConfig } from './options.ts';
 
 export interface EngineParts {

@@ -15,6 +15,7 @@ import { SandboxError } from '../errors.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import { FUEL_REFILL_IMPORT, MEMBRANE_MODULE, importKey } from '../policy/catalog.ts';
 import { resolveVfs } from '../storage/index.ts';
+import { DEFAULT_PREOPENS } from '../storage/vfs-config.ts';
 import type { LinkPlan } from './linker.ts';
 import type { PreparedModule } from './module-cache.ts';
 import { HOST_WAIT_GRACE_MS, type EngineConfig } from './options.ts';
@@ -58,8 +59,6 @@ export interface RunOptions extends GuestOptions {
 
 export type StartOptions = GuestOptions;
 
-const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
-
 export function buildSpec(
   config: EngineConfig,
   prepared: PreparedModule,
@@ -92,13 +91,7 @@ export function buildSpec(
   };
 }
 
-/** What the guest sees: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
-export const DEFAULT_PREOPENS = Object.freeze([
-  { guestPath: '/', volume: 'workspace' as const },
-  { guestPath: '/tmp', volume: 'tmp' as const },
-  { guestPath: '/memory', volume: 'memory' as const },
-]);
-
+/** The guest's VFS spec: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
 export function vfsSpec(name: string | undefined, file: string | undefined, limits: { vfsMaxBytes: number; vfsMaxInodes: number }): VfsSpec {
   const where = file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name };
   const config = resolveVfs({ ...where, maxBytes: limits.vfsMaxBytes, maxInodes: limits.vfsMaxInodes });
@@ -128,11 +121,4 @@ export function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry
 
 export function spawnsProcesses(spec: GuestSpec): boolean {
   return spec.link.includes(importKey(MEMBRANE_MODULE, 'process_spawn'));
-}
-
-export function checkName(what: string, value: string): string {
-  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
-    throw new SandboxError('POLICY_INVALID', `${what} must be 1-128 characters of [A-Za-z0-9._:@-]`, { [what]: String(value).slice(0, 64) });
-  }
-  return value;
 }

@@ -117,7 +117,7 @@ export class HostServices {
   }
 
   /**
-   * One of `tenant`'s concurrent exec slots for a snippet's exec-cap call (engine/lane-host.ts):
+   * One of `tenant`'s concurrent exec slots for a snippet's exec-cap call (src/lanes/host.ts):
    * its release (idempotent), or null when the tenant already has MAX_CONCURRENT_EXECS in flight.
    */
   takeExec(tenant: string): (() => void) | null {

@@ -13,6 +13,7 @@
  */
 
 import { SandboxError, isErrorCode, type SerializedError } from '../errors.ts';
+import type { VfsSpec } from '../storage/vfs-config.ts';
 
 export const PROTOCOL_VERSION = 2;
 
@@ -56,17 +57,7 @@ export interface GuestSpec {
   readonly depth: number;
 }
 
-export type VolumeName = 'workspace' | 'memory' | 'tmp';
-
-export interface VfsSpec {
-  /** Host path of the VFS database, or ':memory:' for an ephemeral one. Never guest-chosen. */
-  readonly file: string;
-  /** Guest directories the guest sees as preopens, each the root of a volume. */
-  readonly preopens: readonly { readonly guestPath: string; readonly volume: VolumeName }[];
-  readonly readOnly: boolean;
-  readonly maxBytes: number;
-  readonly maxInodes: number;
-}
+export type { VfsSpec };
 
 /** What one job may spend: wall-clock milliseconds and fuel units. */
 export interface Budget {

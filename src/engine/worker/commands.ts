@@ -32,7 +32,7 @@ import type { GuestSpec, Outcome } from '../protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
-import { appendStep } from './vfs-paths.ts';
+import { appendStep } from '../../abi/vfs-paths.ts';
 import { RetryHold, retryKey } from '../retry-hold.ts';
 
 
@@ -211,7 +211,7 @@ export class Commands {
     }
   }
 
-  /** Append this exec-cap call's line to `_steps.jsonl` (vfs-paths.ts), when the guest has a VFS. */
+  /** Append this exec-cap call's line to `_steps.jsonl` (src/abi/vfs-paths.ts), when the guest has a VFS. */
   private step(record: Record<string, unknown>): void {
     const vfs = this.ctx.vfs();
     if (vfs) appendStep(vfs, record);

@@ -1,6 +1,6 @@
 /**
- * The `vfs` cap's path rules, shared by a core guest's imports (vfs-imports.ts, on its worker)
- * and a JS/Python snippet's `vfs.*` powers (engine/lane-vfs.ts, on the main thread), so both
+ * The `vfs` cap's path rules, shared by a core guest's imports (engine/worker/vfs-imports.ts, on its worker)
+ * and a JS/Python snippet's `vfs.*` powers (src/lanes/vfs.ts, on the main thread), so both
  * lanes see one semantics: guest path → (volume, path) through the preopens, `vfs_list`'s walk
  * and bound, `mkdir -p` of a written file's parents, and VFS errno → guest error code.
  *
@@ -14,9 +14,9 @@
  * Does not protect against: anything the VFS's quotas do not bound (they are the VFS's).
  */
 
-import { O_CREAT, VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
-import { GUEST_ERR } from '../../abi/command.ts';
-import type { VfsSpec } from '../protocol.ts';
+import { O_CREAT, VfsError, type Vfs, type VolumeName } from '../storage/index.ts';
+import { GUEST_ERR } from './command.ts';
+import type { VfsSpec } from '../storage/vfs-config.ts';
 
 /** At most this many entries in one `vfs_list` answer; more is TOO_LARGE (narrow the prefix). */
 export const MAX_LIST_ENTRIES = 10_000;

@@ -6,7 +6,7 @@
  * Owns: resolving the profile into the lane request (time, fuel, memory, caps — a caller can only
  * lower them), starting each lane on first use (and warming its pool), the profile fallback's
  * audit record, and the result shape `{ ok, result?, stdout, stderr, error?, fuelUsed,
- * durationMs, profile, warnings, poolHit }`; one power server per call (lane-powers.ts: the
+ * durationMs, profile, warnings, poolHit }`; one power server per call (power-server.ts: the
  * granted caps as powers, served through the brokers as the principal `tenant`/`exec-N`), ended
  * when the call ends.
  * Invariant: one lane object per language per engine, closed with the engine; a request never
@@ -16,16 +16,15 @@
  */
 
 import { availableParallelism } from 'node:os';
-import { LaneGate } from '../lanes/gate.ts';
+import { LaneGate } from './gate.ts';
 import { SandboxError, toSandboxError } from '../errors.ts';
-import { resolvePolicy, type PolicyOptions } from '../policy/resolve.ts';
-import type { EngineConfig } from './options.ts';
-import type { RewritePool } from './rewrite/pool.ts';
-import type { ExecRequest, ExecResult, Language } from '../lanes/types.ts';
-import type { PowerServer } from '../lanes/powers.ts';
+import { resolvePolicy, type PolicyOptions, type ResolveContext } from '../policy/resolve.ts';
+import type { ExecRequest, ExecResult, Language } from './types.ts';
+import type { PowerServer } from './powers.ts';
+import type { PreparedWasm } from './python/wasm-prep.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import { resolveVfs } from '../storage/index.ts';
-import { checkName } from './guest-spec.ts';
+import { checkName } from '../policy/names.ts';
 
 /**
  * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
@@ -62,6 +61,21 @@ export interface Lane {
   exec(req: ExecRequest): Promise<ExecResult>;
   warm(onProgress?: (done: number, total: number) => void): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What the lanes take from the engine's configuration (the engine's `EngineConfig` is one). */
+export interface LanesConfig extends ResolveContext {
+  /** The engine's worker pool size: 0 (one-shot, the CLI) starts each lane with a pool of one. */
+  readonly poolSize: number;
+  readonly cacheDir: string | null;
+  readonly outputLimitBytes: number;
+  /** Whether fuel is metered at all. */
+  readonly fuel: boolean;
+}
+
+/** Pyodide's rewrite on a thread off the main one (the engine's rewrite pool provides it). */
+export interface PythonPreparer {
+  pythonInterpreter(cacheDir: string | false): Promise<PreparedWasm>;
 }
 
 export const MAX_CODE_BYTES = 1024 * 1024;
@@ -105,8 +119,8 @@ export class Lanes {
   readonly pythonGate = new LaneGate('python', PYTHON_MAX_RUNNING, PYTHON_MAX_WAITING);
 
   constructor(
-    private readonly config: EngineConfig,
-    private readonly rewriter: RewritePool | null = null,
+    private readonly config: LanesConfig,
+    private readonly rewriter: PythonPreparer | null = null,
   ) {}
 
   get(language: Language, onProgress?: (what: string) => void): Promise<Lane> {
@@ -130,7 +144,7 @@ export class Lanes {
       };
       lane = (async (): Promise<Lane> => {
         const made: Lane =
-          key === 'python' ? gated(new (await import('../lanes/python/index.ts')).PythonLane(options), this.pythonGate) : new (await import('../lanes/js/index.ts')).JsLane(options);
+          key === 'python' ? gated(new (await import('./python/index.ts')).PythonLane(options), this.pythonGate) : new (await import('./js/index.ts')).JsLane(options);
         let last = -1;
         await made.warm((done, total) => {
           if (done === last) return;
@@ -154,7 +168,7 @@ export class Lanes {
 
 export async function runExec(
   opts: ExecOptions,
-  config: EngineConfig,
+  config: LanesConfig,
   lane: (language: Language, onProgress?: (what: string) => void) => Promise<Lane>,
   audit: (tenant: string, requested: string, ran: string) => void,
   powers: PowersFor,

@@ -6,7 +6,7 @@
  *
  * Owns: decoding these powers' arguments (guest-controlled JSON: wrong types are INVALID, sizes
  * past the command ABI's caps TOO_LARGE), running a registered command as the call's principal
- * against the call's VFS (lane-vfs.ts) at depth 1, within what is left of the call's deadline and
+ * against the call's VFS (vfs.ts) at depth 1, within what is left of the call's deadline and
  * of its one fuel budget, the exec cap's accounting (one of the tenant's MAX_CONCURRENT_EXECS slots
  * per call, QUOTA audited past it; one `_steps.jsonl` line per call), and ending the call: running
  * commands are aborted, awaited, then the VFS is closed (a private one removed).
@@ -26,8 +26,17 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
 import { LANE_FUEL_UNIT } from './exec.ts';
-import { PowerRefusal, type LaneVfs } from './lane-vfs.ts';
-import type { RunResult } from './results.ts';
+import { PowerRefusal, type LaneVfs } from './vfs.ts';
+
+/** What a finished command run reports to the snippet's host (the engine's `CommandOutcome` is one). */
+export interface CommandOutcome {
+  readonly ok: boolean;
+  readonly exitCode?: number | undefined;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly fuelUsed: number;
+  readonly error?: { readonly code: string } | undefined;
+}
 
 /** What a snippet's command run inherits instead of resolving options (the engine's nested run). */
 export interface CommandRun {
@@ -47,7 +56,7 @@ export interface LaneHostDeps {
   /** A registered command's module. */
   readonly command: (name: string) => Uint8Array | undefined;
   /** Run a command module as the call's principal (engine.execute with `inherited`). */
-  readonly run: (bytes: Uint8Array, opts: { argv: string[]; stdin: string; vfsFile?: string; captureBytes: boolean }, inherited: CommandRun) => Promise<RunResult>;
+  readonly run: (bytes: Uint8Array, opts: { argv: string[]; stdin: string; vfsFile?: string; captureBytes: boolean }, inherited: CommandRun) => Promise<CommandOutcome>;
   /** `vfs_query` against a database file (storage/query.ts): the JSON answer or a guest code name. */
   readonly query: (file: string, sql: string) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
   /** One of the tenant's concurrent exec slots: its release, or null at the limit. */
@@ -105,7 +114,7 @@ function commandArgs(a: readonly unknown[]): { name: string; argv: string[]; std
 }
 
 /** A finished command as a snippet sees it: `{ status, stdout, stderr, error? }`. */
-function commandAnswer(r: RunResult): Record<string, unknown> {
+function commandAnswer(r: CommandOutcome): Record<string, unknown> {
   const base = { stdout: r.stdout, stderr: r.stderr };
   if (r.ok) return { status: r.exitCode ?? 0, ...base };
   if (r.error?.code === 'GUEST_EXIT' && typeof r.exitCode === 'number') return { status: r.exitCode, ...base };
@@ -154,7 +163,7 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
       const opts = { argv: req.argv, stdin: req.stdin, captureBytes: false, ...(deps.vfs ? { vfsFile: deps.vfs.file() } : {}) };
       const run = deps.run(bytes, opts, { policy, argv0: req.name, depth: COMMAND_DEPTH, signal: stop.signal });
       running.add(run);
-      let r: RunResult;
+      let r: CommandOutcome;
       try {
         r = await run;
       } finally {

@@ -8,7 +8,7 @@
  * (0600, so nested commands on worker threads can open it too) that is removed when the call
  * ends; collecting the private files an engine process killed mid-call left behind (the first
  * private VFS a process opens sweeps `exec-<pid>-<64 hex>.sqlite` and its -wal/-shm/-journal
- * whose pid is no live process; `sweepPrivateVfs`); the four file operations with the core imports' semantics (worker/vfs-paths.ts: the same
+ * whose pid is no live process; `sweepPrivateVfs`); the four file operations with the core imports' semantics (src/abi/vfs-paths.ts: the same
  * preopens, `..` stopping at a volume root, the same listing bound and error codes); the
  * `_steps.jsonl` line of an exec-cap call.
  * Invariant: a snippet names paths, never a database or a host path; every path is resolved by
@@ -28,10 +28,10 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
-import { DEFAULT_PREOPENS } from './guest-spec.ts';
+import { DEFAULT_PREOPENS } from '../storage/vfs-config.ts';
 import { GUEST_ERR } from '../abi/command.ts';
-import type { VfsSpec } from './protocol.ts';
-import { appendStep, guestCode, listPrefix, locatePath, makeParents, type Listed } from './worker/vfs-paths.ts';
+import type { VfsSpec } from '../storage/vfs-config.ts';
+import { appendStep, guestCode, listPrefix, locatePath, makeParents, type Listed } from '../abi/vfs-paths.ts';
 
 /** Longest path a snippet may name (as for the core imports). */
 export const MAX_LANE_PATH_BYTES = 4096;

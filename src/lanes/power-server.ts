@@ -12,7 +12,7 @@
  * Invariant: the principal (tenant, `exec-N` instance) and caps are captured when the call starts;
  * a request can name a power and its arguments, nothing else. Every request is answered.
  *
- * The `vfs`, `commands` and `exec` powers are the call's LaneHost's (lane-host.ts), reached
+ * The `vfs`, `commands` and `exec` powers are the call's LaneHost's (host.ts), reached
  * from here after the same checks, with the fuel the lane says the snippet has used (a command
  * gets at most what is left) and the command's charge passed back on its answer (`fuel`).
  *
@@ -21,11 +21,11 @@
 
 import type { CapWord } from '../policy/profiles.ts';
 import { KV_MAX_VALUE_BYTES } from '../storage/kv.ts';
-import { LANE_POWERS, MAX_POWER_FRAME_BYTES, POWER_CODES, type PowerAnswer, type PowerCode, type PowerRequest, type PowerServer } from '../lanes/powers.ts';
+import { LANE_POWERS, MAX_POWER_FRAME_BYTES, POWER_CODES, type PowerAnswer, type PowerCode, type PowerRequest, type PowerServer } from './powers.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import type { BrokerAnswer } from '../brokers/hub.ts';
-import { PowerRefusal } from './lane-vfs.ts';
-import type { LaneHost } from './lane-host.ts';
+import { PowerRefusal } from './vfs.ts';
+import type { LaneHost } from './host.ts';
 
 /** The brokers, bound to one exec call's principal and caps (the engine builds these). */
 export interface LanePowerDeps {
@@ -38,7 +38,7 @@ export interface LanePowerDeps {
   readonly net: (name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
   /** The cadence's steps 1-4 alone (a request refused before reaching a broker): null = go. */
   readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
-  /** The call's VFS and command powers (`vfs.*`, `commands.run`, `exec.run`; lane-host.ts). */
+  /** The call's VFS and command powers (`vfs.*`, `commands.run`, `exec.run`; host.ts). */
   readonly host?: LaneHost;
 }
 
