@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { removeDatabase, storageDir } from '../storage/index.ts';
 import { mountForRun, type MountSpec } from './mounts.ts';
-import { PROTOCOL_VERSION } from './protocol.ts';
+import { PROTOCOL_VERSION } from './bridge/protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import type { ArgValue } from './values.ts';
 import { locateRewriteWorker, locateWorker } from './worker-file.ts';
@@ -35,7 +35,7 @@ import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOpt
 export type { GuestOptions, RunOptions, StartOptions };
 import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
-import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
+import { HostServices, type Caller, type JobHost, type ProcessRun } from './bridge/host-services.ts';
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
 import { Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/exec.ts';
 import { execPowerServer } from './exec-powers.ts';

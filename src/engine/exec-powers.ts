@@ -15,7 +15,7 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 import type { QueryOutcome, QuerySource } from '../storage/query.ts';
 import type { Brokers } from '../brokers/index.ts';
 import { GUEST_ERR } from '../abi/command.ts';
-import type { HostServices } from './host-services.ts';
+import type { HostServices } from './bridge/host-services.ts';
 import { laneHost, type LaneHostDeps } from '../lanes/host.ts';
 import { lanePowerServer } from '../lanes/power-server.ts';
 import { LaneVfs } from '../lanes/vfs.ts';

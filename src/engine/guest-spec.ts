@@ -19,7 +19,7 @@ import { DEFAULT_PREOPENS } from '../storage/vfs-config.ts';
 import type { LinkPlan } from './linker.ts';
 import type { PreparedModule } from './module-cache.ts';
 import { HOST_WAIT_GRACE_MS, type EngineConfig } from './options.ts';
-import type { Entry, GuestSpec, VfsSpec } from './protocol.ts';
+import type { Entry, GuestSpec, VfsSpec } from './bridge/protocol.ts';
 import { parseArgs } from './values.ts';
 import type { PolicyOptions } from '../policy/resolve.ts';
 import type { MountSpec } from './mounts.ts';

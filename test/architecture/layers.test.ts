@@ -55,7 +55,7 @@ test('no module imports a higher layer', () => {
 });
 
 test('worker code reaches the host only through the protocol, channel and frames (and its own VFS storage)', () => {
-  const allowed = new Set(['errors.ts', 'policy/catalog.ts', 'engine/protocol.ts', 'engine/channel.ts', 'engine/frames.ts', 'engine/retry-hold.ts']);
+  const allowed = new Set(['errors.ts', 'policy/catalog.ts', 'engine/bridge/protocol.ts', 'engine/bridge/channel.ts', 'engine/bridge/frames.ts', 'engine/bridge/retry-hold.ts']);
   const bad: string[] = [];
   for (const f of all.filter((x) => x.rel.startsWith('engine/worker/') || x.rel.startsWith('wasi/'))) {
     for (const spec of imports(f.abs)) {
@@ -79,7 +79,7 @@ test('no source file passes ~400 lines, and each opens with a header comment', (
 });
 
 test('no `any` at a boundary: the protocol, frames, channel and CLI never use it', () => {
-  for (const rel of ['engine/protocol.ts', 'engine/frames.ts', 'engine/channel.ts', 'engine/worker/main.ts', 'interfaces/cli/args.ts', 'interfaces/cli/run.ts']) {
+  for (const rel of ['engine/bridge/protocol.ts', 'engine/bridge/frames.ts', 'engine/bridge/channel.ts', 'engine/worker/main.ts', 'interfaces/cli/args.ts', 'interfaces/cli/run.ts']) {
     assert.doesNotMatch(readFileSync(join(SRC, rel), 'utf8'), /:\s*any\b|as any\b|<any>/, rel);
   }
 });

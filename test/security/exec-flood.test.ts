@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH } from '../../src/abi/command.ts';
-import { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES } from '../../src/engine/host-services.ts';
+import { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES } from '../../src/engine/bridge/host-services.ts';
 import { Vfs, resolveVfs } from '../../src/storage/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';

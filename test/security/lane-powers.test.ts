@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH } from '../../src/abi/command.ts';
-import { MAX_CONCURRENT_EXECS } from '../../src/engine/host-services.ts';
+import { MAX_CONCURRENT_EXECS } from '../../src/engine/bridge/host-services.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { MAX_POWER_FRAME_BYTES } from '../../src/lanes/powers.ts';

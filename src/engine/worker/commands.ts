@@ -2,7 +2,7 @@
  * The `commands` and `exec` caps inside a worker: `run_command` and `exec` run a registered WASI
  * command as a nested guest on this thread, against the caller's own open VFS, within what is
  * left of the caller's deadline and fuel; `process_spawn/wait/kill` hand the command to the main
- * thread, which runs it on another worker (engine/host-services.ts).
+ * thread, which runs it on another worker (engine/bridge/host-services.ts).
  *
  * Owns: reading requests from guest memory and writing responses back (src/abi/command.ts is
  * the layout), the nesting depth as seen from this guest, the retry rule for a too-small buffer
@@ -28,12 +28,12 @@ import {
   type CommandRequest,
   type CommandResponse,
 } from '../../abi/command.ts';
-import type { GuestSpec, Outcome } from '../protocol.ts';
+import type { GuestSpec, Outcome } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
 import { appendStep } from '../../abi/vfs-paths.ts';
-import { RetryHold, retryKey } from '../retry-hold.ts';
+import { RetryHold, retryKey } from '../bridge/retry-hold.ts';
 
 
 /** What a nested command looks like to its caller: the Guest class, minus what is not needed. */

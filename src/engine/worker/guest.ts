@@ -14,7 +14,7 @@
 
 import { SandboxError } from '../../errors.ts';
 import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
-import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../protocol.ts';
+import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { Commands } from './commands.ts';
 import { vfsImports } from './vfs-imports.ts';

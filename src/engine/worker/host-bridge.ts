@@ -7,7 +7,7 @@
  * bytes that cross.
  */
 
-import type { CommandModuleMessage, HostOp } from '../protocol.ts';
+import type { CommandModuleMessage, HostOp } from '../bridge/protocol.ts';
 
 export type HostAnswer = { readonly ok: true; readonly value: number; readonly payload: Uint8Array | null } | { readonly ok: false; readonly errno: number };
 

@@ -16,11 +16,11 @@
 import { VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
 import { guestCode, listPrefix, locatePath, makeParents } from '../../abi/vfs-paths.ts';
 import { GUEST_ERR } from '../../abi/command.ts';
-import type { VfsSpec } from '../protocol.ts';
+import type { VfsSpec } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from './memory.ts';
 import type { CallState } from './signals.ts';
-import { RetryHold } from '../retry-hold.ts';
+import { RetryHold } from '../bridge/retry-hold.ts';
 
 const MAX_PATH_BYTES = 4096;
 const MAX_SQL_BYTES = 64 * 1024;

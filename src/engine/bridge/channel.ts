@@ -15,7 +15,7 @@
  * defensively (lengths checked, JSON validated by protocol.ts), and a bad frame is `INTERNAL`.
  */
 
-import { SandboxError } from '../errors.ts';
+import { SandboxError } from '../../errors.ts';
 
 export const State = {
   /** No job in flight; the main thread may post one. */

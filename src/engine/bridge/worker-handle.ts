@@ -17,7 +17,7 @@
  */
 
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { SandboxError, toSandboxError } from '../errors.ts';
+import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
 import { readDone, writeCall } from './frames.ts';
 import {

@@ -17,22 +17,22 @@
  * Does not protect against: rate and revocation — the broker cadence (issue #5) wraps these.
  */
 
-import { SandboxError, toSandboxError } from '../errors.ts';
-import type { PolicyConfig } from '../policy/resolve.ts';
-import { FUEL_REFILL_IMPORT, importKey } from '../policy/catalog.ts';
-import { planLinks } from './linker.ts';
-import type { PreparedModule } from './module-cache.ts';
+import { SandboxError, toSandboxError } from '../../errors.ts';
+import type { PolicyConfig } from '../../policy/resolve.ts';
+import { FUEL_REFILL_IMPORT, importKey } from '../../policy/catalog.ts';
+import { planLinks } from '../linker.ts';
+import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
-import type { CapWord } from '../policy/profiles.ts';
-import { decodeManyRequest, encodeManyResponse, fanOut } from '../brokers/parallel.ts';
-import { REMOTE_CALLS } from '../brokers/index.ts';
-import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../abi/command.ts';
+import type { CapWord } from '../../policy/profiles.ts';
+import { decodeManyRequest, encodeManyResponse, fanOut } from '../../brokers/parallel.ts';
+import { REMOTE_CALLS } from '../../brokers/index.ts';
+import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
 import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
-import type { CommandRegistry } from './registry.ts';
-import type { RunResult } from './results.ts';
+import type { CommandRegistry } from '../registry.ts';
+import type { RunResult } from '../results.ts';
 import type { HostCall, HostHandler, WorkerHandle } from './worker-handle.ts';
-import type { LogEntry } from './options.ts';
-import type { BrokerAnswer } from '../brokers/hub.ts';
+import type { LogEntry } from '../options.ts';
+import type { BrokerAnswer } from '../../brokers/hub.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
 export const MAX_CONCURRENT_EXECS = 64;

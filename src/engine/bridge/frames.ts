@@ -16,7 +16,7 @@
  * Does not protect against: nothing beyond framing; contents are the protocol's business.
  */
 
-import { SandboxError } from '../errors.ts';
+import { SandboxError } from '../../errors.ts';
 import { FRAME_JSON, type Channel } from './channel.ts';
 import { PROTOCOL_VERSION, parseDoneFrame, type CallFrame, type DoneFrame, type WireValue } from './protocol.ts';
 

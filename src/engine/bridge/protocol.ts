@@ -12,8 +12,8 @@
  * smaller `memoryBytes`); the worker is the guest's jailer, not the guest.
  */
 
-import { SandboxError, isErrorCode, type SerializedError } from '../errors.ts';
-import type { VfsSpec } from '../storage/vfs-config.ts';
+import { SandboxError, isErrorCode, type SerializedError } from '../../errors.ts';
+import type { VfsSpec } from '../../storage/vfs-config.ts';
 
 export const PROTOCOL_VERSION = 2;
 
