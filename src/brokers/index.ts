@@ -20,6 +20,13 @@ import { BrokerHub, type BrokerAnswer } from './hub.ts';
 import { SecretStore, type SecretSpec } from './secrets.ts';
 import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
 import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
+import { GUEST_ERR } from '../abi/command.ts';
+import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
+import type { CapWord } from '../policy/profiles.ts';
+
+export { decodeManyRequest, encodeManyResponse, fanOut } from './parallel.ts';
+export type { BrokerAnswer } from './hub.ts';
+export type { Cadence, Principal, RateLimit } from './cadence.ts';
 
 /**
  * How far past the calling call's deadline a remote call's own timers are set. The caller's
@@ -38,9 +45,6 @@ export interface BrokerCaller {
 
 /** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
 export const REMOTE_CALLS: Readonly<Record<string, number>> = { ...NET_CALLS, llm_complete: LLM_MAX_REQUEST_BYTES };
-import { GUEST_ERR } from '../abi/command.ts';
-import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
-import type { CapWord } from '../policy/profiles.ts';
 
 export interface BrokerOptions {
   /** Operator secrets (names → values); `SecretStore.fromEnv()` / `fromFile()` build these. */

@@ -37,13 +37,12 @@ import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
 import { HostServices, type Caller, type JobHost, type ProcessRun } from './bridge/host-services.ts';
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
-import { Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/exec.ts';
+import { Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
 import { execPowerServer } from './exec-powers.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
-import { Brokers } from '../brokers/index.ts';
-import type { Principal } from '../brokers/cadence.ts';
+import { Brokers, type Principal } from '../brokers/index.ts';
 import { AuditLog } from '../storage/audit.ts';
 import type { Database } from '../storage/sqlite.ts';
 

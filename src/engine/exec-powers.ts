@@ -16,9 +16,7 @@ import type { QueryOutcome, QuerySource } from '../storage/query.ts';
 import type { Brokers } from '../brokers/index.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import type { HostServices } from './bridge/host-services.ts';
-import { laneHost, type LaneHostDeps } from '../lanes/host.ts';
-import { lanePowerServer } from '../lanes/power-server.ts';
-import { LaneVfs } from '../lanes/vfs.ts';
+import { laneHost, lanePowerServer, LaneVfs, type LaneHostDeps } from '../lanes/index.ts';
 import type { EngineConfig } from './options.ts';
 
 export interface EngineParts {

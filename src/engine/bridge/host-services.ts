@@ -24,15 +24,13 @@ import { planLinks } from '../linker.ts';
 import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../../policy/profiles.ts';
-import { decodeManyRequest, encodeManyResponse, fanOut } from '../../brokers/parallel.ts';
-import { REMOTE_CALLS } from '../../brokers/index.ts';
+import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, fanOut, type BrokerAnswer } from '../../brokers/index.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
 import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from '../registry.ts';
 import type { RunResult } from '../results.ts';
 import type { HostCall, HostHandler, WorkerHandle } from './worker-handle.ts';
 import type { LogEntry } from '../options.ts';
-import type { BrokerAnswer } from '../../brokers/hub.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
 export const MAX_CONCURRENT_EXECS = 64;
