@@ -1,10 +1,12 @@
 /**
  * What a guest's world is made of, decided on the main thread before a worker sees it: the
- * `GuestSpec` (link plan, limits, argv/env/stdin, VFS, nesting depth), the entry point, and the
- * names (ids, tenants) a caller may choose.
+ * `GuestSpec` (link plan, limits, argv/env/stdin, VFS, nesting depth) and the entry point, from
+ * the options a caller passes (`GuestOptions`, `RunOptions`, `StartOptions`, defined here so the
+ * engine and the spec share them without a cycle).
  *
- * Owns: input validation of everything a caller passes into a spec (env without `=`/NUL, ids and
- * tenants of a fixed alphabet, an invoked export that exists with arguments of its signature).
+ * Owns: input validation of everything a caller passes into a spec (env without `=`/NUL, an
+ * invoked export that exists with arguments of its signature; ids and tenants are checked by
+ * policy/names.ts).
  * Invariant: a spec is plain data built only from the policy, the prepared module and validated
  * options; a guest never contributes to it.
  *

@@ -1,7 +1,8 @@
 /**
  * Mount write-back: a read-write mount's changes, from the run's VFS to its host directory.
  *
- * Owns: which host entries change after a successful run, and how. Invariant: write-back replaces
+ * Owns: which host entries change after a successful run, and how; the `MountSpec` and
+ * `MountSnapshot` shapes mounts.ts fills in. Invariant: write-back replaces
  * directory entries and never writes into an existing inode — a changed file is written to a new
  * temporary file beside it (`O_CREAT | O_EXCL | O_NOFOLLOW`, the old file's mode) and renamed over
  * the old name, so a host file that is a hard link to a file outside the mount keeps the outside
