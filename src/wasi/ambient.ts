@@ -20,10 +20,10 @@
  */
 
 import { randomFillSync } from 'node:crypto';
-import type { GuestMemory } from '../engine/worker/memory.ts';
-import type { CappedStream } from '../engine/worker/output.ts';
+import type { GuestMemory } from '../abi/memory.ts';
+import type { CappedStream } from './output.ts';
 import { SandboxError } from '../errors.ts';
-import { ExitSignal, GuestFault, type CallState } from '../engine/worker/signals.ts';
+import { ExitSignal, GuestFault, type CallState } from '../abi/signals.ts';
 import { guard, type WasiFn } from './call.ts';
 
 export const Errno = {

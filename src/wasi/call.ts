@@ -11,8 +11,8 @@
  */
 
 import { VfsError } from '../storage/errno.ts';
-import { FaultError } from '../engine/worker/memory.ts';
-import { GuestFault, type CallState } from '../engine/worker/signals.ts';
+import { FaultError } from '../abi/memory.ts';
+import { GuestFault, type CallState } from '../abi/signals.ts';
 
 export type WasiFn = (...args: never[]) => number | void;
 

@@ -15,8 +15,8 @@
  */
 
 import type { Vfs, VfsStat } from '../storage/index.ts';
-import type { GuestMemory } from '../engine/worker/memory.ts';
-import type { CallState } from '../engine/worker/signals.ts';
+import type { GuestMemory } from '../abi/memory.ts';
+import type { CallState } from '../abi/signals.ts';
 import type { WasiContext } from './ambient.ts';
 import { WasiError, guard, type WasiFn } from './call.ts';
 

@@ -30,8 +30,8 @@ import {
 } from '../../abi/command.ts';
 import type { GuestSpec, Outcome } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
-import { FaultError, type GuestMemory } from './memory.ts';
-import type { CallState } from './signals.ts';
+import { FaultError, type GuestMemory } from '../../abi/memory.ts';
+import type { CallState } from '../../abi/signals.ts';
 import { appendStep } from '../../abi/vfs-paths.ts';
 import { RetryHold, retryKey } from '../bridge/retry-hold.ts';
 

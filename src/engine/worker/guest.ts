@@ -20,11 +20,10 @@ import { Commands } from './commands.ts';
 import { vfsImports } from './vfs-imports.ts';
 import { brokerImports } from './broker-imports.ts';
 import { FuelMeter } from './fuel.ts';
-import { GuestMemory, FaultError } from './memory.ts';
-import { CappedStream } from './output.ts';
-import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from './signals.ts';
+import { GuestMemory, FaultError } from '../../abi/memory.ts';
+import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from '../../abi/signals.ts';
 import { Vfs } from '../../storage/index.ts';
-import { ambientWasi, vfsWasi, type WasiContext } from '../../wasi/index.ts';
+import { ambientWasi, CappedStream, vfsWasi, type WasiContext } from '../../wasi/index.ts';
 
 const encoder = new TextEncoder();
 /** Imports that mean the guest uses files: every WASI call the `vfs` cap links. */

@@ -26,7 +26,7 @@ import {
 import { readCall, writeDone } from '../bridge/frames.ts';
 import { Guest } from './guest.ts';
 import type { HostAnswer, HostBridge } from './host-bridge.ts';
-import { GuestFault } from './signals.ts';
+import { GuestFault } from '../../abi/signals.ts';
 
 interface WorkerBoot {
   readonly channel: SharedArrayBuffer;

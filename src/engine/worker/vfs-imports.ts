@@ -18,8 +18,8 @@ import { guestCode, listPrefix, locatePath, makeParents } from '../../abi/vfs-pa
 import { GUEST_ERR } from '../../abi/command.ts';
 import type { VfsSpec } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
-import { FaultError, type GuestMemory } from './memory.ts';
-import type { CallState } from './signals.ts';
+import { FaultError, type GuestMemory } from '../../abi/memory.ts';
+import type { CallState } from '../../abi/signals.ts';
 import { RetryHold } from '../bridge/retry-hold.ts';
 
 const MAX_PATH_BYTES = 4096;

@@ -12,8 +12,8 @@
  * Does not protect against: a guest that fills its quota with noise; it only bounds the size.
  */
 
-import { SandboxError } from '../../errors.ts';
-import { GuestFault } from './signals.ts';
+import { SandboxError } from '../errors.ts';
+import { GuestFault } from '../abi/signals.ts';
 
 const EMPTY = new Uint8Array(0);
 /** First allocation of a stream that receives output; doubled as needed, never past the limit. */

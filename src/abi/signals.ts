@@ -11,7 +11,7 @@
  * the export returns, so a swallowed exit or fault is still the call's outcome.
  */
 
-import { SandboxError, type ErrorDetails } from '../../errors.ts';
+import { SandboxError, type ErrorDetails } from '../errors.ts';
 
 export class ExitSignal {
   constructor(readonly code: number) {}
