@@ -1,28 +1,30 @@
 /**
  * One `engine.exec` call's power server, assembled from the engine's parts: the brokers bound to
  * the call's principal (its tenant and a fresh `exec-N` instance), and — when `vfs`, `commands`
- * or `exec` is granted — the call's VFS (src/lanes/vfs.ts, opened on first use) and command runner
- * (src/lanes/host.ts).
+ * or `exec` is granted — the call's VFS (vfs.ts, opened on first use) and command runner (host.ts).
  *
  * Owns: the principal's construction and the wiring only.
  * Invariant: every power is served as that principal with the call's caps; the VFS is the named
  * one the caller chose (`ExecOptions.vfs`) or a private one that ends with the call.
  *
- * Does not protect against: see src/lanes/power-server.ts and src/lanes/host.ts.
+ * Does not protect against: see power-server.ts and host.ts.
  */
 
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { QueryOutcome, QuerySource } from '../storage/query.ts';
 import type { Brokers } from '../brokers/index.ts';
 import { GUEST_ERR } from '../abi/command.ts';
-import type { HostServices } from './bridge/host-services.ts';
-import { laneHost, lanePowerServer, LaneVfs, type LaneHostDeps } from '../lanes/index.ts';
-import type { EngineConfig } from './options.ts';
+import { laneHost, type LaneHostDeps } from './host.ts';
+import { lanePowerServer } from './power-server.ts';
+import { LaneVfs } from './vfs.ts';
 
+/** The engine's parts a call's powers are built from (the engine hands in its own). */
 export interface EngineParts {
-  readonly config: EngineConfig;
+  /** Fuel metering on or off, and the VFS limits (the engine's `EngineConfig`). */
+  readonly config: { readonly fuel: boolean; readonly vfsMaxBytes: number; readonly vfsMaxInodes: number };
   readonly brokers: Brokers;
-  readonly services: HostServices;
+  /** The registry's commands and the tenant's concurrent exec slots (the engine's `HostServices`). */
+  readonly services: { command(name: string): Uint8Array | undefined; takeExec(tenant: string): (() => void) | null };
   readonly run: LaneHostDeps['run'];
   readonly query: (source: QuerySource, sql: string) => Promise<QueryOutcome>;
 }
