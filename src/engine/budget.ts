@@ -7,7 +7,7 @@
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { PreparedModule } from './module-cache.ts';
 import { INTERRUPT_GRACE_MS } from './options.ts';
-import type { Budget } from './protocol.ts';
+import type { Budget } from './bridge/protocol.ts';
 
 export function budgetOf(policy: PolicyConfig): Budget {
   return { ms: policy.timeoutMs, fuel: policy.fuel };

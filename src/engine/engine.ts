@@ -25,58 +25,26 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { removeDatabase, storageDir } from '../storage/index.ts';
 import { mountForRun, type MountSpec } from './mounts.ts';
-import { PROTOCOL_VERSION } from './protocol.ts';
+import { PROTOCOL_VERSION } from './bridge/protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import type { ArgValue } from './values.ts';
 import { locateRewriteWorker, locateWorker } from './worker-file.ts';
 import { RewritePool } from './rewrite/pool.ts';
-import { buildSpec, checkName, chooseEntry, spawnsProcesses } from './guest-spec.ts';
+import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOptions, type StartOptions } from './guest-spec.ts';
+
+export type { GuestOptions, RunOptions, StartOptions };
+import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
-import { HostServices, type Caller, type JobHost, type ProcessRun } from './host-services.ts';
+import { HostServices, type Caller, type JobHost, type ProcessRun } from './bridge/host-services.ts';
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
-import { Lanes, runExec, type ExecOptions, type ExecOutcome } from './exec.ts';
-import { execPowerServer } from './exec-powers.ts';
+import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
-import { GUEST_ERR } from './command-abi.ts';
-import { Brokers } from './brokers/index.ts';
-import type { Principal } from './brokers/cadence.ts';
+import { GUEST_ERR } from '../abi/command.ts';
+import { Brokers, type Principal } from '../brokers/index.ts';
 import { AuditLog } from '../storage/audit.ts';
 import type { Database } from '../storage/sqlite.ts';
 
-export interface GuestOptions extends PolicyOptions {
-  /** Who the guest runs for; captured at start, never named by the guest. Default "default". */
-  tenant?: string;
-  /** Command-line arguments after argv[0] for a WASI command. */
-  argv?: readonly string[];
-  /** Environment variables (a guest's environment is empty unless the operator passes some). */
-  env?: Readonly<Record<string, string>>;
-  stdin?: Uint8Array | string;
-  /**
-   * A named persistent VFS (`$MEMBRANE_HOME/vfs/NAME.sqlite`) for the guest's files; without one a
-   * guest granted `vfs` gets a fresh, empty, in-memory VFS that disappears with it.
-   */
-  vfs?: string;
-  /** The VFS database as a host path chosen by the operator (wins over `vfs`); never guest-chosen. */
-  vfsFile?: string;
-}
-
-export interface RunOptions extends GuestOptions {
-  /**
-   * Host directories copied into the guest's VFS before the run (`HOSTDIR:/guest[:ro]` or a
-   * MountSpec); read-write ones get the guest's changes written back after a successful run.
-   */
-  mounts?: readonly (string | MountSpec)[];
-  /** Call this export instead of `_start`. */
-  invoke?: string;
-  args?: readonly ArgValue[];
-  /** The id reported by `session_info`; default a fresh `run-N`. */
-  id?: string;
-  /** Also return the raw stdout bytes (`stdoutBytes`), e.g. to pipe binary output onward. */
-  captureBytes?: boolean;
-}
-
-export type StartOptions = GuestOptions;
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {

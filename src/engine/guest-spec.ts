@@ -1,10 +1,12 @@
 /**
  * What a guest's world is made of, decided on the main thread before a worker sees it: the
- * `GuestSpec` (link plan, limits, argv/env/stdin, VFS, nesting depth), the entry point, and the
- * names (ids, tenants) a caller may choose.
+ * `GuestSpec` (link plan, limits, argv/env/stdin, VFS, nesting depth) and the entry point, from
+ * the options a caller passes (`GuestOptions`, `RunOptions`, `StartOptions`, defined here so the
+ * engine and the spec share them without a cycle).
  *
- * Owns: input validation of everything a caller passes into a spec (env without `=`/NUL, ids and
- * tenants of a fixed alphabet, an invoked export that exists with arguments of its signature).
+ * Owns: input validation of everything a caller passes into a spec (env without `=`/NUL, an
+ * invoked export that exists with arguments of its signature; ids and tenants are checked by
+ * policy/names.ts).
  * Invariant: a spec is plain data built only from the policy, the prepared module and validated
  * options; a guest never contributes to it.
  *
@@ -15,14 +17,49 @@ import { SandboxError } from '../errors.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import { FUEL_REFILL_IMPORT, MEMBRANE_MODULE, importKey } from '../policy/catalog.ts';
 import { resolveVfs } from '../storage/index.ts';
+import { DEFAULT_PREOPENS } from '../storage/vfs-config.ts';
 import type { LinkPlan } from './linker.ts';
 import type { PreparedModule } from './module-cache.ts';
 import { HOST_WAIT_GRACE_MS, type EngineConfig } from './options.ts';
-import type { Entry, GuestSpec, VfsSpec } from './protocol.ts';
+import type { Entry, GuestSpec, VfsSpec } from './bridge/protocol.ts';
 import { parseArgs } from './values.ts';
-import type { GuestOptions, RunOptions } from './engine.ts';
+import type { PolicyOptions } from '../policy/resolve.ts';
+import type { MountSpec } from './mounts.ts';
+import type { ArgValue } from './values.ts';
 
-const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
+export interface GuestOptions extends PolicyOptions {
+  /** Who the guest runs for; captured at start, never named by the guest. Default "default". */
+  tenant?: string;
+  /** Command-line arguments after argv[0] for a WASI command. */
+  argv?: readonly string[];
+  /** Environment variables (a guest's environment is empty unless the operator passes some). */
+  env?: Readonly<Record<string, string>>;
+  stdin?: Uint8Array | string;
+  /**
+   * A named persistent VFS (`$MEMBRANE_HOME/vfs/NAME.sqlite`) for the guest's files; without one a
+   * guest granted `vfs` gets a fresh, empty, in-memory VFS that disappears with it.
+   */
+  vfs?: string;
+  /** The VFS database as a host path chosen by the operator (wins over `vfs`); never guest-chosen. */
+  vfsFile?: string;
+}
+
+export interface RunOptions extends GuestOptions {
+  /**
+   * Host directories copied into the guest's VFS before the run (`HOSTDIR:/guest[:ro]` or a
+   * MountSpec); read-write ones get the guest's changes written back after a successful run.
+   */
+  mounts?: readonly (string | MountSpec)[];
+  /** Call this export instead of `_start`. */
+  invoke?: string;
+  args?: readonly ArgValue[];
+  /** The id reported by `session_info`; default a fresh `run-N`. */
+  id?: string;
+  /** Also return the raw stdout bytes (`stdoutBytes`), e.g. to pipe binary output onward. */
+  captureBytes?: boolean;
+}
+
+export type StartOptions = GuestOptions;
 
 export function buildSpec(
   config: EngineConfig,
@@ -56,13 +93,7 @@ export function buildSpec(
   };
 }
 
-/** What the guest sees: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
-export const DEFAULT_PREOPENS = Object.freeze([
-  { guestPath: '/', volume: 'workspace' as const },
-  { guestPath: '/tmp', volume: 'tmp' as const },
-  { guestPath: '/memory', volume: 'memory' as const },
-]);
-
+/** The guest's VFS spec: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
 export function vfsSpec(name: string | undefined, file: string | undefined, limits: { vfsMaxBytes: number; vfsMaxInodes: number }): VfsSpec {
   const where = file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name };
   const config = resolveVfs({ ...where, maxBytes: limits.vfsMaxBytes, maxInodes: limits.vfsMaxInodes });
@@ -92,11 +123,4 @@ export function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry
 
 export function spawnsProcesses(spec: GuestSpec): boolean {
   return spec.link.includes(importKey(MEMBRANE_MODULE, 'process_spawn'));
-}
-
-export function checkName(what: string, value: string): string {
-  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
-    throw new SandboxError('POLICY_INVALID', `${what} must be 1-128 characters of [A-Za-z0-9._:@-]`, { [what]: String(value).slice(0, 64) });
-  }
-  return value;
 }

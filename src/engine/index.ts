@@ -4,4 +4,4 @@ export { resolveEngine, MAX_TABLE_ELEMENTS, DEFAULT_OUTPUT_LIMIT_BYTES, type Eng
 export type { RunResult } from './results.ts';
 export { checkImport, planLinks, signatureText, type MissingImport } from './linker.ts';
 export { CommandRegistry } from './registry.ts';
-export type { ExecOptions, ExecOutcome } from './exec.ts';
+export type { ExecOptions, ExecOutcome } from '../lanes/index.ts';

@@ -15,11 +15,11 @@ import { SandboxError, toSandboxError } from '../errors.ts';
 import { narrowPolicy, type PolicyConfig } from '../policy/resolve.ts';
 import type { PreparedModule } from './module-cache.ts';
 import type { EngineConfig } from './options.ts';
-import { PROTOCOL_VERSION, type GuestSpec } from './protocol.ts';
+import { PROTOCOL_VERSION, type GuestSpec } from './bridge/protocol.ts';
 import { budgetOf, graceFor } from './budget.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import { parseArgs, type ArgValue } from './values.ts';
-import type { HostHandler, WorkerHandle } from './worker-handle.ts';
+import type { HostHandler, WorkerHandle } from './bridge/worker-handle.ts';
 
 export type InstanceState = 'starting' | 'running' | 'dead' | 'stopped';
 

@@ -1,7 +1,8 @@
 /**
  * Mount write-back: a read-write mount's changes, from the run's VFS to its host directory.
  *
- * Owns: which host entries change after a successful run, and how. Invariant: write-back replaces
+ * Owns: which host entries change after a successful run, and how; the `MountSpec` and
+ * `MountSnapshot` shapes mounts.ts fills in. Invariant: write-back replaces
  * directory entries and never writes into an existing inode — a changed file is written to a new
  * temporary file beside it (`O_CREAT | O_EXCL | O_NOFOLLOW`, the old file's mode) and renamed over
  * the old name, so a host file that is a hard link to a file outside the mount keeps the outside
@@ -26,7 +27,22 @@ import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, realp
 import { createHash, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { VfsError, type Vfs } from '../storage/index.ts';
-import type { MountSnapshot, MountSpec } from './mounts.ts';
+
+export interface MountSpec {
+  readonly hostDir: string;
+  readonly guestPath: string;
+  readonly readOnly: boolean;
+}
+
+/** What the copy in saw of one mount: host-relative paths (with `/`) and their content hashes. */
+export interface MountSnapshot {
+  readonly mount: MountSpec;
+  /** Regular files copied in → sha256 of what was copied (an unchanged file is not written back). */
+  readonly files: ReadonlyMap<string, string>;
+  /** Directories copied in (a directory the guest removed is removed on the host when empty). */
+  readonly dirs: ReadonlySet<string>;
+  readonly skipped: readonly string[];
+}
 
 export interface WriteBackReport {
   readonly written: number;

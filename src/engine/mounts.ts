@@ -24,23 +24,9 @@ import { SandboxError, toSandboxError } from '../errors.ts';
 import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { RunResult } from './results.ts';
-import { guestPathOf, sha256, writeBack } from './mount-writeback.ts';
+import { guestPathOf, sha256, writeBack, type MountSnapshot, type MountSpec } from './mount-writeback.ts';
 
-export interface MountSpec {
-  readonly hostDir: string;
-  readonly guestPath: string;
-  readonly readOnly: boolean;
-}
-
-/** What the copy in saw of one mount: host-relative paths (with `/`) and their content hashes. */
-export interface MountSnapshot {
-  readonly mount: MountSpec;
-  /** Regular files copied in → sha256 of what was copied (an unchanged file is not written back). */
-  readonly files: ReadonlyMap<string, string>;
-  /** Directories copied in (a directory the guest removed is removed on the host when empty). */
-  readonly dirs: ReadonlySet<string>;
-  readonly skipped: readonly string[];
-}
+export type { MountSnapshot, MountSpec };
 
 const GUEST_PATH = /^\/[A-Za-z0-9._\-/]{0,255}$/;
 /** Bounds what a mount can make the host read or write. */

@@ -16,7 +16,7 @@ import { DEFAULT_CACHE_MAX_BYTES } from './module-cache.ts';
 import { resolveStoreQuotas } from '../storage/store-quotas.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 import type { CommandRegistry } from './registry.ts';
-import type { BrokerOptions } from './brokers/index.ts';
+import type { BrokerOptions } from '../brokers/index.ts';
 
 export interface LogEntry {
   readonly tenant: string;
@@ -76,7 +76,7 @@ export interface EngineOptions {
   maxMountFiles?: number;
   /** The commands guests may run (`commands`/`exec` caps). Default: the built-in set. */
   commands?: CommandRegistry;
-  /** Secrets, rate limits, the engine database and audit sink of the brokers (engine/brokers). */
+  /** Secrets, rate limits, the engine database and audit sink of the brokers (src/brokers). */
   brokers?: BrokerOptions;
 }
 

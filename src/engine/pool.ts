@@ -14,7 +14,7 @@
  */
 
 import { SandboxError } from '../errors.ts';
-import { WorkerHandle, type WorkerLimits } from './worker-handle.ts';
+import { WorkerHandle, type WorkerLimits } from './bridge/worker-handle.ts';
 
 export interface PoolConfig {
   readonly file: () => Promise<string>;

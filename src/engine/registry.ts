@@ -12,7 +12,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
-import { packageRoot } from './worker-file.ts';
+import { packageRoot } from '../storage/package-root.ts';
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
 

@@ -10,7 +10,7 @@
  */
 
 import { SandboxError, type SerializedError } from '../errors.ts';
-import type { Awaited } from './worker-handle.ts';
+import type { Awaited } from './bridge/worker-handle.ts';
 import { renderResults, type ResultValue } from './values.ts';
 
 export interface RunResult {

@@ -18,8 +18,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SandboxError } from '../errors.ts';
-import type { Cadence, RateLimit } from './brokers/cadence.ts';
-import type { ServeSlot } from './host-services.ts';
+import type { Cadence, RateLimit } from '../brokers/index.ts';
+import type { ServeSlot } from './bridge/host-services.ts';
 import type { Instance } from './instance.ts';
 
 export interface ServeOptions {

@@ -10,7 +10,7 @@
  */
 
 import { SandboxError } from '../errors.ts';
-import { toWire, type WireValue } from './protocol.ts';
+import { toWire, type WireValue } from './bridge/protocol.ts';
 
 export type ArgValue = number | bigint | string;
 export type ResultValue = number | string | null;

@@ -4,29 +4,11 @@
  * loader in each worker costs ~300 ms).
  */
 
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { packageRoot } from '../storage/package-root.ts';
 
 let cached: Promise<{ worker: string; rewriteWorker: string }> | null = null;
-
-/** The directory of Membrane's package.json (src/ or dist/ alike). */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'membrane') return dir;
-      } catch {
-        // keep walking
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) throw new Error('cannot find the membrane package root');
-    dir = up;
-  }
-}
 
 function built(): Promise<{ worker: string; rewriteWorker: string }> {
   cached ??= (async () => {

@@ -20,7 +20,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { SandboxError } from '../errors.ts';
 import { PROFILE_NAMES, type ProfileName } from '../policy/profiles.ts';
-import { SecretStore, type SecretSpec } from '../engine/brokers/secrets.ts';
+import { SecretStore, type SecretSpec } from '../brokers/secrets.ts';
 import type { EngineOptions } from '../engine/index.ts';
 
 const positiveInt = z.number().int().positive();

@@ -13,7 +13,7 @@
  * `POWER_ERROR_MESSAGES` only.
  *
  * Does not protect against: what the brokers themselves allow once admitted (see
- * src/engine/brokers); the bridge only carries requests.
+ * src/brokers); the bridge only carries requests.
  */
 
 /** A guest error name (DESIGN §4). */

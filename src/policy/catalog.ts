@@ -112,7 +112,7 @@ const WASI_AMBIENT: ReadonlyArray<[string, Signature]> = [
   ['sched_yield', errno()],
 ];
 
-/** WASI's filesystem calls: linked with `vfs`, over the instance's own SQLite VFS (worker/wasi-fs.ts). */
+/** WASI's filesystem calls: linked with `vfs`, over the instance's own SQLite VFS (src/wasi/fs.ts). */
 const WASI_FS: ReadonlyArray<[string, Signature]> = [
   ['fd_advise', errno(I, J, J, I)],
   ['fd_allocate', errno(I, J, J)],

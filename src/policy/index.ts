@@ -1,3 +1,4 @@
 export * from './profiles.ts';
 export * from './catalog.ts';
 export * from './resolve.ts';
+export * from './names.ts';

@@ -16,7 +16,7 @@
  */
 
 import { SandboxError } from '../errors.ts';
-import { MAX_ARGC } from '../engine/command-abi.ts';
+import { MAX_ARGC } from '../abi/command.ts';
 import type { Word } from './parse.ts';
 
 export { MAX_ARGC };

@@ -1,7 +1,8 @@
 /**
  * VFS options, limits and the value types the VFS hands out.
  *
- * Owns: `VfsOptions` → `resolveVfs()` → `VfsConfig` (quota defaults live here, once), the WASI
+ * Owns: `VfsOptions` → `resolveVfs()` → `VfsConfig` (quota defaults live here, once), `VfsSpec`
+ * (the VFS a guest is handed: its database, its preopened volume roots, limits), the WASI
  * `oflags` bits `open()` takes, and the `VfsStat` / `DirEntry` / `Usage` shapes.
  *
  * Invariant: a `VfsConfig` is complete and frozen; a named VFS resolves to a file directly under
@@ -123,3 +124,21 @@ export interface Usage {
   readonly maxBytes: number;
   readonly maxInodes: number;
 }
+
+/** What a guest is handed as its filesystem (GuestSpec.vfs; a snippet's lane VFS uses the same). */
+export interface VfsSpec {
+  /** Host path of the VFS database, or ':memory:' for an ephemeral one. Never guest-chosen. */
+  readonly file: string;
+  /** Guest directories the guest sees as preopens, each the root of a volume. */
+  readonly preopens: readonly { readonly guestPath: string; readonly volume: VolumeName }[];
+  readonly readOnly: boolean;
+  readonly maxBytes: number;
+  readonly maxInodes: number;
+}
+
+/** The volumes every guest granted `vfs` sees, each a preopen. */
+export const DEFAULT_PREOPENS = Object.freeze([
+  { guestPath: '/', volume: 'workspace' as const },
+  { guestPath: '/tmp', volume: 'tmp' as const },
+  { guestPath: '/memory', volume: 'memory' as const },
+]);

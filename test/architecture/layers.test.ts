@@ -1,5 +1,8 @@
-// The dependency direction of STYLE.md, enforced: interfaces → shell → engine/lanes → storage/net/wasm
-// → policy → errors, and the worker talks to the host only through the protocol.
+// The dependency direction of STYLE.md, enforced: interfaces → agent → shell → engine (its bridge,
+// worker and rewrite threads) → lanes/wasi/fabric → brokers/provenance → storage/net/wasm/abi →
+// policy → errors; the worker talks to the host only through the protocol; and neither the import
+// graph of the files nor that of the rooms has a cycle (type-only imports count: a type cycle is a
+// design cycle).
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -19,22 +22,100 @@ function imports(file: string): string[] {
   const out: string[] = [];
   for (const m of text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'/gm)) out.push(m[1]!);
   for (const m of text.matchAll(/^\s*import\s+'([^']+)'/gm)) out.push(m[1]!);
+  for (const m of text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)) out.push(m[1]!);
   return out;
 }
 
+/** The rooms of src/, each with its layer; a room may import its own layer or a lower one. */
+const ROOMS: readonly (readonly [prefix: string, layer: number])[] = [
+  ['errors.ts', 0],
+  ['policy/', 1],
+  ['wasm/', 2],
+  ['storage/', 2],
+  ['net/', 2],
+  ['abi/', 2],
+  ['brokers/', 3],
+  ['provenance/', 3],
+  ['lanes/', 4],
+  ['fabric/', 4],
+  ['wasi/', 4],
+  ['engine/', 5],
+  ['shell/', 6],
+  ['agent/', 7],
+  ['interfaces/', 8],
+  ['index.ts', 9],
+];
+
 /** Layer of a src-relative path; lower layers may not import higher ones. */
 function layer(rel: string): number {
-  if (rel === 'errors.ts') return 0;
-  if (rel.startsWith('policy/')) return 1;
-  if (rel.startsWith('wasm/') || rel.startsWith('storage/') || rel.startsWith('net/')) return 2;
-  if (rel.startsWith('engine/') || rel.startsWith('lanes/')) return 3;
-  if (rel.startsWith('shell/')) return 4;
-  if (rel.startsWith('interfaces/')) return 5;
-  if (rel === 'index.ts') return 6;
-  throw new Error(`no layer for ${rel}`);
+  const room = ROOMS.find(([prefix]) => (prefix.endsWith('/') ? rel.startsWith(prefix) : rel === prefix));
+  if (!room) throw new Error(`no layer for ${rel}`);
+  return room[1];
+}
+
+/** Every cycle of the graph, one per strongly connected component, as `a → b → … → a`. */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const members = new Set<string>();
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      members.add(w);
+    } while (w !== v);
+    const self = (graph.get(v) ?? []).includes(v);
+    if (members.size > 1 || self) found.push(pathThrough(graph, v, members));
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+/** One concrete cycle through `start` inside its component (breadth-first, so the shortest). */
+function pathThrough(graph: ReadonlyMap<string, readonly string[]>, start: string, members: ReadonlySet<string>): string {
+  const from = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const v = queue[i]!;
+    for (const w of graph.get(v) ?? []) {
+      if (!members.has(w)) continue;
+      if (w === start) {
+        const path = [start];
+        for (let at: string | undefined = v; at !== undefined && at !== start; at = from.get(at)) path.splice(1, 0, at);
+        return [...path, start].join(' → ');
+      }
+      if (!from.has(w)) {
+        from.set(w, v);
+        queue.push(w);
+      }
+    }
+  }
+  return [...members].join(' → ');
 }
 
 const all = files(SRC).map((f) => ({ abs: f, rel: relative(SRC, f).split('\\').join('/') }));
+
+/** src-relative file → the src files it imports (relative specifiers only). */
+const graph = new Map(
+  all.map((f) => [f.rel, imports(f.abs).filter((spec) => spec.startsWith('.')).map((spec) => relative(SRC, resolve(dirname(f.abs), spec)).split('\\').join('/'))] as const),
+);
 
 test('errors.ts imports nothing', () => {
   assert.deepEqual(imports(join(SRC, 'errors.ts')), []);
@@ -53,16 +134,16 @@ test('no module imports a higher layer', () => {
 });
 
 test('worker code reaches the host only through the protocol, channel and frames (and its own VFS storage)', () => {
-  const allowed = new Set(['errors.ts', 'policy/catalog.ts', 'engine/protocol.ts', 'engine/channel.ts', 'engine/frames.ts', 'engine/command-abi.ts', 'engine/retry-hold.ts']);
+  const allowed = new Set(['errors.ts', 'policy/catalog.ts', 'engine/bridge/protocol.ts', 'engine/bridge/channel.ts', 'engine/bridge/frames.ts', 'engine/bridge/retry-hold.ts']);
   const bad: string[] = [];
-  for (const f of all.filter((x) => x.rel.startsWith('engine/worker/'))) {
+  for (const f of all.filter((x) => x.rel.startsWith('engine/worker/') || x.rel.startsWith('wasi/'))) {
     for (const spec of imports(f.abs)) {
       if (!spec.startsWith('.')) {
         if (!['node:worker_threads', 'node:crypto'].includes(spec)) bad.push(`${f.rel} → ${spec}`);
         continue;
       }
       const target = relative(SRC, resolve(dirname(f.abs), spec)).split('\\').join('/');
-      if (!target.startsWith('engine/worker/') && !target.startsWith('storage/') && !allowed.has(target)) bad.push(`${f.rel} → ${target}`);
+      if (!target.startsWith('engine/worker/') && !target.startsWith('wasi/') && !target.startsWith('abi/') && !target.startsWith('storage/') && !allowed.has(target)) bad.push(`${f.rel} → ${target}`);
     }
   }
   assert.deepEqual(bad, []);
@@ -77,7 +158,38 @@ test('no source file passes ~400 lines, and each opens with a header comment', (
 });
 
 test('no `any` at a boundary: the protocol, frames, channel and CLI never use it', () => {
-  for (const rel of ['engine/protocol.ts', 'engine/frames.ts', 'engine/channel.ts', 'engine/worker/main.ts', 'interfaces/cli/args.ts', 'interfaces/cli/run.ts']) {
+  for (const rel of ['engine/bridge/protocol.ts', 'engine/bridge/frames.ts', 'engine/bridge/channel.ts', 'engine/worker/main.ts', 'interfaces/cli/args.ts', 'interfaces/cli/run.ts']) {
     assert.doesNotMatch(readFileSync(join(SRC, rel), 'utf8'), /:\s*any\b|as any\b|<any>/, rel);
+  }
+});
+
+test('the import graph has no cycle, type-only imports included', () => {
+  assert.deepEqual(cycles(graph), []);
+});
+
+test('the rooms import one another without a cycle', () => {
+  const room = (rel: string): string => rel.split('/')[0]!;
+  const rooms = new Map<string, string[]>();
+  for (const [from, targets] of graph) {
+    const out = rooms.get(room(from)) ?? [];
+    for (const t of targets) if (room(t) !== room(from) && !out.includes(room(t))) out.push(room(t));
+    rooms.set(room(from), out);
+  }
+  assert.deepEqual(cycles(rooms), []);
+});
+
+test('the cycle check finds a cycle when there is one (two files, three files, a self-import)', () => {
+  assert.deepEqual(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', []]])), []);
+  assert.deepEqual(cycles(new Map([['a', ['b']], ['b', ['a']]])), ['a → b → a']);
+  assert.deepEqual(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a', 'd']], ['d', []]])), ['a → b → c → a']);
+  assert.deepEqual(cycles(new Map([['a', ['a']]])), ['a → a']);
+});
+
+test('every file of src/ is in a room, and the empty homes hold only their header', () => {
+  for (const f of all) layer(f.rel);
+  for (const home of ['provenance', 'agent', 'fabric']) {
+    const text = readFileSync(join(SRC, home, 'index.ts'), 'utf8');
+    assert.match(text, /^\/\*\*/, `${home}/index.ts states what will live there`);
+    assert.equal(text.replace(/\/\*\*[\s\S]*?\*\//, '').trim(), 'export {};', `${home}/index.ts holds no code yet`);
   }
 });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
-import { GUEST_ERR } from '../../src/engine/command-abi.ts';
+import { GUEST_ERR } from '../../src/abi/command.ts';
 import { KV_MAX_KEYS } from '../../src/storage/kv.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/brokers.wasm', import.meta.url)));

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
-import { decodeRequest, decodeResponse, encodeRequest, encodeResponse, GUEST_ERR } from '../../src/engine/command-abi.ts';
+import { decodeRequest, decodeResponse, encodeRequest, encodeResponse, GUEST_ERR } from '../../src/abi/command.ts';
 import { Vfs, resolveVfs } from '../../src/storage/index.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
-import { GUEST_ERR } from '../../src/engine/command-abi.ts';
+import { GUEST_ERR } from '../../src/abi/command.ts';
 import { httpServer, makeTestPki, tableResolver, type TestServer } from '../net/servers.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/netfetch.wasm', import.meta.url)));

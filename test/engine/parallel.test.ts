@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
-import { GUEST_ERR } from '../../src/engine/command-abi.ts';
-import { MAX_PARALLEL_INPUTS, decodeManyRequest, encodeManyRequest } from '../../src/engine/brokers/parallel.ts';
+import { GUEST_ERR } from '../../src/abi/command.ts';
+import { MAX_PARALLEL_INPUTS, decodeManyRequest, encodeManyRequest } from '../../src/brokers/parallel.ts';
 
 const nest = new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url)));
 const fanout = new Uint8Array(readFileSync(new URL('../fixtures/c/fanout.wasm', import.meta.url)));

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Channel } from '../../src/engine/channel.ts';
+import { Channel } from '../../src/engine/bridge/channel.ts';
 import { resolveVfs, Vfs } from '../../src/storage/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 

@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Vfs } from '../../src/storage/index.ts';
-import { GuestMemory } from '../../src/engine/worker/memory.ts';
-import { CappedStream } from '../../src/engine/worker/output.ts';
-import { CallState, ExitSignal } from '../../src/engine/worker/signals.ts';
-import { ambientWasi } from '../../src/engine/worker/wasi.ts';
-import { vfsWasi, type Preopen } from '../../src/engine/worker/wasi-fs.ts';
+import { GuestMemory } from '../../src/abi/memory.ts';
+import { CappedStream } from '../../src/wasi/output.ts';
+import { CallState, ExitSignal } from '../../src/abi/signals.ts';
+import { ambientWasi } from '../../src/wasi/ambient.ts';
+import { vfsWasi, type Preopen } from '../../src/wasi/fs.ts';
 import { cGuest } from '../helpers/wat.ts';
 
 const dec = new TextDecoder();

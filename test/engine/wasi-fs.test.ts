@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Vfs } from '../../src/storage/index.ts';
-import { GuestMemory } from '../../src/engine/worker/memory.ts';
-import { CappedStream } from '../../src/engine/worker/output.ts';
-import { CallState } from '../../src/engine/worker/signals.ts';
-import { ambientWasi } from '../../src/engine/worker/wasi.ts';
-import { MAX_FDS, vfsWasi } from '../../src/engine/worker/wasi-fs.ts';
+import { GuestMemory } from '../../src/abi/memory.ts';
+import { CappedStream } from '../../src/wasi/output.ts';
+import { CallState } from '../../src/abi/signals.ts';
+import { ambientWasi } from '../../src/wasi/ambient.ts';
+import { MAX_FDS, vfsWasi } from '../../src/wasi/fs.ts';
 import { watText } from '../helpers/wat.ts';
 
 const SIGS: Record<string, string> = {

@@ -4,7 +4,7 @@
 // whole per-task time, and held the pool's workers for seconds after the call was over.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fanOut } from '../../src/engine/brokers/parallel.ts';
+import { fanOut } from '../../src/brokers/parallel.ts';
 
 test('once the caller is stopped, queued fan-out tasks never start and running ones are aborted', async () => {
   const stop = new AbortController();

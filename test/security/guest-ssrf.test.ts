@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
-import { GUEST_ERR } from '../../src/engine/command-abi.ts';
+import { GUEST_ERR } from '../../src/abi/command.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { httpServer, outgoingSockets, tableResolver, type TestServer } from '../net/servers.ts';

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Engine } from '../../src/engine/index.ts';
-import { MAX_CODE_BYTES } from '../../src/engine/exec.ts';
+import { MAX_CODE_BYTES } from '../../src/lanes/exec.ts';
 import { createMcpServer } from '../../src/interfaces/mcp/server.ts';
 import { resolveModule } from '../../src/interfaces/mcp/run-wasm.ts';
 import { CommandRegistry } from '../../src/engine/registry.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
-import { GUEST_ERR } from '../../src/engine/command-abi.ts';
+import { GUEST_ERR } from '../../src/abi/command.ts';
 import { KV_MAX_VALUE_BYTES } from '../../src/storage/kv.ts';
 import { QUEUE_MAX_DEPTH, QUEUE_MAX_MESSAGE_BYTES } from '../../src/storage/queue.ts';
 

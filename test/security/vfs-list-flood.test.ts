@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { GUEST_ERR } from '../../src/engine/command-abi.ts';
+import { GUEST_ERR } from '../../src/abi/command.ts';
 import { MAX_LIST_ENTRIES } from '../../src/engine/worker/vfs-imports.ts';
 import { testEngine } from '../helpers/engine.ts';
 

@@ -10,14 +10,14 @@
  * INVALID, never a host fault); the tenant is not an argument — main knows the caller.
  *
  * Does not protect against: nothing beyond transport; the cadence and each broker's caps are
- * the main thread's (engine/brokers/).
+ * the main thread's (src/brokers/).
  */
 
 import { CATALOG, MEMBRANE_MODULE, importKey, type BrokerAbi } from '../../policy/catalog.ts';
-import { GUEST_ERR, MAX_REQUEST_BYTES } from '../command-abi.ts';
-import type { HostBridge } from './guest.ts';
-import { FaultError, type GuestMemory } from './memory.ts';
-import type { CallState } from './signals.ts';
+import { GUEST_ERR, MAX_REQUEST_BYTES } from '../../abi/command.ts';
+import type { HostBridge } from './host-bridge.ts';
+import { FaultError, type GuestMemory } from '../../abi/memory.ts';
+import type { CallState } from '../../abi/signals.ts';
 
 /** No single string argument may exceed this (each broker's own cap is checked by the cadence). */
 const MAX_ARG_BYTES = MAX_REQUEST_BYTES;

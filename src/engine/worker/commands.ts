@@ -2,9 +2,9 @@
  * The `commands` and `exec` caps inside a worker: `run_command` and `exec` run a registered WASI
  * command as a nested guest on this thread, against the caller's own open VFS, within what is
  * left of the caller's deadline and fuel; `process_spawn/wait/kill` hand the command to the main
- * thread, which runs it on another worker (engine/brokers/processes.ts).
+ * thread, which runs it on another worker (engine/bridge/host-services.ts).
  *
- * Owns: reading requests from guest memory and writing responses back (engine/command-abi.ts is
+ * Owns: reading requests from guest memory and writing responses back (src/abi/command.ts is
  * the layout), the nesting depth as seen from this guest, the retry rule for a too-small buffer
  * (the last response is kept and served to the same request bytes without running the command
  * again), and the `_steps.jsonl` record every exec-cap call appends to the workspace volume.
@@ -27,13 +27,13 @@ import {
   encodeResponse,
   type CommandRequest,
   type CommandResponse,
-} from '../command-abi.ts';
-import type { GuestSpec, Outcome } from '../protocol.ts';
-import type { HostBridge } from './guest.ts';
-import { FaultError, type GuestMemory } from './memory.ts';
-import type { CallState } from './signals.ts';
-import { appendStep } from './vfs-paths.ts';
-import { RetryHold, retryKey } from '../retry-hold.ts';
+} from '../../abi/command.ts';
+import type { GuestSpec, Outcome } from '../bridge/protocol.ts';
+import type { HostBridge } from './host-bridge.ts';
+import { FaultError, type GuestMemory } from '../../abi/memory.ts';
+import type { CallState } from '../../abi/signals.ts';
+import { appendStep } from '../../abi/vfs-paths.ts';
+import { RetryHold, retryKey } from '../bridge/retry-hold.ts';
 
 
 /** What a nested command looks like to its caller: the Guest class, minus what is not needed. */
@@ -211,7 +211,7 @@ export class Commands {
     }
   }
 
-  /** Append this exec-cap call's line to `_steps.jsonl` (vfs-paths.ts), when the guest has a VFS. */
+  /** Append this exec-cap call's line to `_steps.jsonl` (src/abi/vfs-paths.ts), when the guest has a VFS. */
   private step(record: Record<string, unknown>): void {
     const vfs = this.ctx.vfs();
     if (vfs) appendStep(vfs, record);

@@ -17,7 +17,7 @@
  */
 
 import { SandboxError } from '../../errors.ts';
-import { GuestFault, type CallState } from './signals.ts';
+import { GuestFault, type CallState } from '../../abi/signals.ts';
 
 /** The first grant of every job; later grants double up to the configured chunk. */
 export const FIRST_CHUNK = 10_000;

@@ -14,26 +14,16 @@
 
 import { SandboxError } from '../../errors.ts';
 import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
-import { fromWire, wireFromResult, type Budget, type CommandModuleMessage, type GuestSpec, type HostOp, type Outcome, type WireValue } from '../protocol.ts';
+import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../bridge/protocol.ts';
+import type { HostBridge } from './host-bridge.ts';
 import { Commands } from './commands.ts';
 import { vfsImports } from './vfs-imports.ts';
 import { brokerImports } from './broker-imports.ts';
 import { FuelMeter } from './fuel.ts';
-import { GuestMemory, FaultError } from './memory.ts';
-import { CappedStream } from './output.ts';
-import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from './signals.ts';
+import { GuestMemory, FaultError } from '../../abi/memory.ts';
+import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from '../../abi/signals.ts';
 import { Vfs } from '../../storage/index.ts';
-import { ambientWasi, type WasiContext } from './wasi.ts';
-import { vfsWasi } from './wasi-fs.ts';
-
-export type HostAnswer = { readonly ok: true; readonly value: number; readonly payload: Uint8Array | null } | { readonly ok: false; readonly errno: number };
-
-/** The worker's line to the main thread (worker/main.ts implements it over the channel). */
-export interface HostBridge {
-  call(op: HostOp, blobs?: readonly Uint8Array[]): HostAnswer;
-  /** The compiled module main posted for a `command` call just answered. */
-  receiveModule(): CommandModuleMessage | null;
-}
+import { ambientWasi, CappedStream, vfsWasi, type WasiContext } from '../../wasi/index.ts';
 
 const encoder = new TextEncoder();
 /** Imports that mean the guest uses files: every WASI call the `vfs` cap links. */

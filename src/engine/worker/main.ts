@@ -3,7 +3,7 @@
  *
  * Owns: receiving `run`/`load` control messages, running them, posting results on the channel,
  * serving calls for a loaded (persistent) instance, and forwarding the guest's host calls.
- * Invariant: the worker talks to the host only through the protocol (protocol.ts) — control
+ * Invariant: the worker talks to the host only through the protocol (engine/bridge/protocol.ts) — control
  * messages in, channel frames both ways — and every wait for the host has a bound.
  *
  * Does not protect against: its own termination — the main thread may terminate this thread at
@@ -12,7 +12,7 @@
 
 import { MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
-import { Channel, State } from '../channel.ts';
+import { Channel, State } from '../bridge/channel.ts';
 import {
   PROTOCOL_VERSION,
   isControlMessage,
@@ -22,10 +22,11 @@ import {
   type HostOp,
   type DoneFrame,
   type Outcome,
-} from '../protocol.ts';
-import { readCall, writeDone } from '../frames.ts';
-import { Guest, type HostAnswer, type HostBridge } from './guest.ts';
-import { GuestFault } from './signals.ts';
+} from '../bridge/protocol.ts';
+import { readCall, writeDone } from '../bridge/frames.ts';
+import { Guest } from './guest.ts';
+import type { HostAnswer, HostBridge } from './host-bridge.ts';
+import { GuestFault } from '../../abi/signals.ts';
 
 interface WorkerBoot {
   readonly channel: SharedArrayBuffer;

@@ -5,7 +5,7 @@
  *
  * Owns: reading paths and data from guest memory and the retry rule for a too-small buffer (the
  * last answer is kept and served to the same request without doing the work again). The path
- * rules (preopens, `..` stopping at a volume root, listing, errno → guest code) are vfs-paths.ts,
+ * rules (preopens, `..` stopping at a volume root, listing, errno → guest code) are src/abi/vfs-paths.ts,
  * shared with the JS/Python lanes' `vfs.*` powers.
  * Invariant: a guest names paths and SQL, never a database or a host path — the database is
  * the one in the guest's spec, chosen by the engine.
@@ -14,20 +14,20 @@
  */
 
 import { VfsError, type Vfs, type VolumeName } from '../../storage/index.ts';
-import { guestCode, listPrefix, locatePath, makeParents } from './vfs-paths.ts';
-import { GUEST_ERR } from '../command-abi.ts';
-import type { VfsSpec } from '../protocol.ts';
-import type { HostBridge } from './guest.ts';
-import { FaultError, type GuestMemory } from './memory.ts';
-import type { CallState } from './signals.ts';
-import { RetryHold } from '../retry-hold.ts';
+import { guestCode, listPrefix, locatePath, makeParents } from '../../abi/vfs-paths.ts';
+import { GUEST_ERR } from '../../abi/command.ts';
+import type { VfsSpec } from '../bridge/protocol.ts';
+import type { HostBridge } from './host-bridge.ts';
+import { FaultError, type GuestMemory } from '../../abi/memory.ts';
+import type { CallState } from '../../abi/signals.ts';
+import { RetryHold } from '../bridge/retry-hold.ts';
 
 const MAX_PATH_BYTES = 4096;
 const MAX_SQL_BYTES = 64 * 1024;
 const O_CREAT = 1;
 const O_TRUNC = 8;
 
-export { MAX_LIST_ENTRIES, locatePath } from './vfs-paths.ts';
+export { MAX_LIST_ENTRIES, locatePath } from '../../abi/vfs-paths.ts';
 
 export interface VfsImportsContext {
   readonly host: HostBridge;

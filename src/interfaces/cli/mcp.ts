@@ -8,7 +8,7 @@
  * then the engine closes; a second signal exits at once.
  */
 
-import { checkName } from '../../engine/guest-spec.ts';
+import { checkName } from '../../policy/names.ts';
 import { createEngine } from '../../engine/index.ts';
 import { CommandRegistry } from '../../engine/registry.ts';
 import { isProfileName, PROFILE_NAMES, type ProfileName } from '../../policy/profiles.ts';

@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { createEngine } from '../../engine/index.ts';
-import { SecretStore } from '../../engine/brokers/secrets.ts';
+import { SecretStore } from '../../brokers/secrets.ts';
 import type { RunResult } from '../../engine/results.ts';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { failure } from '../../engine/results.ts';

@@ -16,7 +16,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../engine/worker-file.ts';
+import { packageRoot } from '../../storage/package-root.ts';
 
 /** Request path → file name in the dashboard folder, and its content type. The whole surface. */
 const ASSETS: ReadonlyMap<string, { readonly file: string; readonly type: string }> = new Map([

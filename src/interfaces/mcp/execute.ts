@@ -16,7 +16,7 @@
 
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SandboxError } from '../../errors.ts';
-import { MAX_CODE_BYTES } from '../../engine/exec.ts';
+import { MAX_CODE_BYTES } from '../../lanes/index.ts';
 import { PROFILES } from '../../policy/profiles.ts';
 import { resolveGrant } from '../grant.ts';
 import { grantOf, type McpContext } from './context.ts';

@@ -27,7 +27,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
-import { packageRoot } from '../../engine/worker-file.ts';
+import { packageRoot } from '../../storage/package-root.ts';
 import { membraneHome } from '../../storage/sqlite.ts';
 import type { ExecRequest, ExecResult } from '../types.ts';
 import { DEFAULT_OUTPUT_LIMIT_BYTES } from './output.ts';

@@ -1,0 +1,190 @@
+/**
+ * The engine's brokers as one object: the engine database, the audit sink, the cadence, the
+ * secrets and the hub that serves broker imports. The engine owns one; it outlives instances,
+ * so revocations and rate windows survive restarts.
+ *
+ * Owns: opening the engine database lazily (a guest that never calls a broker never opens it),
+ * and closing everything — secrets zeroized — on engine close.
+ * Invariant: every broker call goes through `call` → `BrokerHub.call` → `Cadence.admit`.
+ *
+ * Does not protect against: an operator sharing one engine database between engines with
+ * different audit keys (the chain then fails to verify, loudly).
+ */
+
+import { setMaxListeners } from 'node:events';
+import { openDatabase, type Database } from '../storage/sqlite.ts';
+import { engineDatabaseFile, startAuditLog } from '../storage/audit.ts';
+import { resolveStoreQuotas, type StoreQuotaOptions } from '../storage/store-quotas.ts';
+import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './cadence.ts';
+import { BrokerHub, type BrokerAnswer } from './hub.ts';
+import { SecretStore, type SecretSpec } from './secrets.ts';
+import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
+import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
+import { GUEST_ERR } from '../abi/command.ts';
+import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
+import type { CapWord } from '../policy/profiles.ts';
+
+export { decodeManyRequest, encodeManyResponse, fanOut } from './parallel.ts';
+export type { BrokerAnswer } from './hub.ts';
+export type { Cadence, Principal, RateLimit } from './cadence.ts';
+
+/**
+ * How far past the calling call's deadline a remote call's own timers are set. The caller's
+ * signal aborts the call at the deadline itself (and answers the guest TIMEOUT); the broker's
+ * timers are the backstop, set just after, so they never answer first with a -7 the guest could
+ * read and carry on from.
+ */
+export const DEADLINE_BACKSTOP_MS = 25;
+
+/** Who calls a broker: a core guest's `Caller`, or an exec call's principal (src/lanes/power-server.ts). */
+export interface BrokerCaller {
+  readonly tenant: string;
+  readonly instance: string;
+  readonly policy: { readonly caps: readonly CapWord[] };
+}
+
+/** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
+export const REMOTE_CALLS: Readonly<Record<string, number>> = { ...NET_CALLS, llm_complete: LLM_MAX_REQUEST_BYTES };
+
+export interface BrokerOptions {
+  /** Operator secrets (names → values); `SecretStore.fromEnv()` / `fromFile()` build these. */
+  readonly secrets?: Readonly<Record<string, SecretSpec | string>>;
+  readonly rate?: CadenceOptions['rate'];
+  /** The engine database file. Default `$MEMBRANE_HOME/engine.sqlite`. */
+  readonly databaseFile?: string;
+  /** The network guard's operator settings (allowCidrs, resolver; tests: a CA). */
+  readonly net?: NetBrokerOptions;
+  /** The operator's OpenAI-compatible endpoint for `llm_complete` (absent: UNAVAILABLE). */
+  readonly llm?: LlmOptions;
+  /** Per-tenant quotas of the durable stores (kv, queues); defaults in storage/store-quotas.ts. */
+  readonly quotas?: StoreQuotaOptions;
+  /** Where audit records go; default the tamper-evident log in the engine database. */
+  readonly audit?: (db: () => Database) => AuditSink;
+}
+
+/** What a denied network call was aimed at, for its audit record (the URL or host:port, cut short). */
+function describeTarget(name: string, first: Uint8Array | undefined): string {
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(first?.subarray(0, 2048) ?? new Uint8Array(0));
+  if (name === 'http_fetch') {
+    try {
+      const url = (JSON.parse(text) as { url?: unknown }).url;
+      return typeof url === 'string' ? url.slice(0, 512) : '';
+    } catch {
+      return '';
+    }
+  }
+  return text.slice(0, 512);
+}
+
+export class Brokers {
+  readonly cadence: Cadence;
+  private readonly audit: AuditSink;
+  private readonly secrets: SecretStore;
+  private readonly hub: BrokerHub;
+  private readonly network: NetBroker;
+  private readonly llm: LlmBroker;
+  private database: Database | null = null;
+
+  constructor(private readonly options: BrokerOptions, defaultAudit: (db: () => Database) => AuditSink) {
+    const db = (): Database => this.db();
+    this.secrets = new SecretStore(options.secrets ?? {});
+    this.audit = (options.audit ?? defaultAudit)(db);
+    this.cadence = new Cadence({ audit: this.audit, ...(options.rate ? { rate: options.rate } : {}) });
+    this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db, quotas: resolveStoreQuotas(options.quotas) });
+    this.network = new NetBroker(options.net ?? {});
+    this.llm = new LlmBroker(options.llm ?? null);
+  }
+
+  /**
+   * A remote call (network brokers, `llm_complete`): the cadence, then the call, bounded by the
+   * calling call's `deadline` (a `performance.now()` value): the broker's own timeout is cut to
+   * what is left, and at the deadline the call is aborted down to its sockets (TIMEOUT).
+   * Revoking the principal (REVOKED) or `stop` (the job ending) aborts it too. Guard refusals are
+   * audited like cadence denials.
+   */
+  async net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline = Infinity): Promise<Uint8Array | number> {
+    const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps };
+    const cap = lookupImport(MEMBRANE_MODULE, name)?.grant as CapWord;
+    const bytes = args.reduce((n, a) => n + a.byteLength, 0);
+    const refused = this.cadence.admit(who, cap, name, { bytes, max: REMOTE_CALLS[name] ?? 0 });
+    if (refused !== null) return refused;
+    if (deadline - performance.now() <= 0) return GUEST_ERR.TIMEOUT;
+    const left = Math.ceil(deadline - performance.now()) + DEADLINE_BACKSTOP_MS;
+    const abort = new AbortController();
+    // A batch listens on it once per request in flight (≤ MAX_BATCH_CONCURRENCY).
+    setMaxListeners(64, abort.signal);
+    let why: 'stop' | 'revoked' | 'deadline' | null = null;
+    const end = (reason: 'stop' | 'revoked' | 'deadline') => (): void => {
+      why ??= reason;
+      abort.abort();
+    };
+    const onStop = end('stop');
+    if (stop.aborted) onStop();
+    stop.addEventListener('abort', onStop);
+    const unwatch = this.cadence.watch(who, end('revoked'));
+    const timer = Number.isFinite(left) ? setTimeout(end('deadline'), left) : null;
+    const limitMs = Number.isFinite(left) ? left : undefined;
+    try {
+      if (name === 'llm_complete') {
+        const answer = await this.llm.complete(args[0] ?? new Uint8Array(0), abort.signal, limitMs);
+        return why === 'deadline' ? GUEST_ERR.TIMEOUT : answer;
+      }
+      const answer = await this.network.call(name, args, abort.signal, limitMs);
+      if (why === 'deadline') return GUEST_ERR.TIMEOUT;
+      if (answer.ok) {
+        for (const target of answer.denied) {
+          this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: 'DENIED', why: 'network guard', target } });
+        }
+        return answer.bytes;
+      }
+      if (answer.errno === GUEST_ERR.DENIED || answer.errno === GUEST_ERR.REVOKED) {
+        this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: answer.errno === GUEST_ERR.DENIED ? 'DENIED' : 'REVOKED', why: answer.errno === GUEST_ERR.DENIED ? 'network guard' : 'revoked in flight', target: describeTarget(name, args[0]) } });
+      }
+      return answer.errno;
+    } finally {
+      if (timer) clearTimeout(timer);
+      unwatch();
+      stop.removeEventListener('abort', onStop);
+    }
+  }
+
+  private db(): Database {
+    if (this.database === null) {
+      const db = openDatabase(this.options.databaseFile ?? engineDatabaseFile());
+      try {
+        // The engine database always holds a started log (its genesis), so a log that is missing there was dropped.
+        if (this.options.audit === undefined) startAuditLog(db);
+      } catch (err) {
+        db.close();
+        throw err;
+      }
+      this.database = db;
+    }
+    return this.database;
+  }
+
+  call(caller: BrokerCaller, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer {
+    return this.hub.call({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, name, args, cap);
+  }
+
+  /** An engine-level audit record (e.g. a policy fallback); details must not hold secrets. */
+  record(event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }): void {
+    this.audit.append(event);
+  }
+
+  revoke(p: Principal): void {
+    this.cadence.revoke(p);
+    if (p.instance === undefined) this.secrets.revokeTenant(p.tenant);
+  }
+
+  restore(p: Principal): void {
+    this.cadence.restore(p);
+  }
+
+  close(): void {
+    this.secrets.zeroize();
+    this.llm.zeroize();
+    if (this.database?.open) this.database.close();
+    this.database = null;
+  }
+}

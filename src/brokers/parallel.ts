@@ -1,0 +1,102 @@
+/**
+ * The `parallel` cap: `run_command_many` fans one registered command over up to 1 024 inputs on
+ * the worker pool, each input the stdin of one task, each task with its own timeout.
+ *
+ * Owns: the request and response layouts (docs/abi.md) and the fan-out: at most `concurrency`
+ * tasks at once, results in input order, a task past its timeout stopped (its slot reused), and
+ * every task stopped when the caller's job ends.
+ *   request:  u8 version=1 · u8 flags=0 · u16 argc · argc × (u32 len · bytes) · u32 timeout_ms
+ *             (0 = what the caller has left) · u32 count · count × (u32 len · input)
+ *   response: u8 version=1 · u8 0 · u16 0 · u32 count · count × (u32 len · response)
+ *             where each response is run_command's (src/abi/command.ts).
+ * Invariant: tasks run as the caller (tenant, policy, VFS), one level deeper; a malformed or
+ * oversized request runs nothing.
+ *
+ * Does not protect against: tasks that write the same VFS paths — the VFS serializes them, the
+ * order is theirs.
+ */
+
+import { ABI_VERSION, GUEST_ERR, partsSize, readArgv, writeParts, type CommandRequest } from '../abi/command.ts';
+
+export const MAX_PARALLEL_INPUTS = 1024;
+
+export interface ManyRequest {
+  readonly request: CommandRequest;
+  readonly timeoutMs: number;
+  readonly inputs: readonly Uint8Array[];
+}
+
+
+export function decodeManyRequest(bytes: Uint8Array): ManyRequest | number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const head = readArgv(bytes, view);
+  if (typeof head === 'number') return head;
+  let at = head.at;
+  if (at + 8 > bytes.length) return GUEST_ERR.INVALID;
+  const timeoutMs = view.getUint32(at, true);
+  const count = view.getUint32(at + 4, true);
+  at += 8;
+  if (count > MAX_PARALLEL_INPUTS) return GUEST_ERR.TOO_LARGE;
+  const inputs: Uint8Array[] = [];
+  for (let i = 0; i < count; i++) {
+    if (at + 4 > bytes.length) return GUEST_ERR.INVALID;
+    const len = view.getUint32(at, true);
+    if (at + 4 + len > bytes.length) return GUEST_ERR.INVALID;
+    inputs.push(bytes.slice(at + 4, at + 4 + len));
+    at += 4 + len;
+  }
+  if (at !== bytes.length) return GUEST_ERR.INVALID;
+  return { request: { name: head.argv[0]!, args: head.argv.slice(1), stdin: new Uint8Array(0) }, timeoutMs, inputs };
+}
+
+/** The request bytes (the SDK's layout), for hosts and tests. */
+export function encodeManyRequest(argv: readonly string[], inputs: readonly (Uint8Array | string)[], timeoutMs = 0): Uint8Array {
+  const enc = new TextEncoder();
+  const parts = argv.map((a) => enc.encode(a));
+  const ins = inputs.map((i) => (typeof i === 'string' ? enc.encode(i) : i));
+  const out = new Uint8Array(4 + partsSize(parts) + 8 + partsSize(ins));
+  const view = new DataView(out.buffer);
+  view.setUint8(0, ABI_VERSION);
+  view.setUint16(2, parts.length, true);
+  const at = writeParts(out, view, 4, parts);
+  view.setUint32(at, timeoutMs, true);
+  view.setUint32(at + 4, ins.length, true);
+  writeParts(out, view, at + 8, ins);
+  return out;
+}
+
+export function encodeManyResponse(responses: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(8 + partsSize(responses));
+  const view = new DataView(out.buffer);
+  view.setUint8(0, ABI_VERSION);
+  view.setUint32(4, responses.length, true);
+  writeParts(out, view, 8, responses);
+  return out;
+}
+
+/**
+ * Run `task(i, signal)` for every input, `concurrency` at a time, each stopped after `timeoutMs`;
+ * once `stop` fires (the caller's deadline) the running tasks are aborted and no queued task
+ * starts — a task must never outlive the call that asked for it.
+ */
+export async function fanOut<T>(count: number, concurrency: number, timeoutMs: number, stop: AbortSignal, task: (i: number, signal: AbortSignal) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array<T>(count);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < count && !stop.aborted) {
+      const i = next++;
+      const abort = new AbortController();
+      const onStop = (): void => abort.abort();
+      stop.addEventListener('abort', onStop);
+      const timer = setTimeout(() => abort.abort(), timeoutMs);
+      try {
+        results[i] = await task(i, abort.signal);
+      } finally {
+        clearTimeout(timer);
+        stop.removeEventListener('abort', onStop);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
+  return results;
+}

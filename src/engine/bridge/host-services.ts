@@ -1,0 +1,359 @@
+/**
+ * The main thread's side of a guest's host calls: `log`, the command lanes (`run_command`,
+ * `exec`, `process_*`), `vfs_query`, and the brokers (handed to src/brokers/hub.ts).
+ *
+ * Owns: resolving a command name in the operator's registry and preparing its module with the
+ * caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
+ * processes — a principal is the tenant, so a tenant's instances share them); the process table
+ * of each job (processes run on other workers; they end when their job ends); handing
+ * `vfs_query` to the query service with the caller's own database.
+ * Invariant: every decision is made here from the caller's captured context (tenant, policy,
+ * VFS, depth) — a request can name a registered command and its argv, nothing else; a slot taken
+ * is released on every path (the call's end, its job's end, a worker's death). Every host call
+ * is served under its calling call's deadline (`HostCall`, worker-handle.ts): what it waits on
+ * (a broker, a process, a query, a fan-out) gets at most the time left and its abort signal, and
+ * once that signal has fired nothing of its late answer reaches the worker.
+ *
+ * Does not protect against: rate and revocation — the broker cadence (issue #5) wraps these.
+ */
+
+import { SandboxError, toSandboxError } from '../../errors.ts';
+import type { PolicyConfig } from '../../policy/resolve.ts';
+import { FUEL_REFILL_IMPORT, importKey } from '../../policy/catalog.ts';
+import { planLinks } from '../linker.ts';
+import type { PreparedModule } from '../module-cache.ts';
+import { RetryHold, retryKey } from './retry-hold.ts';
+import type { CapWord } from '../../policy/profiles.ts';
+import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, fanOut, type BrokerAnswer } from '../../brokers/index.ts';
+import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
+import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
+import type { CommandRegistry } from '../registry.ts';
+import type { RunResult } from '../results.ts';
+import type { HostCall, HostHandler, WorkerHandle } from './worker-handle.ts';
+import type { LogEntry } from '../options.ts';
+
+/** DESIGN §4: the exec cap's per-principal limits. */
+export const MAX_CONCURRENT_EXECS = 64;
+export const MAX_LIVE_PROCESSES = 32;
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+
+/** Who is calling: captured when the job started, never taken from the request. */
+export interface Caller {
+  readonly tenant: string;
+  readonly instance: string;
+  readonly policy: PolicyConfig;
+  readonly spec: GuestSpec;
+}
+
+export interface ProcessRun {
+  readonly request: CommandRequest;
+  readonly bytes: Uint8Array;
+  readonly depth: number;
+  readonly signal: AbortSignal;
+}
+
+export interface HostServicesDeps {
+  readonly registry: CommandRegistry;
+  readonly onLog: ((entry: LogEntry) => void) | null;
+  readonly prepare: (bytes: Uint8Array, policy: PolicyConfig) => Promise<PreparedModule>;
+  /** Run a spawned process on its own worker, as the caller, against the caller's VFS. */
+  readonly runProcess: (caller: Caller, run: ProcessRun) => Promise<RunResult>;
+  /** `vfs_query` in its child process, which runs no later than `deadline` (`performance.now()`). */
+  readonly query: (caller: Caller, sql: string, snapshot: Uint8Array, deadline: number) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
+  /** A main-thread broker call (kv, queue, secrets, …) after the cadence. */
+  readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer;
+  /** The cadence's first four steps for a call served here (`run_command_many`): null = go. */
+  readonly admit: (caller: Caller, cap: CapWord, op: string, bytes: number, max: number) => number | null;
+  /** An audit record for a refusal decided here (depth, concurrency, live processes). */
+  readonly record: (caller: Caller, kind: string, detail: Record<string, unknown>) => void;
+  /** Tasks `run_command_many` runs at once. */
+  readonly parallelism: number;
+  /**
+   * A remote broker call (network, llm; the cadence runs inside): its answer bytes or a guest
+   * error; `stop` aborts it (down to the socket) and its own timeouts end by `deadline`.
+   */
+  readonly net: (caller: Caller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
+}
+
+interface Process {
+  readonly promise: Promise<RunResult>;
+  readonly abort: AbortController;
+  response: Uint8Array | null;
+}
+
+/** The inbound HTTP request an instance is serving right now (engine.serve), and its answer. */
+export interface ServeSlot {
+  request: Uint8Array | null;
+  response: Uint8Array | null;
+}
+
+/** One job's host calls; `end()` when the job is over, whatever way it ended. */
+export interface JobHost {
+  readonly handle: HostHandler;
+  readonly serving: ServeSlot;
+  end(): void;
+}
+
+/** The largest answer a served guest may give (serve_respond). */
+export const MAX_SERVE_RESPONSE_BYTES = 1024 * 1024;
+
+export class HostServices {
+  private readonly execs = new Map<string, number>();
+  private readonly live = new Map<string, number>();
+
+  constructor(private readonly deps: HostServicesDeps) {}
+
+  /** Concurrent execs and live processes of a tenant right now (for tests and metrics). */
+  usage(tenant: string): { execs: number; processes: number } {
+    return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
+  }
+
+  /** A registered command's module (the operator's registry), for a snippet's commands. */
+  command(name: string): Uint8Array | undefined {
+    return this.deps.registry.get(name);
+  }
+
+  /**
+   * One of `tenant`'s concurrent exec slots for a snippet's exec-cap call (src/lanes/host.ts):
+   * its release (idempotent), or null when the tenant already has MAX_CONCURRENT_EXECS in flight.
+   */
+  takeExec(tenant: string): (() => void) | null {
+    if ((this.execs.get(tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return null;
+    this.bump(this.execs, tenant, 1);
+    let held = true;
+    return () => {
+      if (held) this.bump(this.execs, tenant, -1);
+      held = false;
+    };
+  }
+
+  job(caller: Caller): JobHost {
+    const slots = new Set<number>();
+    const processes = new Map<number, Process>();
+    let nextSlot = 1;
+    let nextPid = 1;
+    let ended = false;
+    const serving: ServeSlot = { request: null, response: null };
+    const stop = new AbortController();
+    /** An answer too big for the guest's buffer, kept for the retry with the same request. */
+    const hold = new RetryHold();
+    const ok = (value: number, payload?: Uint8Array): HostReply =>
+      payload ? { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value, payload } : { v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value };
+    const err = (errno: number): HostReply => ({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno });
+    const quota = (broker: string, op: string, why: string): HostReply => {
+      this.deps.record(caller, 'denied', { broker, op, code: 'QUOTA', why });
+      return err(GUEST_ERR.QUOTA);
+    };
+    const releaseExec = (slot: number): void => {
+      if (slots.delete(slot)) this.bump(this.execs, caller.tenant, -1);
+    };
+    const reap = (pid: number): void => {
+      const p = processes.get(pid);
+      if (!p) return;
+      processes.delete(pid);
+      p.abort.abort();
+      this.bump(this.live, caller.tenant, -1);
+    };
+
+    const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle, call: HostCall): Promise<HostReply> => {
+      switch (req.op) {
+        case 'log':
+          this.log(caller, req.level, req.message);
+          return ok(0);
+        case 'command': {
+          const cap = req.mode === 'exec' ? 'exec' : 'commands';
+          const op = req.mode === 'exec' ? 'exec' : 'run_command';
+          const refused = this.deps.admit(caller, cap, op, 0, 1);
+          if (refused !== null) return err(refused);
+          // Nested commands on the caller's worker call with their own depth: deeper, never past the cap.
+          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota(cap, op, `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
+          let slot = 0;
+          if (req.mode === 'exec') {
+            if ((this.execs.get(caller.tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return quota(cap, op, `${MAX_CONCURRENT_EXECS} execs in flight`);
+            slot = nextSlot++;
+            slots.add(slot);
+            this.bump(this.execs, caller.tenant, 1);
+          }
+          try {
+            const resolved = await this.resolve(caller, req.name);
+            if (typeof resolved === 'number') {
+              releaseExec(slot);
+              return err(resolved);
+            }
+            // Cut at the deadline meanwhile: the worker has moved on, and may run someone else's
+            // call by now — it must never find this module waiting for it.
+            if (call.signal.aborted) {
+              releaseExec(slot);
+              return err(GUEST_ERR.TIMEOUT);
+            }
+            worker.postModule(resolved);
+            return ok(slot);
+          } catch (e) {
+            releaseExec(slot);
+            throw e;
+          }
+        }
+        case 'command_end':
+          releaseExec(req.slot);
+          return ok(0);
+        case 'process_spawn': {
+          const refused = this.deps.admit(caller, 'exec', 'process_spawn', blobs[0]?.length ?? 0, MAX_REQUEST_BYTES);
+          if (refused !== null) return err(refused);
+          if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota('exec', 'process_spawn', `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
+          const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
+          if (typeof request === 'number') return err(request);
+          if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
+          const bytes = this.deps.registry.get(request.name);
+          if (!bytes) return err(GUEST_ERR.NOT_FOUND);
+          if (ended) return err(GUEST_ERR.UNAVAILABLE);
+          const abort = new AbortController();
+          const pid = nextPid++;
+          this.bump(this.live, caller.tenant, 1);
+          const promise = this.deps.runProcess(caller, { request, bytes, depth: req.depth, signal: abort.signal });
+          processes.set(pid, { promise, abort, response: null });
+          return ok(pid);
+        }
+        case 'process_wait': {
+          const p = processes.get(req.pid);
+          if (!p) return err(GUEST_ERR.NOT_FOUND);
+          const done = await p.promise;
+          if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
+          p.response ??= encodeResponse(responseOf(done));
+          const n = p.response.length;
+          if (n > req.cap) return ok(n);
+          reap(req.pid);
+          return ok(n, p.response);
+        }
+        case 'process_kill': {
+          if (!processes.has(req.pid)) return err(GUEST_ERR.NOT_FOUND);
+          reap(req.pid);
+          return ok(0);
+        }
+        case 'broker': {
+          if (req.name === 'serve_request' || req.name === 'serve_respond') {
+            if (!caller.policy.caps.includes('net')) return err(GUEST_ERR.DENIED);
+            if (req.name === 'serve_request') {
+              const r = serving.request;
+              if (!r) return err(GUEST_ERR.NOT_FOUND);
+              return r.length > req.cap ? ok(r.length) : ok(r.length, r);
+            }
+            const answer = blobs[0] ?? new Uint8Array(0);
+            if (!serving.request) return err(GUEST_ERR.NOT_FOUND);
+            if (answer.length > MAX_SERVE_RESPONSE_BYTES) return err(GUEST_ERR.TOO_LARGE);
+            serving.response = answer.slice();
+            return ok(0);
+          }
+          if (req.name === 'run_command_many' || REMOTE_CALLS[req.name] !== undefined) {
+            // Long calls: what they fetched or ran is kept for the retry with a bigger buffer.
+            const key = retryKey(req.name, blobs);
+            const kept = hold.kept(key);
+            const signal = AbortSignal.any([stop.signal, call.signal]);
+            const answer = kept ?? (req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), signal, call.deadline) : await this.deps.net(caller, req.name, blobs, signal, call.deadline));
+            // A late answer (the call was cut at its deadline) is not kept for a retry.
+            if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
+            if (typeof answer === 'number') return err(answer);
+            return hold.fits(key, answer, req.cap) ? ok(answer.length, answer) : ok(answer.length);
+          }
+          const answer = this.deps.broker(caller, req.name, blobs, req.cap);
+          return answer.ok ? ok(answer.value, answer.payload) : err(answer.errno);
+        }
+        case 'vfs_query': {
+          if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);
+          const answer = await this.deps.query(caller, req.sql, blobs[0] ?? new Uint8Array(0), call.deadline);
+          return answer.ok ? ok(answer.json.length, answer.json) : err(answer.errno);
+        }
+      }
+    };
+
+    return {
+      handle,
+      serving,
+      end: () => {
+        ended = true;
+        stop.abort();
+        for (const slot of [...slots]) releaseExec(slot);
+        for (const pid of [...processes.keys()]) reap(pid);
+      },
+    };
+  }
+
+  /** `run_command_many`: the cadence, then one task per input on the pool; the encoded responses. */
+  private async runMany(caller: Caller, raw: Uint8Array, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
+    const refused = this.deps.admit(caller, 'parallel', 'run_command_many', raw.byteLength, MAX_REQUEST_BYTES);
+    if (refused !== null) return refused;
+    const many = decodeManyRequest(raw);
+    if (typeof many === 'number') return many;
+    const depth = caller.spec.depth + 1;
+    if (depth > MAX_EXEC_DEPTH) return GUEST_ERR.QUOTA;
+    const bytes = this.deps.registry.get(many.request.name);
+    if (!bytes) return GUEST_ERR.NOT_FOUND;
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) return GUEST_ERR.TIMEOUT;
+    const perTask = Math.min(many.timeoutMs || caller.policy.timeoutMs, caller.policy.timeoutMs, left);
+    const responses = await fanOut(many.inputs.length, this.deps.parallelism, perTask, stop, (i, signal) =>
+      this.deps
+        .runProcess(caller, { request: { ...many.request, stdin: many.inputs[i]! }, bytes, depth, signal })
+        .then((r) => encodeResponse(responseOf(r))),
+    );
+    return encodeManyResponse(responses);
+  }
+
+  /** A registered command prepared and linked as the caller: its module message, or a guest error. */
+  private async resolve(caller: Caller, name: string): Promise<Parameters<WorkerHandle['postModule']>[0] | number> {
+    const bytes = this.deps.registry.get(name);
+    if (!bytes) return GUEST_ERR.NOT_FOUND;
+    let prepared: PreparedModule;
+    try {
+      prepared = await this.deps.prepare(bytes, caller.policy);
+    } catch (e) {
+      return toSandboxError(e).code === 'INVALID_MODULE' ? GUEST_ERR.INVALID : GUEST_ERR.UNAVAILABLE;
+    }
+    if (!prepared.desc.exports.some((e) => e.name === '_start' && e.kind === 'func')) return GUEST_ERR.INVALID;
+    let plan;
+    try {
+      plan = planLinks(prepared.desc, caller.policy.caps);
+    } catch (e) {
+      // The command needs a power its caller was not granted: it does not run.
+      if (e instanceof SandboxError && e.code === 'LINK_UNSATISFIED') return GUEST_ERR.DENIED;
+      throw e;
+    }
+    const link = prepared.metered ? [...plan.link, importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name)] : plan.link;
+    return {
+      kind: 'command-module',
+      module: prepared.module,
+      link,
+      maxMemoryPages: prepared.maxMemoryPages,
+      importedMemory: plan.importedMemory,
+      growFailedExport: prepared.limits.growFailedExport,
+      metered: prepared.metered,
+    };
+  }
+
+  private log(caller: Caller, level: number, message: string): void {
+    const onLog = this.deps.onLog;
+    if (!onLog) return;
+    try {
+      onLog({ tenant: caller.tenant, instance: caller.instance, level: LOG_LEVELS[level] ?? 'info', message });
+    } catch {
+      // an operator's logger failing is not the guest's problem
+    }
+  }
+
+  private bump(map: Map<string, number>, key: string, by: number): void {
+    const n = (map.get(key) ?? 0) + by;
+    if (n <= 0) map.delete(key);
+    else map.set(key, n);
+  }
+}
+
+/** A finished process's run result as the guest-facing response. */
+function responseOf(r: RunResult): Parameters<typeof encodeResponse>[0] {
+  const enc = new TextEncoder();
+  const stdout = r.stdoutBytes ?? enc.encode(r.stdout);
+  const stderr = enc.encode(r.stderr);
+  const truncated = { stdoutTruncated: false, stderrTruncated: false };
+  if (r.ok) return { status: r.exitCode ?? 0, error: '', stdout, stderr, ...truncated };
+  if (r.error?.code === 'GUEST_EXIT' && typeof r.exitCode === 'number') return { status: r.exitCode, error: '', stdout, stderr, ...truncated };
+  return { status: STATUS_ABNORMAL, error: r.error?.code ?? 'INTERNAL', stdout, stderr, ...truncated };
+}

@@ -1,0 +1,289 @@
+/**
+ * The worker protocol: every message between the main thread and a guest worker, typed and
+ * versioned, with validators for everything that arrives.
+ *
+ * Owns: the message unions (control messages over `postMessage`, frames over the channel) and
+ * the wire form of wasm values (i64 as decimal strings, non-finite floats as strings, since
+ * frames are JSON).
+ * Invariant: nothing crosses the boundary untyped; a message that fails validation is rejected
+ * as `INTERNAL` rather than trusted. PROTOCOL_VERSION changes whenever a shape changes.
+ *
+ * Does not protect against: a compromised worker lying within the protocol (e.g. reporting a
+ * smaller `memoryBytes`); the worker is the guest's jailer, not the guest.
+ */
+
+import { SandboxError, isErrorCode, type SerializedError } from '../../errors.ts';
+import type { VfsSpec } from '../../storage/vfs-config.ts';
+
+export const PROTOCOL_VERSION = 2;
+
+export type WasmValue = number | bigint;
+export type WireValue =
+  | { readonly t: 'i32'; readonly v: number }
+  | { readonly t: 'i64'; readonly v: string }
+  | { readonly t: 'f32' | 'f64'; readonly v: number | 'NaN' | 'Infinity' | '-Infinity' };
+
+export interface SessionInfo {
+  readonly id: string;
+  readonly tenant: string;
+  readonly profile: string;
+}
+
+/** Everything a worker needs to build a guest's world. Plain data (structured-cloneable). */
+export interface GuestSpec {
+  readonly session: SessionInfo;
+  /** Import keys (`module.name`) to link; the worker links these and nothing else. */
+  readonly link: readonly string[];
+  /** The memory cap in pages, for a memory the guest imports (`env.memory`). */
+  readonly maxMemoryPages: number;
+  readonly importedMemory: { readonly initial: number; readonly maximum: number | null; readonly shared: boolean } | null;
+  /** The export the limits rewriter added to report a failed `memory.grow`, if any. */
+  readonly growFailedExport: string | null;
+  readonly output: { readonly limitBytes: number; readonly failOnLimit: boolean };
+  readonly wasi: {
+    readonly argv: readonly string[];
+    readonly env: readonly (readonly [string, string])[];
+    readonly stdin: Uint8Array;
+  };
+  /** Where `membrane.log` goes: the captured stderr, or a host call to the engine's log hook. */
+  readonly logSink: 'stderr' | 'host';
+  /** Upper bound on any single wait for the host, so a worker never blocks forever. */
+  readonly hostWaitMs: number;
+  /** Whether the module was fuel-instrumented, and the chunk the meter grants per refill. */
+  readonly fuel: { readonly metered: boolean; readonly chunk: number };
+  /** The guest's filesystem (with the `vfs` cap): a VFS database the worker opens itself. */
+  readonly vfs: VfsSpec | null;
+  /** How many commands deep this guest runs (0 for a guest the operator started; ≤ MAX_EXEC_DEPTH). */
+  readonly depth: number;
+}
+
+export type { VfsSpec };
+
+/** What one job may spend: wall-clock milliseconds and fuel units. */
+export interface Budget {
+  readonly ms: number;
+  readonly fuel: number;
+}
+
+export type Entry =
+  | { readonly kind: 'start' }
+  | { readonly kind: 'invoke'; readonly export: string; readonly args: readonly WireValue[] };
+
+/** main → worker over postMessage (these carry a WebAssembly.Module, which frames cannot). */
+export type ControlMessage =
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'run'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly entry: Entry; readonly budget: Budget }
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget };
+
+/** main → worker over the channel: a call into a loaded instance. */
+export interface CallFrame {
+  readonly v: typeof PROTOCOL_VERSION;
+  readonly kind: 'call';
+  readonly job: number;
+  readonly export: string;
+  readonly args: readonly WireValue[];
+  readonly budget: Budget;
+}
+
+export type Outcome =
+  | { readonly ok: true; readonly values: readonly WireValue[]; readonly exitCode: number | null }
+  | { readonly ok: false; readonly error: SerializedError; readonly exitCode: number | null };
+
+/** worker → main over the channel: a job's result. Blobs: [stdout, stderr]. */
+export interface DoneFrame {
+  readonly v: typeof PROTOCOL_VERSION;
+  readonly kind: 'done';
+  readonly job: number;
+  readonly outcome: Outcome;
+  readonly memoryBytes: number;
+  /** Fuel the job consumed (0 when the module is not metered). */
+  readonly fuelUsed: number;
+  readonly stdoutTruncated: boolean;
+  readonly stderrTruncated: boolean;
+  readonly durationMs: number;
+}
+
+/**
+ * worker → main over the channel: a guest's host call. Bytes travel as the frame's blobs:
+ * `vfs_query` sends the serialized database of an in-memory VFS (empty for a file VFS),
+ * `process_spawn` the request (src/abi/command.ts).
+ */
+export type HostRequest = { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'host'; readonly job: number } & HostOp;
+
+export type HostOp =
+  | { readonly op: 'log'; readonly level: number; readonly message: string }
+  /** Resolve a registered command for a nested run; the module arrives on the module port. */
+  | { readonly op: 'command'; readonly mode: 'run' | 'exec'; readonly name: string; readonly depth: number }
+  /** An `exec` ended: release its concurrency slot. */
+  | { readonly op: 'command_end'; readonly slot: number }
+  | { readonly op: 'vfs_query'; readonly sql: string }
+  | { readonly op: 'process_spawn'; readonly depth: number }
+  | { readonly op: 'process_wait'; readonly pid: number; readonly cap: number }
+  | { readonly op: 'process_kill'; readonly pid: number }
+  /** A broker import (catalog entry with an `abi`): its string arguments are the blobs. */
+  | { readonly op: 'broker'; readonly name: string; readonly cap: number };
+
+/**
+ * main → worker: the reply. `value` is op-specific; `errno` is a guest error code (DESIGN §4).
+ * `payload` (not part of the JSON header) travels as the frame's blob.
+ */
+export type HostReply =
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'host-reply'; readonly ok: true; readonly value: number; readonly payload?: Uint8Array }
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'host-reply'; readonly ok: false; readonly errno: number };
+
+/** What main posts on a worker's module port before answering a `command` host call. */
+export interface CommandModuleMessage {
+  readonly kind: 'command-module';
+  readonly module: WebAssembly.Module;
+  readonly link: readonly string[];
+  readonly maxMemoryPages: number;
+  readonly importedMemory: GuestSpec['importedMemory'];
+  readonly growFailedExport: string | null;
+  readonly metered: boolean;
+}
+
+// ---- wire values ----
+
+export function toWire(type: string, value: WasmValue): WireValue {
+  switch (type) {
+    case 'i32':
+      return { t: 'i32', v: Number(value) | 0 };
+    case 'i64':
+      return { t: 'i64', v: BigInt.asIntN(64, typeof value === 'bigint' ? value : BigInt(Math.trunc(value))).toString() };
+    case 'f32':
+    case 'f64': {
+      const n = Number(value);
+      return { t: type, v: Number.isFinite(n) ? n : (String(n) as 'NaN' | 'Infinity' | '-Infinity') };
+    }
+    default:
+      throw new SandboxError('POLICY_INVALID', `values of type ${type} cannot cross the boundary`, { type });
+  }
+}
+
+export function fromWire(w: WireValue): WasmValue {
+  switch (w.t) {
+    case 'i32':
+      return w.v;
+    case 'i64':
+      return BigInt(w.v);
+    default:
+      return typeof w.v === 'number' ? w.v : Number(w.v);
+  }
+}
+
+/** Guess a wire value from a JS result whose static type is unknown (V8 gives bigint for i64). */
+export function wireFromResult(value: unknown): WireValue {
+  if (typeof value === 'bigint') return { t: 'i64', v: value.toString() };
+  if (typeof value === 'number') {
+    if (Number.isInteger(value) && value >= -0x80000000 && value <= 0x7fffffff && !Object.is(value, -0)) return { t: 'i32', v: value };
+    return toWire('f64', value);
+  }
+  throw new SandboxError('GUEST_TRAP', 'the export returned a value that cannot cross the boundary', { type: typeof value });
+}
+
+// ---- validators ----
+
+type Obj = Record<string, unknown>;
+
+function isObj(x: unknown): x is Obj {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function invalid(what: string): SandboxError {
+  return new SandboxError('INTERNAL', `protocol violation: ${what}`);
+}
+
+function checkVersion(x: unknown, kind: string): Obj {
+  if (!isObj(x) || x['v'] !== PROTOCOL_VERSION || x['kind'] !== kind) throw invalid(`expected a v${PROTOCOL_VERSION} ${kind} message`);
+  return x;
+}
+
+export function isWireValue(x: unknown): x is WireValue {
+  if (!isObj(x)) return false;
+  const t = x['t'];
+  const v = x['v'];
+  if (t === 'i32') return typeof v === 'number' && Number.isInteger(v);
+  if (t === 'i64') return typeof v === 'string' && /^-?\d{1,20}$/.test(v);
+  if (t === 'f32' || t === 'f64') return typeof v === 'number' || v === 'NaN' || v === 'Infinity' || v === '-Infinity';
+  return false;
+}
+
+function isSerializedError(x: unknown): x is SerializedError {
+  return isObj(x) && isErrorCode(x['code']) && typeof x['message'] === 'string' && isObj(x['details']);
+}
+
+export function parseDoneFrame(x: unknown): DoneFrame {
+  const o = checkVersion(x, 'done');
+  if (typeof o['job'] !== 'number' || typeof o['memoryBytes'] !== 'number' || typeof o['durationMs'] !== 'number' || typeof o['fuelUsed'] !== 'number') {
+    throw invalid('done fields');
+  }
+  if (typeof o['stdoutTruncated'] !== 'boolean' || typeof o['stderrTruncated'] !== 'boolean') throw invalid('done flags');
+  const out = o['outcome'];
+  if (!isObj(out) || typeof out['ok'] !== 'boolean') throw invalid('done outcome');
+  const exitCode = out['exitCode'];
+  if (exitCode !== null && typeof exitCode !== 'number') throw invalid('done exitCode');
+  if (out['ok'] === true) {
+    const values = out['values'];
+    if (!Array.isArray(values) || !values.every(isWireValue)) throw invalid('done values');
+  } else if (!isSerializedError(out['error'])) {
+    throw invalid('done error');
+  }
+  return o as unknown as DoneFrame;
+}
+
+export function parseHostRequest(x: unknown): HostRequest {
+  const o = checkVersion(x, 'host');
+  if (typeof o['job'] !== 'number') throw invalid('host job');
+  const num = (...keys: string[]): boolean => keys.every((k) => typeof o[k] === 'number' && Number.isFinite(o[k]));
+  let ok: boolean;
+  switch (o['op']) {
+    case 'log':
+      ok = num('level') && typeof o['message'] === 'string';
+      break;
+    case 'command':
+      ok = (o['mode'] === 'run' || o['mode'] === 'exec') && typeof o['name'] === 'string' && num('depth');
+      break;
+    case 'command_end':
+      ok = num('slot');
+      break;
+    case 'vfs_query':
+      ok = typeof o['sql'] === 'string';
+      break;
+    case 'process_spawn':
+      ok = num('depth');
+      break;
+    case 'process_wait':
+      ok = num('pid', 'cap');
+      break;
+    case 'process_kill':
+      ok = num('pid');
+      break;
+    case 'broker':
+      ok = typeof o['name'] === 'string' && num('cap');
+      break;
+    default:
+      throw invalid('unknown host op');
+  }
+  if (!ok) throw invalid(`${String(o['op'])} fields`);
+  return o as unknown as HostRequest;
+}
+
+export function parseHostReply(x: unknown): HostReply {
+  const o = checkVersion(x, 'host-reply');
+  if (o['ok'] === true && typeof o['value'] === 'number') return o as unknown as HostReply;
+  if (o['ok'] === false && typeof o['errno'] === 'number') return o as unknown as HostReply;
+  throw invalid('host-reply fields');
+}
+
+export function isControlMessage(x: unknown): x is ControlMessage {
+  return (
+    isObj(x) &&
+    x['v'] === PROTOCOL_VERSION &&
+    (x['kind'] === 'run' || x['kind'] === 'load') &&
+    typeof x['job'] === 'number' &&
+    x['module'] instanceof WebAssembly.Module &&
+    isObj(x['spec']) &&
+    isObj(x['budget']) &&
+    typeof x['budget']['ms'] === 'number' &&
+    typeof x['budget']['fuel'] === 'number'
+  );
+}

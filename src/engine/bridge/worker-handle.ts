@@ -1,0 +1,334 @@
+/**
+ * The main thread's end of one guest worker: spawning it, posting jobs, waiting for results
+ * while serving the guest's host calls, and noticing its death.
+ *
+ * Owns: the worker's options (empty env, captured stdio, bounded resourceLimits), the wait
+ * strategy (spin briefly on the state word, then `Atomics.waitAsync` bounded by the deadline),
+ * and the mapping of a worker's death to an error code.
+ * Invariant: `awaitDone` always settles — with the result, at the deadline, or when the worker
+ * dies (the exit handler marks the channel DEAD and wakes every waiter).
+ *
+ * A host call is bounded by the call's deadline too: at the deadline its handler's signal fires
+ * (brokers pass it down to their sockets), the worker is answered TIMEOUT with the interrupt word
+ * up, and a late answer is never written — the channel only ever carries the current call's reply.
+ *
+ * Does not protect against: a handler that ignores its signal — it is no longer waited on, but
+ * whatever it holds (a socket, a child) lives until its own timeout.
+ */
+
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { SandboxError, toSandboxError } from '../../errors.ts';
+import { Channel, State } from './channel.ts';
+import { readDone, writeCall } from './frames.ts';
+import {
+  PROTOCOL_VERSION,
+  parseHostRequest,
+  type CallFrame,
+  type CommandModuleMessage,
+  type ControlMessage,
+  type DoneFrame,
+  type HostReply,
+  type HostRequest,
+} from './protocol.ts';
+
+export interface WorkerLimits {
+  /** JS heap of the worker (guest linear memory is separate and capped by the rewriter). */
+  readonly heapMb: number;
+  /** Thread stack: bounds guest recursion (STACK_OVERFLOW). */
+  readonly stackMb: number;
+  /** Main-thread spin before sleeping, and the worker's, in milliseconds. */
+  readonly spinMs: number;
+  /** How long an idle persistent worker sleeps between checks of its channel. */
+  readonly idleWaitMs: number;
+}
+
+/**
+ * The calling call's bound on one host call: `deadline` is its absolute end (a `performance.now()`
+ * value), `signal` fires there (or when the call is stopped early). A handler passes both down —
+ * its own timeouts can only be shorter — and once `signal` has fired it changes nothing the
+ * worker could see (no module posted, no answer kept): its late answer is thrown away.
+ */
+export interface HostCall {
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+}
+
+/** Serves one host call; `blobs` are the request's byte payloads; `handle` is the calling worker. */
+export type HostHandler = (req: HostRequest, blobs: readonly Uint8Array[], handle: WorkerHandle, call: HostCall) => HostReply | Promise<HostReply>;
+
+/**
+ * How long a worker whose host call was cut at the deadline has to post its TIMEOUT (it throws
+ * as soon as it reads the reply) before it is terminated and replaced.
+ */
+export const HOST_CALL_GRACE_MS = 50;
+
+/** Host calls served even past the deadline: they only release what the call holds (an exec slot, a process). */
+const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']);
+
+const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -7 };
+
+export type Awaited =
+  | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'dead'; readonly error: SandboxError };
+
+const BOOT_TIMEOUT_MS = 10_000;
+let nextWorkerId = 1;
+
+export class WorkerHandle {
+  readonly id = nextWorkerId++;
+  readonly channel = new Channel();
+  /** Carries compiled command modules to the worker (read there with receiveMessageOnPort). */
+  private modulePort: MessagePort | null = null;
+  private worker!: Worker;
+  private deathError: SandboxError | null = null;
+  private exited!: Promise<void>;
+  alive = false;
+
+  private constructor(private readonly limits: WorkerLimits) {}
+
+  static async spawn(file: string, limits: WorkerLimits): Promise<WorkerHandle> {
+    const h = new WorkerHandle(limits);
+    await h.boot(file);
+    return h;
+  }
+
+  private async boot(file: string): Promise<void> {
+    const { port1, port2 } = new MessageChannel();
+    this.modulePort = port1;
+    port1.unref();
+    const w = new Worker(file, {
+      env: {},
+      argv: [],
+      execArgv: [],
+      stdin: false,
+      stdout: true,
+      stderr: true,
+      workerData: { channel: this.channel.sab, spinMs: this.limits.spinMs, idleWaitMs: this.limits.idleWaitMs, modules: port2 },
+      transferList: [port2],
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.limits.heapMb,
+        maxYoungGenerationSizeMb: Math.max(8, Math.floor(this.limits.heapMb / 4)),
+        stackSizeMb: this.limits.stackMb,
+      },
+    });
+    this.worker = w;
+    // The worker's own stdio is never the guest's (guest output is captured in-protocol); drain
+    // it so a chatty runtime cannot grow a buffer on the host.
+    w.stdout.resume();
+    w.stderr.resume();
+    w.unref();
+    this.exited = new Promise((resolve) => {
+      w.once('exit', () => {
+        this.alive = false;
+        this.modulePort?.close();
+        this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the guest worker exited');
+        this.channel.set(State.DEAD);
+        this.channel.endHousekeeping(); // a dead worker has nothing left to finish
+        resolve();
+      });
+    });
+    w.on('error', (err: Error & { code?: string }) => {
+      this.deathError =
+        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? new SandboxError('MEMORY_LIMIT', 'the guest worker ran out of host heap', {})
+          : new SandboxError('INSTANCE_DEAD', 'the guest worker failed', {}, err);
+    });
+    await new Promise<void>((resolve, reject) => {
+      // A thread that cannot even start in time means a host too busy: retryable, and the thread goes.
+      const timer = setTimeout(() => {
+        void w.terminate();
+        reject(new SandboxError('OVERLOADED', `the host is too busy: a guest worker did not start within ${BOOT_TIMEOUT_MS} ms`));
+      }, BOOT_TIMEOUT_MS);
+      w.once('message', () => {
+        clearTimeout(timer);
+        this.alive = true;
+        resolve();
+      });
+      w.once('exit', () => {
+        clearTimeout(timer);
+        reject(this.deathError ?? new SandboxError('INTERNAL', 'a guest worker exited while starting'));
+      });
+    });
+  }
+
+  /** Hand the worker a compiled command module; it is read before the host reply is. */
+  postModule(msg: CommandModuleMessage): void {
+    if (!this.alive || !this.modulePort) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.modulePort.postMessage(msg);
+  }
+
+  post(msg: ControlMessage): void {
+    if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.clearInterrupt();
+    this.channel.set(State.RUNNING);
+    this.worker.postMessage(msg);
+  }
+
+  /** Post a call to a loaded instance (the worker is in its serve loop). */
+  postCall(frame: CallFrame): void {
+    if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.clearInterrupt();
+    writeCall(this.channel, frame);
+    this.channel.set(State.JOB);
+  }
+
+  /**
+   * Wait for the job's result until `deadline` (a `performance.now()` value), serving host calls
+   * meanwhile. At the deadline the job is interrupted (a metered guest stops at its next fuel
+   * refill and reports TIMEOUT itself, keeping its worker); if no result arrives within
+   * `graceMs` after that, the wait ends with `timeout` and the caller terminates the worker.
+   * Leaves the channel IDLE after a result.
+   */
+  async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0, signal?: AbortSignal): Promise<Awaited> {
+    // A pending Atomics.waitAsync does not keep Node alive by itself; a ref'd worker does.
+    this.worker.ref();
+    // An abort (a killed process) is a deadline that came early: wake the wait to notice it.
+    const wake = (): void => void Atomics.notify(this.channel.words, 0);
+    signal?.addEventListener('abort', wake);
+    try {
+      return await this.waitLoop(deadline, onHost, graceMs, signal);
+    } finally {
+      signal?.removeEventListener('abort', wake);
+      this.worker.unref();
+    }
+  }
+
+  private async waitLoop(deadline: number, onHost: HostHandler, graceMs: number, signal?: AbortSignal): Promise<Awaited> {
+    // One host call is in flight at a time: `cut` ends the wait for it (at the deadline, or when
+    // `signal` aborts); one timer per job, armed at the first host call, serves them all.
+    let cut: ((v: null) => void) | null = null;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let expired = false;
+    const stop = (): void => {
+      expired = true;
+      cut?.(null);
+    };
+    signal?.addEventListener('abort', stop);
+    try {
+      return await this.serveLoop(deadline, onHost, graceMs, signal, (r, limit) => {
+        if (expired || signal?.aborted) return Promise.resolve(null);
+        timer ??= setTimeout(stop, Math.max(0, limit - performance.now()));
+        return new Promise<HostReply | null>((resolve, reject) => {
+          cut = resolve;
+          r.then(resolve, reject);
+        }).finally(() => {
+          cut = null;
+        });
+      });
+    } finally {
+      if (timer) clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+    }
+  }
+
+  private async serveLoop(
+    deadline: number,
+    onHost: HostHandler,
+    graceMs: number,
+    signal: AbortSignal | undefined,
+    bounded: (r: Promise<HostReply>, limit: number) => Promise<HostReply | null>,
+  ): Promise<Awaited> {
+    const ch = this.channel;
+    let limit = deadline;
+    let interrupted = false;
+    let spinUntil = performance.now() + this.limits.spinMs;
+    for (;;) {
+      if (signal?.aborted && !interrupted) limit = Math.min(limit, performance.now());
+      const s = ch.state;
+      if (s === State.DONE) {
+        const done = readDone(ch);
+        ch.set(State.IDLE);
+        return { kind: 'done', ...done };
+      }
+      if (s === State.HOST_REQ) {
+        // A host call is bounded by the calling call's deadline: past it (or once the call was
+        // interrupted) the handler is aborted, the worker is answered TIMEOUT with the interrupt
+        // word up — it stops the guest as soon as it reads that — and the late answer is dropped.
+        let reply: HostReply | null = null;
+        const late = interrupted || performance.now() >= limit;
+        const abort = new AbortController();
+        try {
+          const frame = ch.read();
+          const req = parseHostRequest(frame.header);
+          // Past the deadline only bookkeeping that frees what the call holds is still served.
+          if (!late || RELEASE_OPS.has(req.op)) {
+            const until = late ? performance.now() + HOST_CALL_GRACE_MS : limit;
+            const r = onHost(req, frame.blobs, this, { deadline: until, signal: abort.signal });
+            const answered = !(r instanceof Promise) ? r : late ? await within(r, until) : await bounded(r, limit);
+            if (!late) reply = answered;
+          }
+        } catch (e) {
+          void toSandboxError(e);
+          reply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -8 };
+        }
+        if (reply === null) abort.abort(new SandboxError('TIMEOUT', 'the call reached its deadline inside a host call'));
+        if (ch.state !== State.HOST_REQ) continue; // died meanwhile
+        if (reply === null) {
+          ch.interrupt();
+          if (!interrupted) limit = performance.now() + Math.max(graceMs, HOST_CALL_GRACE_MS);
+          interrupted = true;
+          ch.write(TIMEOUT_REPLY);
+        } else if (reply.ok && reply.payload) {
+          const { payload, ...header } = reply;
+          ch.write(header, [payload]);
+        } else {
+          ch.write(reply);
+        }
+        ch.set(State.HOST_REP);
+        spinUntil = performance.now() + this.limits.spinMs;
+        continue;
+      }
+      if (s === State.DEAD) {
+        return { kind: 'dead', error: this.deathError ?? new SandboxError('INSTANCE_DEAD') };
+      }
+      const now = performance.now();
+      if (now >= limit) {
+        if (interrupted || graceMs <= 0) return { kind: 'timeout' };
+        ch.interrupt();
+        interrupted = true;
+        limit = Math.min(deadline, now) + graceMs;
+        continue;
+      }
+      if (now < spinUntil) continue;
+      const res = Atomics.waitAsync(ch.words, 0, s, Math.max(1, limit - now));
+      if (res.async) await res.value;
+    }
+  }
+
+  /** Tell a serving worker to leave its loop, then end the thread. */
+  async terminate(): Promise<void> {
+    if (this.alive) {
+      this.channel.set(State.DEAD);
+      this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the instance was stopped');
+    }
+    await this.worker.terminate();
+    await this.exited;
+  }
+
+  /** Resolves when the thread has really exited (the runaway no longer holds a core). */
+  whenExited(): Promise<void> {
+    return this.exited;
+  }
+}
+
+/**
+ * `work`'s reply, or null once `limit` (a `performance.now()` value) passes; `work` itself is
+ * left to its own abort and its late result is ignored. (Bookkeeping past the deadline only.)
+ */
+function within(work: Promise<HostReply>, limit: number): Promise<HostReply | null> {
+  return new Promise<HostReply | null>((resolve, reject) => {
+    const done = (): void => clearTimeout(timer);
+    const timer = setTimeout(() => resolve(null), Math.max(0, limit - performance.now()));
+    work.then(
+      (r) => {
+        done();
+        resolve(r);
+      },
+      (e: unknown) => {
+        done();
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,61 @@
+/**
+ * One `engine.exec` call's power server, assembled from the engine's parts: the brokers bound to
+ * the call's principal (its tenant and a fresh `exec-N` instance), and — when `vfs`, `commands`
+ * or `exec` is granted — the call's VFS (vfs.ts, opened on first use) and command runner (host.ts).
+ *
+ * Owns: the principal's construction and the wiring only.
+ * Invariant: every power is served as that principal with the call's caps; the VFS is the named
+ * one the caller chose (`ExecOptions.vfs`) or a private one that ends with the call.
+ *
+ * Does not protect against: see power-server.ts and host.ts.
+ */
+
+import type { PolicyConfig } from '../policy/resolve.ts';
+import type { QueryOutcome, QuerySource } from '../storage/query.ts';
+import type { Brokers } from '../brokers/index.ts';
+import { GUEST_ERR } from '../abi/command.ts';
+import { laneHost, type LaneHostDeps } from './host.ts';
+import { lanePowerServer } from './power-server.ts';
+import { LaneVfs } from './vfs.ts';
+
+/** The engine's parts a call's powers are built from (the engine hands in its own). */
+export interface EngineParts {
+  /** Fuel metering on or off, and the VFS limits (the engine's `EngineConfig`). */
+  readonly config: { readonly fuel: boolean; readonly vfsMaxBytes: number; readonly vfsMaxInodes: number };
+  readonly brokers: Brokers;
+  /** The registry's commands and the tenant's concurrent exec slots (the engine's `HostServices`). */
+  readonly services: { command(name: string): Uint8Array | undefined; takeExec(tenant: string): (() => void) | null };
+  readonly run: LaneHostDeps['run'];
+  readonly query: (source: QuerySource, sql: string) => Promise<QueryOutcome>;
+}
+
+export function execPowerServer(parts: EngineParts, tenant: string, instance: string, policy: PolicyConfig, vfsName: string | undefined): ReturnType<typeof lanePowerServer> {
+  const { brokers, services, config } = parts;
+  const caps = policy.caps;
+  const who = { tenant, instance, policy: { caps } };
+  const admit = (cap: Parameters<Brokers['cadence']['admit']>[1], op: string, bytes: number, max: number): number | null =>
+    brokers.cadence.admit({ tenant, instance, caps }, cap, op, { bytes, max });
+  const needsHost = caps.includes('vfs') || caps.includes('commands') || caps.includes('exec');
+  const host = needsHost
+    ? laneHost({
+        policy,
+        metered: config.fuel,
+        vfs: caps.includes('vfs') ? new LaneVfs({ name: vfsName, maxBytes: config.vfsMaxBytes, maxInodes: config.vfsMaxInodes }) : null,
+        command: (name) => services.command(name),
+        run: parts.run,
+        query: async (file, sql) => {
+          const r = await parts.query({ file }, sql);
+          return r.ok ? { ok: true, json: r.json } : { ok: false, errno: GUEST_ERR[r.code] };
+        },
+        takeExec: () => services.takeExec(tenant),
+        admit,
+        record: (kind, detail) => brokers.record({ tenant, instance, kind, detail }),
+      })
+    : undefined;
+  return lanePowerServer({
+    call: (name, args, cap) => brokers.call(who, name, args, cap),
+    net: (name, args, stop, deadline) => brokers.net(who, name, args, stop, deadline),
+    admit,
+    ...(host ? { host } : {}),
+  });
+}
