@@ -5,6 +5,7 @@
 // because the log no longer reaches the checkpointed record. A forged or edited checkpoint is
 // refused too.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -151,4 +152,18 @@ test('an edited, forged or foreign checkpoint is refused; a tampered log gets no
   assert.equal(refused.code, 1);
   assert.match(refused.stdout, /tampered at seq 3: edited/);
   log.close();
+});
+
+test('a checkpoint path that is a FIFO or a device is refused at once, never waited on', async () => {
+  const { home, log } = fresh();
+  append(log, 2);
+  log.close();
+  const fifo = join(home, 'checkpoint.fifo');
+  execFileSync('mkfifo', [fifo]);
+  for (const path of [fifo, '/dev/zero']) {
+    const r = await runCli(['audit', 'verify', '--checkpoint', path], { MEMBRANE_HOME: home, [AUDIT_KEY_ENV]: KEY_HEX }, 15_000);
+    assert.equal(r.code, 64, `${path}: ${r.stderr}`);
+    assert.match(r.stderr, /not a regular file/);
+    assert.ok(r.ms < 10_000, `${path}: took ${r.ms} ms`);
+  }
 });

@@ -15,7 +15,7 @@
  * operator's terminal.
  */
 
-import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { SandboxError } from '../../errors.ts';
 import { AuditLog, MAX_AUDIT_TAIL, engineDatabaseFile, MAX_CHECKPOINT_BYTES, parseCheckpoint, type AuditRecord, type AuditVerification } from '../../storage/audit.ts';
 import { UsageError, num, parse, printJson, str } from './args.ts';
@@ -42,7 +42,8 @@ function line(r: AuditRecord): string {
 function readCheckpointFile(file: string): unknown {
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    // O_NONBLOCK: a FIFO named as the checkpoint is refused below, never waited on for a writer.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     throw new SandboxError('POLICY_INVALID', `cannot read the checkpoint file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
