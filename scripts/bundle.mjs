@@ -16,7 +16,9 @@ export const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const TARGETS = [
   { entry: 'src/engine/worker/main.ts', out: 'dist/worker.cjs', format: 'cjs' },
   { entry: 'src/engine/rewrite/worker.ts', out: 'dist/rewrite-worker.cjs', format: 'cjs' },
-  { entry: 'src/interfaces/cli/main.ts', out: 'dist/cli.mjs', format: 'esm' },
+  // The library and the CLI leave npm packages to node_modules (the package's dependencies).
+  { entry: 'src/index.ts', out: 'dist/index.js', format: 'esm', packagesExternal: true },
+  { entry: 'src/interfaces/cli/main.ts', out: 'dist/cli.mjs', format: 'esm', packagesExternal: true },
   { entry: 'src/storage/query-child.mjs', out: 'dist/query-child.mjs', format: 'esm' },
   // The Python lane's interpreter child; it loads Pyodide from node_modules at run time.
   { entry: 'src/lanes/python/child.mjs', out: 'dist/python-child.mjs', format: 'esm' },
@@ -67,7 +69,7 @@ async function buildStale(targets) {
       target: 'node20',
       format: t.format,
       // Native addons and tools stay in node_modules, resolved from the bundle's location.
-      external: ['wabt', 'esbuild', 'tsx', 'better-sqlite3'],
+      ...(t.packagesExternal ? { packages: 'external' } : { external: ['wabt', 'esbuild', 'tsx', 'better-sqlite3'] }),
       logLevel: 'error',
       ...(t.format === 'esm'
         ? { banner: { js: "import { createRequire as __membraneCreateRequire } from 'node:module'; const require = __membraneCreateRequire(import.meta.url);" } }

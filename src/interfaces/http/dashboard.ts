@@ -14,7 +14,7 @@
  * DASHBOARD_HEADERS.
  */
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../storage/package-root.ts';
 
@@ -42,9 +42,11 @@ export const DASHBOARD_HEADERS: Readonly<Record<string, string>> = Object.freeze
 
 const cache = new Map<string, Buffer>();
 
-/** The folder holding the asset files (the same whether running from src/ or the dist/ bundle). */
+/** The folder holding the asset files: the sources in a checkout, dist/dashboard in the built package. */
 function assetDir(): string {
-  return join(packageRoot(), 'src', 'interfaces', 'http', 'dashboard');
+  const root = packageRoot();
+  const source = join(root, 'src', 'interfaces', 'http', 'dashboard');
+  return existsSync(source) ? source : join(root, 'dist', 'dashboard');
 }
 
 /** The asset for a request path, or null when the path is not one of the dashboard's. */

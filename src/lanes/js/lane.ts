@@ -25,9 +25,8 @@
  */
 
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
-import { packageRoot } from '../../storage/package-root.ts';
+import { builtFiles } from '../../storage/package-root.ts';
 import { membraneHome } from '../../storage/sqlite.ts';
 import type { ExecRequest, ExecResult } from '../types.ts';
 import { DEFAULT_OUTPUT_LIMIT_BYTES } from './output.ts';
@@ -77,8 +76,7 @@ const failed = (code: string, message: string): ExecResult => ({
 });
 
 async function bundles(): Promise<{ worker: string; transpiler: string }> {
-  const mod = (await import(pathToFileURL(join(packageRoot(), 'scripts/bundle.mjs')).href)) as { ensureJsLaneBuilt: () => Promise<{ jsWorker: string; jsTranspiler: string }> };
-  const out = await mod.ensureJsLaneBuilt();
+  const out = await builtFiles({ jsLaneOnly: true });
   return { worker: out.jsWorker, transpiler: out.jsTranspiler };
 }
 
