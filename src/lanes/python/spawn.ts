@@ -59,6 +59,12 @@ export interface ChildCommand {
   readonly tier: PythonTier;
 }
 
+/**
+ * Node's permission model: `--permission` since Node 22.13 (stable in 23.5; Node 24 has no other
+ * spelling), `--experimental-permission` on Node 20.
+ */
+export const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+
 /** Build the command for one child: `node [flags] child.mjs <pyodideDir> <wasm|->`. */
 export function childCommand(opts: { script: string; pyodideDir: string; wasmFile: string | null; useBwrap: boolean }): ChildCommand {
   const script = realpathSync(opts.script);
@@ -66,7 +72,7 @@ export function childCommand(opts: { script: string; pyodideDir: string; wasmFil
   const wasm = opts.wasmFile === null ? null : realpathSync(opts.wasmFile);
   const node = realpathSync(process.execPath);
   const nodeArgs = [
-    '--experimental-permission',
+    PERMISSION_FLAG,
     `--allow-fs-read=${pyDir}/`,
     `--allow-fs-read=${script}`,
     ...(wasm === null ? [] : [`--allow-fs-read=${wasm}`]),
