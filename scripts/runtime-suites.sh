@@ -30,5 +30,5 @@ for major in "${majors[@]}"; do
   echo "   compiled in $(( $(date +%s) - start )) s"
   echo "== Node $("$dir/bin/node" --version): consumer and security suites"
   # shellcheck disable=SC2086 # SUITES is a list of globs
-  (cd "$clone" && PATH="$dir/bin:$PATH" node --import tsx --test --test-concurrency=2 ${SUITES:-test/release/*.test.mjs test/security/*.test.ts})
+  (cd "$clone" && PATH="$dir/bin:$PATH" node --import tsx --test --test-reporter=spec --test-concurrency=2 ${SUITES:-test/release/*.test.mjs test/security/*.test.ts})
 done
