@@ -3,19 +3,33 @@
  * one process: `better-sqlite3` (what src/storage/sqlite.ts wraps today) and Node's built-in
  * `node:sqlite` (22.5+ behind a flag, unflagged from 22.13 / 23.4).
  *
- * Owns: finding the better-sqlite3 native addon for the running Node (its default build, or the
- * file named by `--bs3-binding=PATH` / `MEMBRANE_BS3_BINDING` — a build for another Node's ABI),
- * loading `node:sqlite` where it exists without touching it elsewhere, and the slice of
- * node:sqlite's API these scripts call, typed here because @types/node 20 has no node:sqlite.
+ * Owns: finding better-sqlite3 for the running Node — the package in node_modules or another
+ * copy (`--bs3-module=DIR` / `MEMBRANE_BS3_MODULE`, e.g. 13.x installed in a scratch project), with
+ * its default addon or the file named by `--bs3-binding=PATH` / `MEMBRANE_BS3_BINDING` (a build for
+ * another Node's ABI) — loading `node:sqlite` where it exists without touching it elsewhere, and
+ * the slice of node:sqlite's API these scripts call, typed here because @types/node 20 has none.
+ *
+ * Invariant: every better-sqlite3 object these scripts make is kept reachable until exit
+ * (`keep`): better-sqlite3 12.x on Node 24 aborts the process (`Assertion failed: (env) !=
+ * nullptr`) when the garbage collector finalizes a connection or statement outside JavaScript —
+ * bench/sqlite-features.ts shows it — and a benchmark must not die of it.
  *
  * Does not protect against: an addon file built for another ABI — Node refuses it at load, and the
  * error says which NODE_MODULE_VERSION it wanted.
  */
 
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 const require = createRequire(import.meta.url);
+
+const kept: object[] = [];
+/** Keep `obj` reachable until exit (see the header); returns it. */
+export function keep<T extends object>(obj: T): T {
+  kept.push(obj);
+  return obj;
+}
 
 /** better-sqlite3's statement, as far as these scripts use it. */
 export interface Bs3Statement {
@@ -92,32 +106,41 @@ export interface NodeSqlite {
   constants: Record<string, number>;
 }
 
-/** The addon path asked for on the command line or in the environment, if any. */
-export function bs3BindingPath(argv: readonly string[] = process.argv): string | undefined {
-  const flag = argv.find((a) => a.startsWith('--bs3-binding='));
-  const path = flag !== undefined ? flag.slice('--bs3-binding='.length) : process.env['MEMBRANE_BS3_BINDING'];
+function option(flag: string, env: string): string | undefined {
+  const arg = process.argv.find((a) => a.startsWith(`--${flag}=`));
+  const path = arg !== undefined ? arg.slice(flag.length + 3) : process.env[env];
   return path !== undefined && path !== '' ? resolve(path) : undefined;
 }
+
+/** The addon path asked for on the command line or in the environment, if any. */
+export const bs3BindingPath = (): string | undefined => option('bs3-binding', 'MEMBRANE_BS3_BINDING');
+/** The better-sqlite3 package directory asked for, if any (default: node_modules/better-sqlite3). */
+export const bs3ModulePath = (): string | undefined => option('bs3-module', 'MEMBRANE_BS3_MODULE');
 
 export interface Bs3 {
   readonly Database: Bs3Constructor;
   /** Pass as the constructor's `nativeBinding` (undefined: better-sqlite3's own lookup). */
   readonly nativeBinding: object | undefined;
-  /** Where the addon came from, for the report's header. */
+  /** Which package and addon, for the report's header. */
   readonly source: string;
+  /** The package directory (its build/Release holds test_extension.node when built from source). */
+  readonly dir: string;
   readonly sqliteVersion: string;
 }
 
 /** better-sqlite3's JavaScript from node_modules, with the addon for this Node. Throws a readable error. */
-export function loadBetterSqlite3(bindingPath = bs3BindingPath()): Bs3 {
-  const Database = require('better-sqlite3') as Bs3Constructor;
+export function loadBetterSqlite3(bindingPath = bs3BindingPath(), modulePath = bs3ModulePath()): Bs3 {
+  const dir = modulePath ?? join(require.resolve('better-sqlite3/package.json'), '..');
   let nativeBinding: object | undefined;
   try {
+    const Database = require(dir) as Bs3Constructor;
+    const { version } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string };
     nativeBinding = bindingPath === undefined ? undefined : (require(bindingPath) as object);
-    const db = new Database(':memory:', nativeBinding === undefined ? {} : { nativeBinding });
-    const version = String((db.prepare('SELECT sqlite_version()').raw(true).get() as unknown[])[0]);
+    const db = keep(new Database(':memory:', nativeBinding === undefined ? {} : { nativeBinding }));
+    const sqlite = String((keep(db.prepare('SELECT sqlite_version()')).raw(true).get() as unknown[])[0]);
     db.close();
-    return { Database, nativeBinding, source: bindingPath ?? 'node_modules/better-sqlite3 (default build)', sqliteVersion: version };
+    const addon = bindingPath ?? 'its default addon';
+    return { Database, nativeBinding, dir, source: `better-sqlite3 ${version} from ${modulePath ?? 'node_modules'}, ${addon}`, sqliteVersion: sqlite };
   } catch (err) {
     const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
     throw new Error(

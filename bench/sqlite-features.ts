@@ -19,6 +19,7 @@ import { ROOT } from './lib.ts';
 import {
   bs3BindingPath,
   bs3Options,
+  keep,
   loadBetterSqlite3,
   loadNodeSqlite,
   type Bs3,
@@ -30,6 +31,8 @@ import {
 type Probe = () => string;
 
 const BIG = 2n ** 53n + 1n;
+/** How long the idle-GC probe waits; the collector's idle pass comes well within it. */
+const IDLE_MS = 1500;
 const dir = mkdtempSync(join(tmpdir(), 'membrane-sqlite-features-'));
 let files = 0;
 const freshFile = () => join(dir, `db${files++}.sqlite`);
@@ -59,7 +62,12 @@ function warningOnLoad(script: string): string {
 }
 
 function bs3Features(bs3: Bs3): Record<string, Probe> {
-  const open = (file: string, o = {}): Bs3Database => new bs3.Database(file, bs3Options(bs3, o));
+  const open = (file: string, o = {}): Bs3Database => {
+    const db = keep(new bs3.Database(file, bs3Options(bs3, o)));
+    const prepare = db.prepare.bind(db);
+    db.prepare = (sql: string) => keep(prepare(sql));
+    return db;
+  };
   const seeded = (): string => {
     const file = freshFile();
     const db = open(file);
@@ -68,12 +76,15 @@ function bs3Features(bs3: Bs3): Record<string, Probe> {
     db.close();
     return file;
   };
-  const extension = join(dirname(bs3BindingPath() ?? join(ROOT, 'node_modules/better-sqlite3/build/Release/x')), 'test_extension.node');
+  const binding = bs3BindingPath();
+  // A SQLite extension, not a Node addon: any build of it loads into any SQLite.
+  const extension = [binding === undefined ? '' : join(dirname(binding), 'test_extension.node'), join(bs3.dir, 'build/Release/test_extension.node'), join(ROOT, 'node_modules/better-sqlite3/build/Release/test_extension.node')].find(
+    (f) => f !== '' && existsSync(f),
+  ) ?? 'test_extension.node';
+  const setup = `const D = require(${JSON.stringify(bs3.dir)}); const nb = ${binding === undefined ? 'undefined' : `require(${JSON.stringify(binding)})`}; const open = () => new D(':memory:', nb ? { nativeBinding: nb } : {});`;
   return {
-    warning: () => {
-      const binding = bs3BindingPath();
-      return warningOnLoad(`new (require('better-sqlite3'))(':memory:', ${binding === undefined ? '{}' : JSON.stringify({ nativeBinding: binding })}).close()`);
-    },
+    warning: () => warningOnLoad(`${setup} open().close();`),
+    gcIdle: () => survivesIdleGc(setup),
     version: () => bs3.sqliteVersion,
     readonlyOpen: () => {
       const db = open(seeded(), { readonly: true, fileMustExist: true });
@@ -219,6 +230,7 @@ function nodeFeatures(sqlite: NodeSqlite): Record<string, Probe> {
   const has = (db: NodeDatabase, name: string) => typeof (db as unknown as Record<string, unknown>)[name] === 'function';
   return {
     warning: () => warningOnLoad("require('node:sqlite')"),
+    gcIdle: () => survivesIdleGc("const { DatabaseSync } = require('node:sqlite'); const open = () => new DatabaseSync(':memory:');"),
     version: () => {
       const db = new DatabaseSync(':memory:');
       const v = (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
@@ -409,6 +421,22 @@ function nodeFeatures(sqlite: NodeSqlite): Record<string, Probe> {
   };
 }
 
+/**
+ * Drop a closed connection and its statement, make garbage, idle: the collector then finalizes
+ * them from a task outside JavaScript. Runs in a fresh Node; the exit says whether it survived.
+ */
+function survivesIdleGc(setup: string): string {
+  const script = `${setup}
+(function () { const db = open(); db.prepare('SELECT 1').get(); db.close(); })();
+let junk = []; for (let i = 0; i < 2e5; i++) junk.push({ i, s: 'x'.repeat(50) }); junk = null;
+setTimeout(() => {}, ${IDLE_MS});`;
+  const r = spawnSync(process.execPath, ['--no-warnings', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  if (r.status === 0) return `yes (exit 0 after ${IDLE_MS} ms idle)`;
+  const assertion = /Assertion failed[^\n]*/.exec(r.stderr ?? '')?.[0];
+  const frame = /(\w+::~\w+)\(\)/.exec(r.stderr ?? '')?.[1];
+  return `**no: killed by ${r.signal ?? `exit ${String(r.status)}`}**${assertion !== undefined ? ` (${assertion.trim()}` : ''}${frame !== undefined ? ` in ${frame})` : assertion !== undefined ? ')' : ''}`;
+}
+
 /** Hold a write lock on one connection; time how long a second one waits for it. */
 function busyProbe(
   holder: (file: string) => { exec(sql: string): unknown; close(): unknown },
@@ -440,6 +468,7 @@ function heapLimitProbe(get: (sql: string) => unknown): string {
 const ROWS: readonly [key: string, label: string][] = [
   ['version', 'SQLite version'],
   ['warning', 'ExperimentalWarning printed on load'],
+  ['gcIdle', 'survives GC of a closed connection while idle'],
   ['readonlyOpen', 'open read-only (O_RDONLY)'],
   ['busy', 'busy timeout'],
   ['pragma', 'pragma results'],
@@ -469,15 +498,18 @@ function cell(probes: Record<string, Probe> | string, key: string): string {
 }
 
 let bs3: Record<string, Probe> | string;
+let bs3Source = 'better-sqlite3';
 try {
-  bs3 = bs3Features(loadBetterSqlite3());
+  const loaded = loadBetterSqlite3();
+  bs3Source = loaded.source;
+  bs3 = bs3Features(loaded);
 } catch (err) {
   bs3 = `does not load: ${errorText(err)}`;
 }
 const sqlite = await loadNodeSqlite();
 const node: Record<string, Probe> | string = sqlite === null ? 'absent (no node:sqlite module)' : nodeFeatures(sqlite);
 
-console.log(`# SQLite binding features — node ${process.version}, better-sqlite3 addon: ${bs3BindingPath() ?? 'default build'}\n`);
+console.log(`# SQLite binding features — node ${process.version}; ${bs3Source}\n`);
 console.log('| feature | better-sqlite3 | node:sqlite |');
 console.log('|---|---|---|');
 try {

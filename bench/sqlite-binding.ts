@@ -1,0 +1,398 @@
+/**
+ * better-sqlite3 against `node:sqlite` on the workloads Membrane's storage runs (issue #14).
+ *
+ *   node --import tsx bench/sqlite-binding.ts [--bs3-binding=PATH/better_sqlite3.node] [--rounds=N]
+ *
+ * On Node 22/24 better-sqlite3 12.x needs an addon built for that Node's ABI (MEMBRANE_BS3_BINDING
+ * or the flag), or point `--bs3-module=DIR` (MEMBRANE_BS3_MODULE) at another copy of the package,
+ * e.g. 13.x with its prebuilt N-API addon; see docs/storage.md, "The SQLite binding". Where
+ * node:sqlite is absent (Node 20) only better-sqlite3 runs.
+ *
+ * Each side opens its connections the way src/storage/sqlite.ts does (busy timeout 5 s,
+ * trusted_schema=OFF, foreign_keys=ON, WAL checked, synchronous per workload) and runs:
+ * a) 10 000 small files (an inode row, a directory entry, a 200 B chunk, the usage counter) in
+ *    transactions of 100, synchronous=FULL and NORMAL; b) 64 MiB written as 1 MiB blobs, one
+ *    transaction each, then read back; c) 100 000 point selects by primary key (one prepared
+ *    statement, shuffled keys); d) iterating 100 000 rows; e) serializing a 16 MiB database and
+ *    opening a read-only connection on the bytes (how the vfs_query child gets an in-memory VFS);
+ *    f) open + configure + close of a file connection, ×200.
+ * Transactions: better-sqlite3 through `db.transaction()` made once (as vfs-core.ts does),
+ * node:sqlite through prepared BEGIN/COMMIT/ROLLBACK — what an adapter would do.
+ *
+ * One warm-up round, then `--rounds` (default 7, at least 5) rounds; each round runs both sides,
+ * in an order that alternates by round. Reported: the median per side, the ratio of medians
+ * node:sqlite / better-sqlite3 (< 1: node:sqlite faster) and the range of the per-round ratios.
+ * Files live on the disk of `os.tmpdir()` in a directory removed at the end.
+ */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fmt, median } from './lib.ts';
+import { bs3Options, keep, loadBetterSqlite3, loadNodeSqlite, type Bs3, type NodeSqlite } from './sqlite-bindings.ts';
+
+type Sync = 'FULL' | 'NORMAL';
+
+interface Stmt {
+  run(...params: unknown[]): unknown;
+  get(...params: unknown[]): unknown;
+  iterate(...params: unknown[]): IterableIterator<unknown>;
+}
+
+interface Conn {
+  exec(sql: string): void;
+  prepare(sql: string): Stmt;
+  /** `fn` in one BEGIN … COMMIT (ROLLBACK if it throws). */
+  tx<T>(fn: () => T): T;
+  serialize(): Uint8Array;
+  close(): void;
+}
+
+interface Side {
+  readonly name: 'better-sqlite3' | 'node:sqlite';
+  /** Open and configure as src/storage/sqlite.ts does. */
+  open(file: string, sync: Sync): Conn;
+  /** A read-only connection over a serialized database, or null where the binding cannot. */
+  fromBytes(bytes: Uint8Array): Conn | null;
+}
+
+function bs3Side(bs3: Bs3): Side {
+  const wrap = (db: InstanceType<Bs3['Database']>): Conn => {
+    keep(db);
+    const t = db.transaction((f: () => unknown) => f());
+    return {
+      exec: (sql) => void db.exec(sql),
+      prepare: (sql) => keep(db.prepare(sql)),
+      tx: <T>(fn: () => T) => t(fn) as T,
+      serialize: () => db.serialize(),
+      close: () => void db.close(),
+    };
+  };
+  return {
+    name: 'better-sqlite3',
+    open(file, sync) {
+      const db = new bs3.Database(file, bs3Options(bs3, { timeout: 5_000 }));
+      Object.defineProperty(db, 'loadExtension', { value: () => { throw new Error('extension loading is disabled'); } });
+      db.pragma('trusted_schema = OFF');
+      db.pragma('foreign_keys = ON');
+      if (String(db.pragma('journal_mode = WAL', { simple: true })) !== 'wal') throw new Error('WAL refused');
+      db.pragma(`synchronous = ${sync}`);
+      if (db.pragma('foreign_keys', { simple: true }) !== 1) throw new Error('foreign keys off');
+      return wrap(db);
+    },
+    fromBytes(bytes) {
+      const copy = Buffer.from(bytes);
+      if (copy[18] === 2 && copy[19] === 2) copy[18] = copy[19] = 1;
+      const db = new bs3.Database(copy as unknown as string, bs3Options(bs3, { readonly: true }));
+      db.pragma('query_only = ON');
+      return wrap(db);
+    },
+  };
+}
+
+function nodeSide(sqlite: NodeSqlite): Side {
+  const { DatabaseSync } = sqlite;
+  const wrap = (db: InstanceType<NodeSqlite['DatabaseSync']>): Conn => {
+    const begin = db.prepare('BEGIN');
+    const commit = db.prepare('COMMIT');
+    const rollback = db.prepare('ROLLBACK');
+    return {
+      exec: (sql) => db.exec(sql),
+      prepare: (sql) => db.prepare(sql),
+      tx<T>(fn: () => T): T {
+        begin.run();
+        try {
+          const r = fn();
+          commit.run();
+          return r;
+        } catch (err) {
+          if (db.isTransaction !== false) rollback.run();
+          throw err;
+        }
+      },
+      serialize: () => db.serialize!(),
+      close: () => db.close(),
+    };
+  };
+  const probe = new DatabaseSync(':memory:');
+  const canDeserialize = typeof probe.deserialize === 'function';
+  probe.close();
+  return {
+    name: 'node:sqlite',
+    open(file, sync) {
+      const db = new DatabaseSync(file, { timeout: 5_000 });
+      db.exec('PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON');
+      const mode = db.prepare('PRAGMA journal_mode = WAL').get() as { journal_mode: string };
+      if (mode.journal_mode !== 'wal') throw new Error('WAL refused');
+      db.exec(`PRAGMA synchronous = ${sync}`);
+      if ((db.prepare('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys !== 1) throw new Error('foreign keys off');
+      return wrap(db);
+    },
+    fromBytes(bytes) {
+      if (!canDeserialize) return null;
+      const copy = Uint8Array.from(bytes);
+      if (copy[18] === 2 && copy[19] === 2) copy[18] = copy[19] = 1;
+      const db = new DatabaseSync(':memory:', { readOnly: true });
+      db.deserialize!(copy);
+      db.exec('PRAGMA query_only = ON');
+      return wrap(db);
+    },
+  };
+}
+
+const SMALL_FILES = 10_000;
+const TX_FILES = 100;
+const SMALL_BYTES = 200;
+const BIG_BLOBS = 64;
+const MIB = 1024 * 1024;
+const POINT_ROWS = 100_000;
+const SNAPSHOT_BYTES = 16 * MIB;
+const OPENS = 200;
+
+const VFS_DDL = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT;
+CREATE TABLE inodes (ino INTEGER PRIMARY KEY, kind TEXT NOT NULL, mode INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL) STRICT;
+CREATE TABLE dirents (seq INTEGER PRIMARY KEY, parent INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE,
+  name TEXT NOT NULL, ino INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE, UNIQUE (parent, name)) STRICT;
+CREATE TABLE chunks (ino INTEGER NOT NULL REFERENCES inodes (ino) ON DELETE CASCADE, idx INTEGER NOT NULL, data BLOB NOT NULL,
+  PRIMARY KEY (ino, idx)) STRICT;
+INSERT INTO meta VALUES ('used_bytes', 0);
+INSERT INTO inodes VALUES (1, 'dir', 493, 0, 0);
+`;
+
+interface Workload {
+  readonly name: string;
+  /** One timed run on a fresh directory; returns elapsed ms. */
+  run(side: Side, dir: string, fixtures: Fixtures): number;
+}
+
+/** Databases built once per side and reused by every round (the timed part only reads them). */
+interface Fixtures {
+  points: string;
+  snapshot: string;
+}
+
+const time = (fn: () => void): number => {
+  const t = performance.now();
+  fn();
+  return performance.now() - t;
+};
+
+function smallFiles(sync: Sync): Workload {
+  return {
+    name: `a) ${SMALL_FILES} small files (${SMALL_BYTES} B) in tx of ${TX_FILES}, synchronous=${sync}`,
+    run(side, dir) {
+      const db = side.open(join(dir, 'small.sqlite'), sync);
+      db.exec(VFS_DDL);
+      const inode = db.prepare('INSERT INTO inodes (kind, mode, size, mtime_ns) VALUES (\'file\', 420, ?, ?)');
+      const dirent = db.prepare('INSERT INTO dirents (parent, name, ino) VALUES (1, ?, ?)');
+      const chunk = db.prepare('INSERT INTO chunks (ino, idx, data) VALUES (?, 0, ?)');
+      const used = db.prepare("UPDATE meta SET value = value + ? WHERE key = 'used_bytes'");
+      const data = new Uint8Array(SMALL_BYTES).fill(0x61);
+      const ms = time(() => {
+        for (let b = 0; b < SMALL_FILES / TX_FILES; b++) {
+          db.tx(() => {
+            for (let i = 0; i < TX_FILES; i++) {
+              const n = b * TX_FILES + i;
+              const ino = (inode.run(SMALL_BYTES, n) as { lastInsertRowid: number | bigint }).lastInsertRowid;
+              dirent.run(`file-${n}.txt`, ino);
+              chunk.run(ino, data);
+              used.run(SMALL_BYTES);
+            }
+          });
+        }
+      });
+      db.close();
+      return ms;
+    },
+  };
+}
+
+const bigWrite: Workload = {
+  name: `b) ${BIG_BLOBS} MiB as 1 MiB blobs: write (one tx each) + read back`,
+  run(side, dir) {
+    const db = side.open(join(dir, 'big.sqlite'), 'NORMAL');
+    db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT');
+    const ins = db.prepare('INSERT INTO blobs (id, data) VALUES (?, ?)');
+    const get = db.prepare('SELECT data FROM blobs WHERE id = ?');
+    const blob = new Uint8Array(MIB).fill(0x5a);
+    let sum = 0;
+    const ms = time(() => {
+      for (let i = 0; i < BIG_BLOBS; i++) db.tx(() => ins.run(i, blob));
+      for (let i = 0; i < BIG_BLOBS; i++) {
+        const row = get.get(i) as { data: Uint8Array };
+        sum += row.data.byteLength;
+      }
+    });
+    db.close();
+    if (sum !== BIG_BLOBS * MIB) throw new Error(`read back ${sum} bytes`);
+    return ms;
+  },
+};
+
+/** Keys in a fixed shuffled order, the same for both sides. */
+const KEYS = (() => {
+  const keys = Array.from({ length: POINT_ROWS }, (_, i) => i + 1);
+  let s = 0x9e3779b9;
+  for (let i = keys.length - 1; i > 0; i--) {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    const j = s % (i + 1);
+    [keys[i], keys[j]] = [keys[j]!, keys[i]!];
+  }
+  return keys;
+})();
+
+const pointSelects: Workload = {
+  name: `c) ${POINT_ROWS} point selects by primary key (prepared)`,
+  run(side, _dir, fx) {
+    const db = side.open(fx.points, 'NORMAL');
+    const get = db.prepare('SELECT name, size FROM files WHERE id = ?');
+    let found = 0;
+    const ms = time(() => {
+      for (const k of KEYS) if (get.get(k) !== undefined) found++;
+    });
+    db.close();
+    if (found !== POINT_ROWS) throw new Error(`found ${found} rows`);
+    return ms;
+  },
+};
+
+const iterateRows: Workload = {
+  name: `d) iterate ${POINT_ROWS} rows`,
+  run(side, _dir, fx) {
+    const db = side.open(fx.points, 'NORMAL');
+    const all = db.prepare('SELECT id, name, size FROM files ORDER BY id');
+    let total = 0;
+    const ms = time(() => {
+      for (const row of all.iterate()) total += (row as { size: number }).size;
+    });
+    db.close();
+    if (total !== (POINT_ROWS * (POINT_ROWS - 1)) / 2) throw new Error(`sum ${total}`);
+    return ms;
+  },
+};
+
+function snapshot(part: 'serialize' | 'reopen'): Workload {
+  return {
+    name: part === 'serialize' ? 'e) serialize a 16 MiB database' : 'e) open read-only from those bytes + count(*)',
+    run(side, _dir, fx) {
+      const db = side.open(fx.snapshot, 'NORMAL');
+      let bytes: Uint8Array = new Uint8Array(0);
+      const ser = time(() => {
+        bytes = db.serialize();
+      });
+      db.close();
+      if (bytes.byteLength < SNAPSHOT_BYTES) throw new Error(`serialized ${bytes.byteLength} bytes`);
+      if (part === 'serialize') return ser;
+      let rows = -1;
+      const ms = time(() => {
+        const copy = side.fromBytes(bytes);
+        if (copy === null) return;
+        rows = (copy.prepare('SELECT count(*) AS n FROM blobs').get() as { n: number }).n;
+        copy.close();
+      });
+      if (rows === -1) return Number.NaN;
+      if (rows !== SNAPSHOT_BYTES / 4096) throw new Error(`${rows} rows`);
+      return ms;
+    },
+  };
+}
+
+const openClose: Workload = {
+  name: `f) open + configure + close a file connection, ×${OPENS}`,
+  run(side, _dir, fx) {
+    return time(() => {
+      for (let i = 0; i < OPENS; i++) side.open(fx.points, 'FULL').close();
+    });
+  },
+};
+
+const WORKLOADS: readonly Workload[] = [
+  smallFiles('FULL'),
+  smallFiles('NORMAL'),
+  bigWrite,
+  pointSelects,
+  iterateRows,
+  snapshot('serialize'),
+  snapshot('reopen'),
+  openClose,
+];
+
+function buildFixtures(side: Side, dir: string): Fixtures {
+  const points = join(dir, `points-${side.name.replace(':', '-')}.sqlite`);
+  let db = side.open(points, 'NORMAL');
+  db.exec('CREATE TABLE files (id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER NOT NULL) STRICT');
+  const ins = db.prepare('INSERT INTO files (id, name, size) VALUES (?, ?, ?)');
+  db.tx(() => {
+    for (let i = 1; i <= POINT_ROWS; i++) ins.run(i, `workspace/dir-${i % 97}/file-${i}.txt`, i - 1);
+  });
+  db.close();
+  const snap = join(dir, `snapshot-${side.name.replace(':', '-')}.sqlite`);
+  db = side.open(snap, 'NORMAL');
+  db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT');
+  const blob = db.prepare('INSERT INTO blobs (data) VALUES (randomblob(3000))');
+  db.tx(() => {
+    for (let i = 0; i < SNAPSHOT_BYTES / 4096; i++) blob.run();
+  });
+  db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  db.close();
+  return { points, snapshot: snap };
+}
+
+export async function sqliteBinding(rounds = 7): Promise<void> {
+  const bs3 = loadBetterSqlite3();
+  const sqlite = await loadNodeSqlite();
+  const sides: Side[] = [bs3Side(bs3), ...(sqlite === null ? [] : [nodeSide(sqlite)])];
+  const root = mkdtempSync(join(tmpdir(), 'membrane-sqlite-bench-'));
+  try {
+    const fixtures = new Map(sides.map((s) => [s.name, buildFixtures(s, root)]));
+    const times = new Map<string, number[]>(WORKLOADS.flatMap((w) => sides.map((s) => [`${w.name}|${s.name}`, []])));
+    for (let round = 0; round <= rounds; round++) {
+      const order = round % 2 === 0 ? sides : [...sides].reverse();
+      for (const w of WORKLOADS) {
+        for (const side of order) {
+          const dir = mkdtempSync(join(root, 'r-'));
+          const ms = w.run(side, dir, fixtures.get(side.name)!);
+          rmSync(dir, { recursive: true, force: true });
+          if (round > 0) times.get(`${w.name}|${side.name}`)!.push(ms);
+        }
+      }
+    }
+    report(bs3, sqlite !== null, rounds, times);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+function report(bs3: Bs3, hasNode: boolean, rounds: number, times: Map<string, number[]>): void {
+  const nodeSqlite = hasNode ? 'node:sqlite present' : 'node:sqlite absent';
+  console.log(`\n## SQLite binding — node ${process.version} (${nodeSqlite}); ${bs3.source}, SQLite ${bs3.sqliteVersion}`);
+  console.log(`median of ${rounds} rounds after one warm-up; ratio = node:sqlite / better-sqlite3 (< 1: node:sqlite faster)\n`);
+  const head = ['workload', 'better-sqlite3', 'node:sqlite', 'ratio', 'per-round ratios'];
+  const rows = WORKLOADS.map((w) => {
+    const b = times.get(`${w.name}|better-sqlite3`)!;
+    const n = times.get(`${w.name}|node:sqlite`) ?? [];
+    const bm = median(b);
+    const nm = n.length > 0 ? median(n) : Number.NaN;
+    const paired = n.map((x, i) => x / b[i]!).filter(Number.isFinite);
+    return [
+      w.name,
+      `${fmt(bm, 'ms')} ms`,
+      Number.isFinite(nm) ? `${fmt(nm, 'ms')} ms` : hasNode ? 'unsupported' : '—',
+      Number.isFinite(nm) ? `${(nm / bm).toFixed(2)}×` : '—',
+      paired.length > 0 ? `${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}` : '—',
+    ];
+  });
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (c: string[]) => c.map((x, i) => x.padEnd(w[i]!)).join('  ').trimEnd();
+  console.log(line(head));
+  console.log(w.map((n) => '-'.repeat(n)).join('  '));
+  for (const r of rows) console.log(line(r));
+}
+
+if (process.argv[1]?.endsWith('sqlite-binding.ts')) {
+  const flag = process.argv.find((a) => a.startsWith('--rounds='));
+  const rounds = flag === undefined ? 7 : Number(flag.slice('--rounds='.length));
+  if (!Number.isInteger(rounds) || rounds < 5) throw new Error('--rounds must be an integer ≥ 5');
+  await sqliteBinding(rounds);
+}
