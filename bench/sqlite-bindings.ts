@@ -149,6 +149,13 @@ export function loadBetterSqlite3(bindingPath = bs3BindingPath(), modulePath = b
   }
 }
 
+/** Keep a connection and every statement it will prepare (its `pragma()` and transactions' included) reachable. */
+export function keepAll(db: Bs3Database): Bs3Database {
+  const prepare = db.prepare.bind(db);
+  db.prepare = (sql: string) => keep(prepare(sql));
+  return keep(db);
+}
+
 /** Options for a better-sqlite3 constructor call, carrying the chosen addon. */
 export function bs3Options(bs3: Bs3, options: Bs3Options = {}): Bs3Options {
   return bs3.nativeBinding === undefined ? options : { ...options, nativeBinding: bs3.nativeBinding };

@@ -19,7 +19,7 @@ import { ROOT } from './lib.ts';
 import {
   bs3BindingPath,
   bs3Options,
-  keep,
+  keepAll,
   loadBetterSqlite3,
   loadNodeSqlite,
   type Bs3,
@@ -62,12 +62,7 @@ function warningOnLoad(script: string): string {
 }
 
 function bs3Features(bs3: Bs3): Record<string, Probe> {
-  const open = (file: string, o = {}): Bs3Database => {
-    const db = keep(new bs3.Database(file, bs3Options(bs3, o)));
-    const prepare = db.prepare.bind(db);
-    db.prepare = (sql: string) => keep(prepare(sql));
-    return db;
-  };
+  const open = (file: string, o = {}): Bs3Database => keepAll(new bs3.Database(file, bs3Options(bs3, o)));
   const seeded = (): string => {
     const file = freshFile();
     const db = open(file);
