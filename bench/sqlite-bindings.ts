@@ -149,10 +149,31 @@ export function loadBetterSqlite3(bindingPath = bs3BindingPath(), modulePath = b
   }
 }
 
-/** Keep a connection and every statement it will prepare (its `pragma()` and transactions' included) reachable. */
+type Native = { prepare(...args: unknown[]): object };
+const patchedIterate = new WeakSet<object>();
+
+/**
+ * Keep a connection, every statement prepared on it (by `prepare`, `pragma` and `transaction`,
+ * which reach the native object directly) and every iterator reachable until exit.
+ */
 export function keepAll(db: Bs3Database): Bs3Database {
-  const prepare = db.prepare.bind(db);
-  db.prepare = (sql: string) => keep(prepare(sql));
+  const native = Object.getOwnPropertySymbols(db)
+    .map((s) => (db as unknown as Record<symbol, unknown>)[s])
+    .find((v): v is Native => typeof v === 'object' && v !== null && typeof (v as Native).prepare === 'function');
+  if (native === undefined) throw new Error('better-sqlite3 has no native connection object where expected');
+  const prepare = native.prepare;
+  native.prepare = function (this: Native, ...args: unknown[]) {
+    const stmt = keep(prepare.apply(this, args));
+    const proto = Object.getPrototypeOf(stmt) as { iterate: (...a: unknown[]) => object };
+    if (!patchedIterate.has(proto)) {
+      patchedIterate.add(proto);
+      const iterate = proto.iterate;
+      proto.iterate = function (this: object, ...a: unknown[]) {
+        return keep(iterate.apply(this, a));
+      };
+    }
+    return stmt;
+  };
   return keep(db);
 }
 
