@@ -21,8 +21,10 @@
  * node:sqlite through prepared BEGIN/COMMIT/ROLLBACK — what an adapter would do.
  *
  * One warm-up round, then `--rounds` (default 7, at least 5) rounds; each round runs both sides,
- * in an order that alternates by round. Reported: the median per side, the ratio of medians
- * node:sqlite / better-sqlite3 (< 1: node:sqlite faster) and the range of the per-round ratios.
+ * in an order that alternates by round. Reported: the median wall time per side, the ratio of
+ * medians node:sqlite / better-sqlite3 (< 1: node:sqlite faster) with the range of the per-round
+ * ratios, for wall time and for the process's CPU time (user + system, which a busy machine
+ * disturbs less; for the fsync-bound workloads wall time is the one that matters).
  * Files live on the disk of `os.tmpdir()` in a directory removed at the end.
  */
 
@@ -185,10 +187,16 @@ interface Fixtures {
   snapshot: string;
 }
 
+/** CPU time (user + system, all threads) of the last `time()` call, ms. */
+let lastCpuMs = 0;
 const time = (fn: () => void): number => {
+  const cpu = process.cpuUsage();
   const t = performance.now();
   fn();
-  return performance.now() - t;
+  const wall = performance.now() - t;
+  const used = process.cpuUsage(cpu);
+  lastCpuMs = (used.user + used.system) / 1000;
+  return wall;
 };
 
 function smallFiles(sync: Sync): Workload {
@@ -380,7 +388,7 @@ export async function sqliteBinding(rounds = 7): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'membrane-sqlite-bench-'));
   try {
     const fixtures = new Map(sides.map((s) => [s.name, buildFixtures(s, root)]));
-    const times = new Map<string, number[]>(WORKLOADS.flatMap((w) => sides.map((s) => [`${w.name}|${s.name}`, []])));
+    const times = new Map<string, number[]>(WORKLOADS.flatMap((w) => sides.flatMap((s) => [[`${w.name}|${s.name}`, []], [`${w.name}|${s.name}|cpu`, []]])));
     for (let round = 0; round <= rounds; round++) {
       const order = round % 2 === 0 ? sides : [...sides].reverse();
       for (const w of WORKLOADS) {
@@ -388,7 +396,10 @@ export async function sqliteBinding(rounds = 7): Promise<void> {
           const dir = mkdtempSync(join(root, 'r-'));
           const ms = w.run(side, dir, fixtures.get(side.name)!);
           rmSync(dir, { recursive: true, force: true });
-          if (round > 0) times.get(`${w.name}|${side.name}`)!.push(ms);
+          if (round > 0) {
+            times.get(`${w.name}|${side.name}`)!.push(ms);
+            times.get(`${w.name}|${side.name}|cpu`)!.push(Number.isNaN(ms) ? ms : lastCpuMs);
+          }
         }
       }
     }
@@ -398,23 +409,30 @@ export async function sqliteBinding(rounds = 7): Promise<void> {
   }
 }
 
+/** Median of node:sqlite over median of better-sqlite3, with the range of the per-round ratios. */
+function ratio(b: readonly number[], n: readonly number[]): string {
+  const nm = n.length > 0 ? median(n) : Number.NaN;
+  if (!Number.isFinite(nm)) return '—';
+  const paired = n.map((x, i) => x / b[i]!);
+  return `${(nm / median(b)).toFixed(2)}× (${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)})`;
+}
+
 function report(bs3: Bs3, hasNode: boolean, rounds: number, times: Map<string, number[]>): void {
   const nodeSqlite = hasNode ? 'node:sqlite present' : 'node:sqlite absent';
   console.log(`\n## SQLite binding — node ${process.version} (${nodeSqlite}); ${bs3.source}, SQLite ${bs3.sqliteVersion}`);
-  console.log(`median of ${rounds} rounds after one warm-up; ratio = node:sqlite / better-sqlite3 (< 1: node:sqlite faster)\n`);
-  const head = ['workload', 'better-sqlite3', 'node:sqlite', 'ratio', 'per-round ratios'];
+  console.log(`median of ${rounds} rounds after one warm-up; ratio = node:sqlite / better-sqlite3 (< 1: node:sqlite faster),`);
+  console.log('in brackets the range of the per-round ratios; cpu = user + system time of the process (steadier than wall on a shared machine)\n');
+  const head = ['workload', 'better-sqlite3 wall', 'node:sqlite wall', 'wall ratio', 'cpu ratio'];
   const rows = WORKLOADS.map((w) => {
-    const b = times.get(`${w.name}|better-sqlite3`)!;
-    const n = times.get(`${w.name}|node:sqlite`) ?? [];
-    const bm = median(b);
+    const series = (side: string, cpu = false) => times.get(`${w.name}|${side}${cpu ? '|cpu' : ''}`) ?? [];
+    const n = series('node:sqlite');
     const nm = n.length > 0 ? median(n) : Number.NaN;
-    const paired = n.map((x, i) => x / b[i]!).filter(Number.isFinite);
     return [
       w.name,
-      `${fmt(bm, 'ms')} ms`,
+      `${fmt(median(series('better-sqlite3')), 'ms')} ms`,
       Number.isFinite(nm) ? `${fmt(nm, 'ms')} ms` : hasNode ? 'unsupported' : '—',
-      Number.isFinite(nm) ? `${(nm / bm).toFixed(2)}×` : '—',
-      paired.length > 0 ? `${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}` : '—',
+      ratio(series('better-sqlite3'), n),
+      ratio(series('better-sqlite3', true), series('node:sqlite', true)),
     ];
   });
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
