@@ -8,8 +8,9 @@
  * e.g. 13.x with its prebuilt N-API addon; see docs/storage.md, "The SQLite binding". Where
  * node:sqlite is absent (Node 20) only better-sqlite3 runs.
  *
- * Each side opens its connections the way src/storage/sqlite.ts does (busy timeout 5 s,
- * trusted_schema=OFF, foreign_keys=ON, WAL checked, synchronous per workload) and runs:
+ * Each side (bench/sqlite-sides.ts) opens its connections the way src/storage/sqlite.ts does
+ * (busy timeout 5 s, trusted_schema=OFF, foreign_keys=ON, WAL checked, synchronous per workload)
+ * and runs:
  * a) 10 000 small files (an inode row, a directory entry, a 200 B chunk, the usage counter) in
  *    transactions of 100, synchronous=FULL and NORMAL; b) 64 MiB written as 1 MiB blobs, one
  *    transaction each, then read back; c) 100 000 point selects by primary key (one prepared
@@ -17,8 +18,6 @@
  *    opening a read-only connection on the bytes (how the vfs_query child gets an in-memory VFS),
  *    and e') the substitute where serialize is missing: VACUUM INTO a file, open it read-only;
  *    f) open + configure + close of a file connection, ×200.
- * Transactions: better-sqlite3 through `db.transaction()` made once (as vfs-core.ts does),
- * node:sqlite through prepared BEGIN/COMMIT/ROLLBACK — what an adapter would do.
  *
  * One warm-up round, then `--rounds` (default 7, at least 5) rounds; each round runs both sides,
  * in an order that alternates by round. Reported: the median wall time per side, the ratio of
@@ -32,128 +31,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fmt, median } from './lib.ts';
-import { bs3Options, keepAll, loadBetterSqlite3, loadNodeSqlite, type Bs3, type NodeSqlite } from './sqlite-bindings.ts';
-
-type Sync = 'FULL' | 'NORMAL';
-
-interface Stmt {
-  run(...params: unknown[]): unknown;
-  get(...params: unknown[]): unknown;
-  iterate(...params: unknown[]): IterableIterator<unknown>;
-}
-
-interface Conn {
-  exec(sql: string): void;
-  prepare(sql: string): Stmt;
-  /** `fn` in one BEGIN … COMMIT (ROLLBACK if it throws). */
-  tx<T>(fn: () => T): T;
-  /** The database's bytes, or null where the binding cannot serialize. */
-  serialize(): Uint8Array | null;
-  close(): void;
-}
-
-interface Side {
-  readonly name: 'better-sqlite3' | 'node:sqlite';
-  /** Open and configure as src/storage/sqlite.ts does. */
-  open(file: string, sync: Sync): Conn;
-  /** A read-only connection over a serialized database, or null where the binding cannot. */
-  fromBytes(bytes: Uint8Array): Conn | null;
-  /** A read-only connection on a file, configured as the vfs_query child configures its own. */
-  openReadOnly(file: string): Conn;
-}
-
-function bs3Side(bs3: Bs3): Side {
-  const wrap = (db: InstanceType<Bs3['Database']>): Conn => {
-    const t = db.transaction((f: () => unknown) => f());
-    return {
-      exec: (sql) => void db.exec(sql),
-      prepare: (sql) => db.prepare(sql),
-      tx: <T>(fn: () => T) => t(fn) as T,
-      serialize: () => db.serialize(),
-      close: () => void db.close(),
-    };
-  };
-  return {
-    name: 'better-sqlite3',
-    open(file, sync) {
-      const db = keepAll(new bs3.Database(file, bs3Options(bs3, { timeout: 5_000 })));
-      Object.defineProperty(db, 'loadExtension', { value: () => { throw new Error('extension loading is disabled'); } });
-      db.pragma('trusted_schema = OFF');
-      db.pragma('foreign_keys = ON');
-      if (String(db.pragma('journal_mode = WAL', { simple: true })) !== 'wal') throw new Error('WAL refused');
-      db.pragma(`synchronous = ${sync}`);
-      if (db.pragma('foreign_keys', { simple: true }) !== 1) throw new Error('foreign keys off');
-      return wrap(db);
-    },
-    openReadOnly(file) {
-      const db = keepAll(new bs3.Database(file, bs3Options(bs3, { readonly: true, fileMustExist: true, timeout: 5_000 })));
-      db.exec('PRAGMA query_only = ON; PRAGMA trusted_schema = OFF; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 0');
-      return wrap(db);
-    },
-    fromBytes(bytes) {
-      const copy = Buffer.from(bytes);
-      if (copy[18] === 2 && copy[19] === 2) copy[18] = copy[19] = 1;
-      const db = keepAll(new bs3.Database(copy as unknown as string, bs3Options(bs3, { readonly: true })));
-      db.pragma('query_only = ON');
-      return wrap(db);
-    },
-  };
-}
-
-function nodeSide(sqlite: NodeSqlite): Side {
-  const { DatabaseSync } = sqlite;
-  const wrap = (db: InstanceType<NodeSqlite['DatabaseSync']>): Conn => {
-    const begin = db.prepare('BEGIN');
-    const commit = db.prepare('COMMIT');
-    const rollback = db.prepare('ROLLBACK');
-    return {
-      exec: (sql) => db.exec(sql),
-      prepare: (sql) => db.prepare(sql),
-      tx<T>(fn: () => T): T {
-        begin.run();
-        try {
-          const r = fn();
-          commit.run();
-          return r;
-        } catch (err) {
-          if (db.isTransaction !== false) rollback.run();
-          throw err;
-        }
-      },
-      serialize: () => (db.serialize === undefined ? null : db.serialize()),
-      close: () => db.close(),
-    };
-  };
-  const probe = new DatabaseSync(':memory:');
-  const canDeserialize = typeof probe.deserialize === 'function';
-  probe.close();
-  return {
-    name: 'node:sqlite',
-    open(file, sync) {
-      const db = new DatabaseSync(file, { timeout: 5_000 });
-      db.exec('PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON');
-      const mode = db.prepare('PRAGMA journal_mode = WAL').get() as { journal_mode: string };
-      if (mode.journal_mode !== 'wal') throw new Error('WAL refused');
-      db.exec(`PRAGMA synchronous = ${sync}`);
-      if ((db.prepare('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys !== 1) throw new Error('foreign keys off');
-      return wrap(db);
-    },
-    openReadOnly(file) {
-      const db = new DatabaseSync(file, { readOnly: true, timeout: 5_000 });
-      db.exec('PRAGMA query_only = ON; PRAGMA trusted_schema = OFF; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 0');
-      return wrap(db);
-    },
-    fromBytes(bytes) {
-      if (!canDeserialize) return null;
-      const copy = Uint8Array.from(bytes);
-      if (copy[18] === 2 && copy[19] === 2) copy[18] = copy[19] = 1;
-      const db = new DatabaseSync(':memory:', { readOnly: true });
-      db.deserialize!(copy);
-      db.exec('PRAGMA query_only = ON');
-      return wrap(db);
-    },
-  };
-}
+import { loadBetterSqlite3, loadNodeSqlite, type Bs3 } from './sqlite-bindings.ts';
+import { bs3Side, nodeSide, type Side, type Sync } from './sqlite-sides.ts';
 
 const SMALL_FILES = 10_000;
 const TX_FILES = 100;
