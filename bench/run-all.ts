@@ -13,6 +13,7 @@ import { shellLatency } from './shell.ts';
 import { brokers } from './brokers.ts';
 import { jsLane, jsLanePowers } from './js-lane.ts';
 import { pythonLane } from './python-lane.ts';
+import { sqliteBinding } from './sqlite-binding.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
@@ -29,3 +30,4 @@ await brokers();
 await jsLane();
 await jsLanePowers();
 await pythonLane();
+await sqliteBinding();
