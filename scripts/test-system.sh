@@ -7,6 +7,8 @@
 # Needs: apt-get install clang lld wasi-libc libclang-rt-dev-wasm32 binaryen bubblewrap
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian's binaryen, not the npm one that `npm run` puts first on PATH (node_modules/.bin).
+PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v '/node_modules/\.bin$' | paste -sd:)
 missing=()
 command -v clang >/dev/null || missing+=(clang)
 command -v wasm-ld >/dev/null || missing+=(lld)
