@@ -1,22 +1,23 @@
-// The web dashboard end to end, in headless Debian Chromium driven by playwright-core, against a
-// real `membrane serve` on 127.0.0.1: sign in with a token, see the tenant and the ladder, run a
-// snippet, see a refused capability appear live in the denials (from the SSE stream), see an
-// instance started through the API appear in the live list, and see hostile guest output shown as
-// text. Leaves test-artifacts/dashboard.png.
+// The web dashboard end to end, in headless Chromium (npm @sparticuz/chromium, else Debian's:
+// test/helpers/browser.ts) driven by playwright-core, against a real `membrane serve` on
+// 127.0.0.1: sign in with a token, see the tenant and the ladder, run a snippet, see a refused
+// capability appear live in the denials (from the SSE stream), see an instance started through the
+// API appear in the live list, and see hostile guest output shown as text. Leaves
+// test-artifacts/dashboard.png.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.ts';
 import { BIN, runCli } from '../helpers/cli.ts';
 import { wat } from '../helpers/wat.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 /** Bounds: the server's first line (it may rebuild dist/ first), one UI step, a snippet run. */
 const SERVER_START_MS = 90_000;
@@ -82,7 +83,6 @@ async function runSnippet(page: Page, code: string, caps: string): Promise<void>
 }
 
 test('dashboard e2e in Chromium: sign in, ladder, run, live denial, live instance, hostile output as text', { timeout: 300_000 }, async (t) => {
-  assert.ok(existsSync(CHROMIUM), "install Debian's chromium (apt-get install chromium)");
   const home = mkdtempSync(join(tmpdir(), 'membrane-dashboard-e2e-'));
   const env = { MEMBRANE_HOME: home, MEMBRANE_AUDIT_KEY: randomBytes(32).toString('hex') };
   const made = await runCli(['token', 'create', '--tenant', 'acme', '--profile', 'compute', '--json'], env);
@@ -106,11 +106,9 @@ test('dashboard e2e in Chromium: sign in, ladder, run, live denial, live instanc
     assert.equal(index.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(index.headers.get('referrer-policy'), 'no-referrer');
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      timeout: 60_000,
-      args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    const launched = await launchChromium();
+    browser = launched.browser;
+    t.diagnostic(`browser: ${launched.source} ${browser.version()} (${launched.executablePath})`);
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(STEP_MS);
     const problems: string[] = [];

@@ -1,17 +1,14 @@
 // Loopback test servers for the network guard: each counts the TCP connections it accepts, so a
 // refused request can be shown to have reached nobody. Also: an observer of every outgoing TCP
 // socket the process opens (Node's `net.client.socket` diagnostics channel), scripted resolvers,
-// and a throwaway test CA made with the openssl CLI (a test that needs it fails, saying what to install).
-import { execFileSync } from 'node:child_process';
+// and a throwaway test CA made with node:crypto (no openssl CLI).
 import dc from 'node:diagnostics_channel';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import type { ResolvedAddress, Resolver } from '../../src/net/index.ts';
+import { issue } from '../helpers/x509.ts';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -112,43 +109,21 @@ export interface TestPki {
   dispose(): void;
 }
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A fresh CA in a temp dir (EC P-256, valid 2 days). Throws when the openssl CLI is missing. */
+/** A fresh CA (EC P-256, valid 2 days) and leaves it signs, made with node:crypto (test/helpers/x509.ts). */
 export function makeTestPki(): TestPki {
-  if (!hasOpenssl()) throw new Error('the TLS tests need the openssl CLI: apt-get install -y openssl');
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-pki-'));
-  const ssl = (...args: string[]): void => {
-    execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  };
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=Membrane Test CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+  const ca = issue({ commonName: 'Membrane Test CA', serial: 1, ca: true, days: 2 });
   const leaves = new Map<string, { cert: string; key: string }>();
-  let serial = 1;
+  let serial = 1000;
   return {
-    ca: readFileSync(join(dir, 'ca.crt'), 'utf8'),
+    ca: ca.cert,
     leaf(name) {
       const have = leaves.get(name);
       if (have) return have;
-      const base = `leaf${serial}`;
-      writeFileSync(join(dir, `${base}.ext`), `subjectAltName=DNS:${name}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
-      ssl('req', ...ec, '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', `/CN=${name}`);
-      ssl('x509', '-req', '-in', `${base}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-set_serial', String(serial++ + 1000),
-        '-days', '2', '-extfile', `${base}.ext`, '-out', `${base}.crt`);
-      const made = { cert: readFileSync(join(dir, `${base}.crt`), 'utf8'), key: readFileSync(join(dir, `${base}.key`), 'utf8') };
+      const { cert, key } = issue({ commonName: name, serial: ++serial, dnsName: name, days: 2, issuer: { commonName: 'Membrane Test CA', privateKey: ca.privateKey } });
+      const made = { cert, key };
       leaves.set(name, made);
       return made;
     },
-    dispose() {
-      rmSync(dir, { recursive: true, force: true });
-    },
+    dispose() {},
   };
 }

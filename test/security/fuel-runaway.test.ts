@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { cGuest, wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const engine = testEngine({ poolSize: 2 });
 
@@ -13,7 +14,7 @@ test('a loop of 1e9 iterations with 1 000 000 fuel ends with FUEL_EXHAUSTED well
   assert.equal(r.error?.code, 'FUEL_EXHAUSTED');
   assert.deepEqual(r.error?.details, { fuelUsed: 1_000_000, budget: 1_000_000 });
   assert.equal(r.fuelUsed, 1_000_000);
-  assert.ok(performance.now() - t < 1000, `took ${performance.now() - t} ms`);
+  assert.ok(performance.now() - t < LOAD_SLACK_MS, `took ${performance.now() - t} ms`);
 });
 
 test('with ample fuel the same program returns its value and the same fuelUsed on every run', async () => {
@@ -40,9 +41,8 @@ test('a metered runaway is stopped at its deadline by its next refill, and its w
     const r = await engine.run(await wat('spin'), { profile: 'network', invoke: 'run', timeoutMs: 100 });
     assert.equal(r.error?.code, 'TIMEOUT');
     // Precision is the benchmark's job (p99 ≤ 10 ms past the deadline on a quiet machine); here,
-    // beside CPU-heavy suites, it must stop well inside the 100 ms grace after which the worker
-    // would be terminated — and the worker must be reused.
-    assert.ok(r.durationMs < 100 + 60, `stopped ${r.durationMs - 100} ms late`);
+    // beside CPU-heavy suites, the refill stops it (the worker is reused, never terminated).
+    assert.ok(r.durationMs < 100 + LOAD_SLACK_MS, `stopped ${r.durationMs - 100} ms late`);
     assert.ok(r.fuelUsed > 0);
   }
   assert.equal(engine.stats().workersReplaced, before, 'a worker was replaced');

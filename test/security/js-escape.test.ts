@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
 import type { ExecRequest } from '../../src/lanes/types.ts';
+import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const lane = new JsLane({ poolSize: 1, cacheDir: false });
 const dir = mkdtempSync(join(tmpdir(), 'membrane-js-escape-'));
@@ -101,12 +102,12 @@ test("prototype pollution inside stays inside: the host's ({}).polluted is undef
   assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false);
 });
 
-test('while(true){} ends with TIMEOUT within the timeout + 500 ms', async () => {
+test('while(true){} ends with TIMEOUT at the timeout (plus a loaded machine\'s slack)', async () => {
   const t = performance.now();
   const r = await lane.exec(req('while(true){}', { timeoutMs: 500, fuel: Number.MAX_SAFE_INTEGER }));
   const took = performance.now() - t;
   assert.equal(r.error?.code, 'TIMEOUT');
-  assert.ok(took < 1000, `took ${took} ms`);
+  assert.ok(took < 500 + LOAD_SLACK_MS, `took ${took} ms`);
   const c = await lane.exec(req('for(;;){ try { while(true){} } catch (e) {} }', { timeoutMs: 300, fuel: Number.MAX_SAFE_INTEGER }));
   assert.equal(c.error?.code, 'TIMEOUT');
 });

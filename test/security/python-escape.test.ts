@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PythonLane } from '../../src/lanes/python/index.ts';
 import type { ExecResult } from '../../src/lanes/types.ts';
+import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const SECRET = 'sk-membrane-test-secret-should-never-leak';
 process.env['ANTHROPIC_API_KEY'] = SECRET;
@@ -126,13 +127,13 @@ test('ANTHROPIC_API_KEY / OPENAI_API_KEY from the host environment are not visib
   assert.deepEqual(r.result, [null, null, {}]);
 });
 
-test('while True: pass with timeoutMs 1000 → TIMEOUT within 1.5 s', async () => {
+test('while True: pass with timeoutMs 1000 → TIMEOUT at the deadline (plus a loaded machine\'s slack)', async () => {
   await lane.warm();
   const t = performance.now();
   const r = await run('while True: pass', { timeoutMs: 1000, fuel: 1e15 });
   const ms = performance.now() - t;
   assert.equal(r.error?.code, 'TIMEOUT');
-  assert.ok(ms < 1500, `took ${ms} ms`);
+  assert.ok(ms < 1000 + LOAD_SLACK_MS, `took ${ms} ms`);
 });
 
 test('while True: pass with fuel 1e7 → FUEL_EXHAUSTED', async () => {

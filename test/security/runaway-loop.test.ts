@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const engine = testEngine({ poolSize: 2 });
 // Spinners run under `network` (1e10 fuel): compute's 1e9 lasts ~150 ms of a bare loop once V8 has
@@ -25,7 +26,7 @@ test('an export that loops forever is stopped with TIMEOUT at its budget, and it
   const r = await engine.run(await wat('spin'), { ...SPIN, invoke: 'run', timeoutMs: 300 });
   assert.equal(r.ok, false);
   assert.equal(r.error?.code, 'TIMEOUT');
-  assert.ok(r.durationMs >= 300 && r.durationMs < 400, `stopped after ${r.durationMs} ms`);
+  assert.ok(r.durationMs >= 300 && r.durationMs < 300 + LOAD_SLACK_MS, `stopped after ${r.durationMs} ms`);
   assert.deepEqual(r.error?.details, { timeoutMs: 300, elapsedMs: r.durationMs });
   // The runaway no longer burns a core: the whole process is near idle afterwards.
   await new Promise((res) => setTimeout(res, 100));
@@ -69,8 +70,9 @@ test('a healthy instance keeps answering within its normal latency while another
   }
   assert.equal((await spinning).error?.code, 'TIMEOUT');
   const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)]!;
-  assert.ok(during.length > 500, `only ${during.length} calls answered in 1 s while a neighbour spun`);
-  assert.ok(p99(during) < Math.max(5, p99(baseline) * 20), `p99 ${p99(during).toFixed(3)} ms during vs ${p99(baseline).toFixed(3)} ms before`);
+  // Blocked behind the spinner, a call would wait out its 1.5 s budget: a handful of answers, p99 ≥ 1 s.
+  assert.ok(during.length > 100, `only ${during.length} calls answered in 1 s while a neighbour spun`);
+  assert.ok(p99(during) < Math.max(50, p99(baseline) * 20), `p99 ${p99(during).toFixed(3)} ms during vs ${p99(baseline).toFixed(3)} ms before`);
   await healthy.stop();
 });
 
@@ -97,16 +99,16 @@ test('with onTimeout: restart, a timed-out instance comes back with fresh state'
 });
 
 test('a call may lower its instance budget but never raise it', async () => {
-  const inst = await engine.start('lower', await wat('spin'), { ...SPIN, timeoutMs: 2000 });
+  const inst = await engine.start('lower', await wat('spin'), { ...SPIN, timeoutMs: 10_000 });
   const t = performance.now();
   const r = await inst.call('run', [], { timeoutMs: 100 });
   assert.equal(r.error?.code, 'TIMEOUT');
-  assert.ok(performance.now() - t < 1000);
+  assert.ok(performance.now() - t < 100 + LOAD_SLACK_MS);
   await inst.stop();
   const inst2 = await engine.start('raise', await wat('spin'), { ...SPIN, timeoutMs: 150 });
   const r2 = await inst2.call('run', [], { timeoutMs: 60_000 });
   assert.equal(r2.error?.code, 'TIMEOUT');
-  assert.ok(r2.durationMs < 1000, `ran ${r2.durationMs} ms`);
+  assert.ok(r2.durationMs < 150 + LOAD_SLACK_MS, `ran ${r2.durationMs} ms`);
   assert.match(r2.warnings.join('\n'), /clamped/);
   await inst2.stop();
 });

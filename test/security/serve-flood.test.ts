@@ -11,6 +11,7 @@ import { SandboxError, createEngine, type Engine } from '../../src/index.ts';
 import { watText } from '../helpers/wat.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
+import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/server.wasm', import.meta.url)));
 let engine: Engine;
@@ -72,7 +73,7 @@ test('an oversized body is 413 and never reaches the guest', async () => {
 });
 
 test('revoking the principal mid-serve: the request in flight gets 403 and the next never reaches the guest', async () => {
-  const instance = await engine.start('web-4', guest, { profile: 'network', tenant: 'revokee', timeoutMs: 3_000 });
+  const instance = await engine.start('web-4', guest, { profile: 'network', tenant: 'revokee', timeoutMs: 10_000 });
   const s = await engine.serve('web-4');
   try {
     assert.equal((await get(`${s.url}/hello`)).status, 200);
@@ -81,7 +82,7 @@ test('revoking the principal mid-serve: the request in flight gets 403 and the n
     const t = Date.now();
     engine.revoke({ tenant: 'revokee', instance: 'web-4' });
     assert.deepEqual(await inFlight, { status: 403, body: 'REVOKED\n' });
-    assert.ok(Date.now() - t < 1_000, 'the in-flight request was answered at once');
+    assert.ok(Date.now() - t < LOAD_SLACK_MS, 'the in-flight request was answered at once, not at its 10 s budget');
     const callsBefore = instance.info().calls;
     assert.deepEqual(await get(`${s.url}/hello`), { status: 403, body: 'REVOKED\n' });
     assert.equal(instance.info().calls, callsBefore, 'the next request never reached the guest');

@@ -1,7 +1,7 @@
 // An upload stalling the server: eight distinct ~4.5 MB modules (900 000 functions each, ~29 MB
 // once fuel-metered) posted to /v1/runs at once must not hold up another tenant's requests —
 // rewriting and compiling happen on worker threads, hashing in 1 MiB steps, cache I/O async —
-// so `/health`, polled every 10 ms meanwhile, answers with p99 under 50 ms. The uploads come from
+// so `/health`, polled every 10 ms meanwhile, answers with p99 under 100 ms. The uploads come from
 // another process, as they would: this process's main thread is the server's alone.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -15,7 +15,9 @@ import { manyFunctions } from '../helpers/big-module.ts';
 
 const UPLOADS = 8;
 const FUNCTIONS = 900_000;
-const P99_BOUND_MS = 50;
+/** Twice the quiet machine's bound, for a loaded one; one of these modules rewritten inline on the
+ * main thread would stall it ~160 ms (bench: 338 ms for Pyodide's 9.6 MB), eight of them far more. */
+const P99_BOUND_MS = 100;
 
 const UPLOADER = `
 const { readFileSync } = require('node:fs');

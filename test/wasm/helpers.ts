@@ -1,15 +1,11 @@
 /**
- * Shared fixtures for the wasm tests: `.wat` compiled with the wabt package, C compiled with
- * clang (wasm32-wasi) at test time, and an assertion for INVALID_MODULE.
- *
- * A test that needs clang fails loudly when it is missing; it never skips silently.
+ * Shared fixtures for the wasm tests: `.wat` compiled with the wabt package, C modules committed
+ * as .wasm (built from test/wasm/fixtures/*.c by its build.sh, so no test needs clang), and an
+ * assertion for INVALID_MODULE.
  */
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import wabtInit from 'wabt';
 import { SandboxError } from '../../src/errors.ts';
 
@@ -72,47 +68,29 @@ export const WAT_FIXTURES: readonly { name: string; v8: boolean }[] = [
   { name: 'grow.wat', v8: true },
 ];
 
-const CLANG_HINT = 'clang targeting wasm32-wasi is required for this test: apt-get install clang lld wasi-libc';
-
-/** Compiles a C fixture with clang to a wasm module (temp dir, removed afterwards). */
-export function buildC(name: string, flags: readonly string[]): Bytes {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-wasm-'));
-  try {
-    const out = join(dir, 'out.wasm');
-    const src = new URL(name, FIXTURES).pathname;
-    const res = spawnSync('clang', ['--target=wasm32-wasi', '-O2', ...flags, src, '-o', out], { encoding: 'utf8' });
-    if (res.error !== undefined) throw new Error(`${CLANG_HINT} (${res.error.message})`);
-    if (res.status !== 0) throw new Error(`${CLANG_HINT}\nclang ${flags.join(' ')} ${name} failed:\n${res.stderr}`);
-    return new Uint8Array(readFileSync(out));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const KERNEL_FLAGS = ['-nostdlib', '-Wl,--no-entry'];
-
-/** Every C build the tests use: the libc program, and the kernel module per feature set. */
-const C_BUILDS: Readonly<Record<string, readonly [file: string, flags: readonly string[]]>> = {
-  'program.c': ['program.c', []],
-  'program.c -msimd128': ['program.c', ['-msimd128']],
-  'kernels.c': ['kernels.c', KERNEL_FLAGS],
-  'kernels.c -msimd128': ['kernels.c', [...KERNEL_FLAGS, '-msimd128']],
-  'kernels.c -mbulk-memory': ['kernels.c', [...KERNEL_FLAGS, '-mbulk-memory']],
-  'kernels.c -matomics (shared, imported memory)': [
-    'kernels.c',
-    [...KERNEL_FLAGS, '-matomics', '-mbulk-memory', '-Wl,--shared-memory', '-Wl,--import-memory', '-Wl,--max-memory=1048576'],
-  ],
+/**
+ * Every C build the tests use: the libc program, and the kernel module per feature set. Each is a
+ * committed .wasm made by test/wasm/fixtures/build.sh (which lists the clang flags); `.ci/run`
+ * checks they match their sources.
+ */
+const C_BUILDS: Readonly<Record<string, string>> = {
+  'program.c': 'program.wasm',
+  'program.c -msimd128': 'program-simd.wasm',
+  'kernels.c': 'kernels.wasm',
+  'kernels.c -msimd128': 'kernels-simd.wasm',
+  'kernels.c -mbulk-memory': 'kernels-bulk.wasm',
+  'kernels.c -matomics (shared, imported memory)': 'kernels-atomics.wasm',
 };
 export const SHARED_KERNELS = 'kernels.c -matomics (shared, imported memory)';
 
 const cCache = new Map<string, Bytes>();
 
-/** One C build, compiled on first use and kept for the rest of the process. */
+/** One C build, read from its committed .wasm on first use and kept for the rest of the process. */
 export function cModule(name: string): Bytes {
-  const spec = C_BUILDS[name];
-  if (spec === undefined) throw new Error(`no C build named ${name}`);
+  const file = C_BUILDS[name];
+  if (file === undefined) throw new Error(`no C build named ${name}`);
   let bytes = cCache.get(name);
-  if (bytes === undefined) cCache.set(name, (bytes = buildC(spec[0], spec[1])));
+  if (bytes === undefined) cCache.set(name, (bytes = new Uint8Array(readFileSync(new URL(file, FIXTURES)))));
   return bytes;
 }
 
