@@ -69,7 +69,7 @@ async function buildStale(targets) {
       target: 'node20',
       format: t.format,
       // Native addons and tools stay in node_modules, resolved from the bundle's location.
-      ...(t.packagesExternal ? { packages: 'external' } : { external: ['wabt', 'esbuild', 'tsx', 'better-sqlite3'] }),
+      ...(t.packagesExternal ? { packages: 'external' } : { external: ['wabt', 'esbuild', 'tsx', 'better-sqlite3', 'better-sqlite3-12'] }),
       logLevel: 'error',
       ...(t.format === 'esm'
         ? { banner: { js: "import { createRequire as __membraneCreateRequire } from 'node:module'; const require = __membraneCreateRequire(import.meta.url);" } }

@@ -14,7 +14,10 @@
 // Does not protect against: a statement that never returns or allocates without bound — native
 // code cannot be stopped from here; the parent kills this process (deadline, memory watchdog).
 
-import Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
+
+// The binding for the running Node, as src/storage/sqlite.ts chooses it (SQLITE_PACKAGE).
+const Database = createRequire(import.meta.url)(Number(process.versions.node.split('.')[0]) >= 22 ? 'better-sqlite3' : 'better-sqlite3-12');
 
 const SQLITE_CODES = {
   TOO_LARGE: ['SQLITE_TOOBIG', 'SQLITE_NOMEM', 'SQLITE_FULL'],
@@ -54,8 +57,8 @@ function open(source, heapBytes, timeoutMs) {
   // SQLite's own heap caps (process-wide). better-sqlite3 is built with SQLITE_DEFAULT_MEMSTATUS=0,
   // under which SQLite accepts but does not enforce them: the parent's RSS watchdog is the real cap.
   const limit = heapBytes + (bytes ? bytes.byteLength : 0);
-  control.pragma(`hard_heap_limit = ${Math.floor(limit)}`);
-  control.pragma(`soft_heap_limit = ${Math.floor(limit / 2)}`);
+  control.pragma(`hard_heap_limit = ${Math.floor(limit)}`, { simple: true });
+  control.pragma(`soft_heap_limit = ${Math.floor(limit / 2)}`, { simple: true });
   let db;
   try {
     db = bytes
@@ -65,11 +68,11 @@ function open(source, heapBytes, timeoutMs) {
     throw new Refusal('UNAVAILABLE', 'the VFS database could not be opened');
   }
   try {
-    db.pragma('query_only = ON');
-    db.pragma('trusted_schema = OFF');
-    db.pragma('temp_store = MEMORY');
-    db.pragma('mmap_size = 0');
-    db.pragma('cache_size = -16000');
+    db.pragma('query_only = ON', { simple: true });
+    db.pragma('trusted_schema = OFF', { simple: true });
+    db.pragma('temp_store = MEMORY', { simple: true });
+    db.pragma('mmap_size = 0', { simple: true });
+    db.pragma('cache_size = -16000', { simple: true });
     db.defaultSafeIntegers(true);
   } catch {
     db.close();

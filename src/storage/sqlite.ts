@@ -1,8 +1,8 @@
 /**
  * Opening SQLite databases the one way Membrane opens them.
  *
- * Owns: the `better-sqlite3` binding (through a small typed surface, so nothing else imports the
- * untyped package), the pragmas every database gets, file and directory permissions, where data
+ * Owns: the `better-sqlite3` binding and which major of it the running Node gets (through a small
+ * typed surface, so nothing else imports the untyped package), the pragmas every database gets, file and directory permissions, where data
  * lives (`$MEMBRANE_HOME`, default `~/.membrane`), and the durability levels.
  *
  * Invariant: a database returned by `openDatabase` is in WAL mode, has foreign keys on and
@@ -68,15 +68,30 @@ type DatabaseConstructor = new (filename: string, options?: DatabaseOptions) => 
   loadExtension?: unknown;
 };
 
+/**
+ * The better-sqlite3 package for the running Node (docs/storage.md, "The SQLite binding"): 13.x
+ * (Node-API, prebuilt in the package) on Node 22 and later, where 12.x aborts the process when the
+ * collector finalizes a closed connection or statement (Node 24's ObjectWrap); 12.x, installed
+ * under the alias `better-sqlite3-12`, on Node 20, where 13.x crashes on load. query-child.mjs
+ * makes the same choice.
+ */
+export const SQLITE_PACKAGE = Number(process.versions.node.split('.')[0]) >= 22 ? 'better-sqlite3' : 'better-sqlite3-12';
+
+/** What to install when the binding is missing. */
+const INSTALL_HINT =
+  SQLITE_PACKAGE === 'better-sqlite3'
+    ? 'reinstall membrane (its better-sqlite3 dependency is missing)'
+    : 'on Node 20, install better-sqlite3 12 beside membrane: npm install better-sqlite3-12@npm:better-sqlite3@12';
+
 let ctor: DatabaseConstructor | undefined;
 
 function sqliteConstructor(): DatabaseConstructor {
   if (ctor === undefined) {
     const require = createRequire(import.meta.url);
     try {
-      ctor = require('better-sqlite3') as DatabaseConstructor;
+      ctor = require(SQLITE_PACKAGE) as DatabaseConstructor;
     } catch (err) {
-      throw new SandboxError('INTERNAL', 'the SQLite binding (better-sqlite3) could not be loaded', {}, err);
+      throw new SandboxError('INTERNAL', `the SQLite binding could not be loaded: ${INSTALL_HINT}`, {}, err);
     }
   }
   return ctor;

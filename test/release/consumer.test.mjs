@@ -5,11 +5,12 @@
 // node_modules while it runs. Plain JavaScript, so any Node runs it without a loader: .ci/run runs
 // it under Node 20, 22 and 24 (`npm run test:consumer`), each against the same tarball.
 //
-// Environment: MEMBRANE_TARBALL (a packed tarball; default: `npm pack` of this checkout),
-// MEMBRANE_SQLITE_BINDING (better-sqlite3's compiled addon for the running Node; default: the
-// checkout's). The install uses --ignore-scripts and copies that addon in: better-sqlite3's own
-// install script would try to download a prebuilt binary from GitHub (an off-machine call) and
-// otherwise compile the same file again.
+// Environment: MEMBRANE_TARBALL (a packed tarball; default: `npm pack` of this checkout). On Node
+// 22+ the install is exactly a user's (better-sqlite3 13 ships its addon, no install script runs).
+// On Node 20 the consumer also needs better-sqlite3 12 (docs/storage.md, "The SQLite binding"):
+// installed with --ignore-scripts and given the checkout's compiled addon
+// (MEMBRANE_SQLITE_BINDING overrides it), because its install script would try to download a
+// prebuilt binary from GitHub (an off-machine call) or compile the same file again.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -69,12 +70,17 @@ before(() => {
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   const typesNode = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).devDependencies['@types/node'];
-  npm(['install', '--prefer-offline', '--ignore-scripts', '--no-package-lock', tarball, `@types/node@${typesNode}`], app);
-  const binding = process.env.MEMBRANE_SQLITE_BINDING ?? join(repo, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
-  assert.ok(existsSync(binding), `no better-sqlite3 addon at ${binding}: run npm ci under this Node (${process.version}) first`);
-  const release = join(app, 'node_modules/better-sqlite3/build/Release');
-  mkdirSync(release, { recursive: true });
-  copyFileSync(binding, join(release, 'better_sqlite3.node'));
+  if (Number(process.versions.node.split('.')[0]) >= 22) {
+    npm(['install', '--prefer-offline', '--no-package-lock', tarball, `@types/node@${typesNode}`], app);
+  } else {
+    const v12 = JSON.parse(readFileSync(join(repo, 'node_modules/better-sqlite3-12/package.json'), 'utf8')).version;
+    npm(['install', '--prefer-offline', '--ignore-scripts', '--no-package-lock', tarball, `@types/node@${typesNode}`, `better-sqlite3-12@npm:better-sqlite3@${v12}`], app);
+    const binding = process.env.MEMBRANE_SQLITE_BINDING ?? join(repo, 'node_modules/better-sqlite3-12/build/Release/better_sqlite3.node');
+    assert.ok(existsSync(binding), `no better-sqlite3 12 addon at ${binding}: run npm ci under this Node (${process.version}) first`);
+    const release = join(app, 'node_modules/better-sqlite3-12/build/Release');
+    mkdirSync(release, { recursive: true });
+    copyFileSync(binding, join(release, 'better_sqlite3.node'));
+  }
   snapshot = listFiles(join(app, 'node_modules'));
 });
 

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { QueryService, type QueryErrorCode, type QueryOutcome } from '../../src/storage/query.ts';
 import { QueryProcess } from '../../src/storage/query-process.ts';
 import { O_CREAT, Vfs } from '../../src/storage/vfs.ts';
+import { SQLITE_PACKAGE } from '../../src/storage/sqlite.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'membrane-query-escape-'));
@@ -20,7 +21,7 @@ const victim = join(dir, 'victim.sqlite');
 const service = new QueryService();
 
 type Db = { exec(sql: string): void; close(): void; prepare(sql: string): { all(): unknown[] } };
-const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (f: string) => Db;
+const Sqlite = createRequire(import.meta.url)(SQLITE_PACKAGE) as new (f: string) => Db;
 
 const digest = (f: string) => createHash('sha256').update(readFileSync(f)).digest('hex');
 const files = () => readdirSync(dir).filter((n) => !/^vfs\.sqlite(-wal|-shm)?$/.test(n)).sort();
@@ -211,7 +212,7 @@ test('behind the gate: the read-only child refuses ATTACH, writes, VACUUM INTO a
 test('the gate reads comments, strings and identifiers as SQLite does: what it passes, SQLite sees as one read', async () => {
   const { checkQuery } = await import('../../src/storage/query-check.ts');
   type Prepared = { reader: boolean; readonly: boolean };
-  const db = new (createRequire(import.meta.url)('better-sqlite3') as new (f: string) => { prepare(s: string): Prepared; close(): void })(':memory:');
+  const db = new (createRequire(import.meta.url)(SQLITE_PACKAGE) as new (f: string) => { prepare(s: string): Prepared; close(): void })(':memory:');
   const pass = [
     "SELECT 'ATTACH' AS a", "SELECT 1 -- ; ATTACH 'x' AS y", "SELECT 1 /* ; ATTACH 'x' AS y */", 'SELECT "a""b" FROM (SELECT 1 AS "a""b")',
     'SELECT [x] FROM (SELECT 1 AS x);', "SELECT x'00ff', 1e5+1, .5, 0x1F", "SELECT 'it''s' /* ' */", "select replace('a', 'a', 'b')",

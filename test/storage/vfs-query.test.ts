@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { checkQuery, DEFAULT_QUERY_LIMITS, QueryService, type QueryOutcome } from '../../src/storage/query.ts';
 import { O_CREAT, Vfs } from '../../src/storage/vfs.ts';
+import { SQLITE_PACKAGE } from '../../src/storage/sqlite.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'membrane-query-home-'));
@@ -19,7 +20,7 @@ after(async () => {
 });
 
 type Serializable = { serialize(): Buffer; close(): void };
-const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (f: string, o?: { readonly?: boolean }) => Serializable;
+const Sqlite = createRequire(import.meta.url)(SQLITE_PACKAGE) as new (f: string, o?: { readonly?: boolean }) => Serializable;
 
 interface Answer {
   columns: string[];
