@@ -113,10 +113,10 @@ export class WorkerHandle {
       },
     });
     this.worker = w;
-    // The worker's own stdio is never the guest's (guest output is captured in-protocol); drain
-    // it so a chatty runtime cannot grow a buffer on the host.
-    w.stdout.resume();
-    w.stderr.resume();
+    // The worker's own stdio is never the guest's (guest output is captured in-protocol) and is
+    // never read: reading a worker's stdio refs its port for the worker's whole life (an idle
+    // pool would keep the process alive). Unread, a chatty runtime's writes wait on the worker's
+    // side (backpressure), inside its heap limit, not on the host.
     w.unref();
     this.exited = new Promise((resolve) => {
       w.once('exit', () => {
