@@ -110,7 +110,7 @@ test('profiles prints the policy literal', async () => {
 test('usage errors exit 2 with a hint', async () => {
   const r = await membrane(['run']);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /Try 'membrane --help'/);
+  assert.match(r.stderr, /Try 'membrane run --help'/);
   const h = await membrane(['--help']);
   assert.equal(h.code, 0);
   assert.match(h.stdout, /Exit codes:/);

@@ -10,10 +10,9 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { CommandRegistry } from '../../engine/index.ts';
+import { USAGE_EXIT, UsageError } from './usage.ts';
 
-export const USAGE_EXIT = 2;
-
-export class UsageError extends Error {}
+export { USAGE_EXIT, UsageError } from './usage.ts';
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -25,7 +24,9 @@ export function parse(argv: string[], options: Options): { values: Record<string
     const { values, positionals } = parseArgs({ args: mine, options, allowPositionals: true, strict: true });
     return { values, positionals, rest };
   } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
+    const message = e instanceof Error ? e.message : String(e);
+    const unknown = /^Unknown option '([^']*)'/.exec(message);
+    throw new UsageError(unknown ? `unknown option '${unknown[1]}'` : message.split('\n')[0]!);
   }
 }
 
@@ -35,13 +36,6 @@ export function str(v: unknown): string | undefined {
 
 export function strs(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];
-}
-
-export function num(name: string, v: unknown): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} expects a number, got "${String(v)}"`);
-  return n;
 }
 
 /** Read a module file; `.wat` text is compiled with wabt. */
@@ -75,10 +69,10 @@ export async function commandRegistry(flags: readonly string[]): Promise<Command
   return registry;
 }
 
-/** Print an error for a human; returns the exit code. */
-export function reportError(e: unknown): number {
+/** Print an error for a human; returns the exit code. `command` names the help to point at. */
+export function reportError(e: unknown, command?: string): number {
   if (e instanceof UsageError) {
-    process.stderr.write(`membrane: ${e.message}\nTry 'membrane --help'.\n`);
+    process.stderr.write(`membrane${command ? ` ${command}` : ''}: ${e.message}\nTry 'membrane ${command ? `${command} ` : ''}--help'.\n`);
     return USAGE_EXIT;
   }
   const err = toSandboxError(e);

@@ -9,7 +9,8 @@ import { SecretStore } from '../../brokers/secrets.ts';
 import type { RunResult } from '../../engine/results.ts';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { failure } from '../../engine/results.ts';
-import { UsageError, commandRegistry, loadModule, num, parse, printJson, str, strs } from './args.ts';
+import { UsageError, commandRegistry, loadModule, parse, printJson, str, strs } from './args.ts';
+import { limitFlags } from './units.ts';
 
 export const RUN_OPTIONS = {
   profile: { type: 'string' },
@@ -43,9 +44,9 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (eq <= 0) throw new UsageError(`--env expects K=V, got "${kv}"`);
     env[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  const fuel = num('fuel', values['fuel']);
+  const limits = limitFlags(values);
   const noFuel = values['no-fuel'] === true;
-  if (noFuel && fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
+  if (noFuel && limits.fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
   const commands = await commandRegistry(strs(values['register']));
   // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
@@ -58,9 +59,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     const capsFlag = str(values['caps']);
     result = await engine.run(bytes, {
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
-      ...(num('timeout', values['timeout']) !== undefined ? { timeoutMs: num('timeout', values['timeout'])! } : {}),
-      ...(fuel !== undefined ? { fuel } : {}),
-      ...(num('memory', values['memory']) !== undefined ? { memoryBytes: num('memory', values['memory'])! } : {}),
+      ...limits,
       ...(str(values['invoke']) !== undefined ? { invoke: str(values['invoke'])!, args: strs(values['arg']) } : {}),
       ...(stdinPath !== undefined ? { stdin: readStdin(stdinPath) } : {}),
       ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),

@@ -10,13 +10,13 @@
 
 import { loadConfig } from '../config.ts';
 import { startServer } from '../http/server.ts';
-import { UsageError, num, parse, str } from './args.ts';
+import { UsageError, parse, str } from './args.ts';
+import { optional } from './units.ts';
 
 export async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { port: { type: 'string' }, host: { type: 'string' }, config: { type: 'string' }, json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError('serve takes no arguments');
-  const port = num('port', values['port']);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new UsageError('--port expects 0..65535');
+  const port = optional('port', values['port'], 'count', { min: 0, max: 65535 });
   const configFile = str(values['config']);
   const config = configFile ? loadConfig(configFile) : null;
   const host = str(values['host']);
