@@ -6,12 +6,46 @@
  * with --json, `{"listening":"http://HOST:PORT"}`) — then logs JSON lines on stderr. SIGTERM and
  * SIGINT shut it down gracefully (in-flight requests finish or time out, then the engine closes);
  * a second signal exits at once.
+ *
+ * A start that fails ends the process at once: an address that cannot be bound is one line
+ * (`address 127.0.0.1:7070 is in use`, not permitted, not available) and BIND_FAILED_EXIT (3);
+ * anything else is the error table's code. startServer releases what it opened either way.
  */
 
+import { createServer } from 'node:net';
 import { loadConfig } from '../config.ts';
-import { startServer } from '../http/server.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, startServer } from '../http/server.ts';
 import { UsageError, parse, str } from './args.ts';
 import { optional } from './units.ts';
+import { BIND_FAILED_EXIT } from './usage.ts';
+
+const BIND_ERRORS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'is in use',
+  EACCES: 'is not permitted (ports below 1024 need privileges)',
+  EPERM: 'is not permitted',
+  EADDRNOTAVAIL: 'is not available on this host',
+};
+
+/** Bind `host:port` and let it go again; rejects with the bind error. */
+function probe(host: string, port: number): Promise<void> {
+  const s = createServer();
+  return new Promise<void>((resolve, reject) => {
+    s.once('error', reject);
+    s.listen({ host, port, exclusive: true }, () => s.close(() => resolve()));
+  });
+}
+
+/** The one line for a bind failure, or null when `e` is something else. */
+export function bindFailure(e: unknown, host: string, port: number): string | null {
+  const err = e as NodeJS.ErrnoException & { address?: unknown; port?: unknown };
+  if (err === null || typeof err !== 'object' || typeof err.code !== 'string') return null;
+  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return `cannot listen on ${host}: no such host`;
+  const why = BIND_ERRORS[err.code];
+  if (why === undefined) return null;
+  const addr = typeof err.address === 'string' ? err.address : host;
+  const p = typeof err.port === 'number' ? err.port : port;
+  return `address ${addr.includes(':') ? `[${addr}]` : addr}:${p} ${why}`;
+}
 
 export async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { port: { type: 'string' }, host: { type: 'string' }, config: { type: 'string' }, json: { type: 'boolean' } });
@@ -20,7 +54,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const configFile = str(values['config']);
   const config = configFile ? loadConfig(configFile) : null;
   const host = str(values['host']);
-  const server = await startServer({ config, ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
+  const where = { host: host ?? config?.server?.host ?? DEFAULT_HOST, port: port ?? config?.server?.port ?? DEFAULT_PORT };
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    // Try the address before starting an engine: a busy port fails in milliseconds.
+    if (where.port !== 0) await probe(where.host, where.port);
+    server = await startServer({ config, ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
+  } catch (e) {
+    const line = bindFailure(e, where.host, where.port);
+    if (line === null) throw e;
+    process.stderr.write(`membrane serve: ${line}\n`);
+    return BIND_FAILED_EXIT;
+  }
   process.stdout.write(values['json'] === true ? `${JSON.stringify({ listening: server.url })}\n` : `membrane serve: listening on ${server.url}\n`);
   await new Promise<void>((resolve) => {
     let signalled = false;
