@@ -11,6 +11,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { CommandRegistry } from '../../engine/index.ts';
 import { USAGE_EXIT, UsageError } from './usage.ts';
+import { compileWat } from './wat.ts';
 
 export { USAGE_EXIT, UsageError } from './usage.ts';
 
@@ -47,15 +48,7 @@ export async function loadModule(path: string): Promise<Uint8Array> {
     throw new SandboxError('INVALID_MODULE', `cannot read module file "${path}"`, { path });
   }
   if (!path.endsWith('.wat') && !path.endsWith('.wast')) return new Uint8Array(data);
-  const wabt = await (await import('wabt')).default();
-  try {
-    const m = wabt.parseWat(path, data.toString('utf8'), { exceptions: true, threads: true, multi_value: true, simd: true, tail_call: true, bulk_memory: true, reference_types: true });
-    const { buffer } = m.toBinary({});
-    m.destroy();
-    return new Uint8Array(buffer);
-  } catch (e) {
-    throw new SandboxError('INVALID_MODULE', `cannot compile ${path}: ${e instanceof Error ? e.message.split('\n')[0] : 'parse error'}`, { path });
-  }
+  return compileWat(path, data.toString('utf8'));
 }
 
 /** The built-in commands plus every `--register NAME=FILE.wasm` (a file's later flag wins). */
