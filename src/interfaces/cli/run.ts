@@ -11,6 +11,7 @@ import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { failure } from '../../engine/results.ts';
 import { UsageError, commandRegistry, loadModule, parse, printJson, str, strs } from './args.ts';
 import { limitFlags } from './units.ts';
+import { runnableModule } from './instrumented.ts';
 
 export const RUN_OPTIONS = {
   profile: { type: 'string' },
@@ -55,7 +56,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } } });
   let result: RunResult;
   try {
-    const bytes = await loadModule(file);
+    const bytes = runnableModule(await loadModule(file));
     const capsFlag = str(values['caps']);
     result = await engine.run(bytes, {
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
