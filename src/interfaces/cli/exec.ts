@@ -1,6 +1,6 @@
 /**
- * `membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout MS] [--fuel N]
- * [--memory BYTES] [--context JSON] [--vfs NAME] [--json]`: run untrusted source in its lane
+ * `membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout DURATION] [--fuel COUNT]
+ * [--memory SIZE] [--context JSON] [--vfs NAME] [--json]`: run untrusted source in its lane
  * (DESIGN §7, §9); `--vfs NAME` gives the snippet's `vfs.*` powers and commands the named
  * persistent VFS (the one `membrane run --vfs NAME` uses) instead of a private one.
  * Human output: the snippet's stdout and stderr, then the result (JSON) on its own line.

@@ -1,6 +1,7 @@
 /**
  * `membrane run MODULE [flags] [-- ARGS...]`: run `_start` or an export once, in a fresh
- * sandbox, and print the result (DESIGN §9).
+ * sandbox, and print the result (DESIGN §9). Numeric flags: units.ts; a file `membrane instrument`
+ * wrote runs its original, metered once (instrumented.ts).
  */
 
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * `membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]... [--profile P] [--timeout MS] [--json]`:
+ * `membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]... [--profile P] [--timeout DURATION] [--json]`:
  * the in-sandbox shell (src/shell, docs/shell.md). `--timeout` is the whole script's budget. Exits
  * with the script's status, or with the error table's code when a wall stopped the script.
  */
