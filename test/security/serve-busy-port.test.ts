@@ -61,6 +61,21 @@ test('serve with a port taken in the config file fails the same way', async () =
   }
 });
 
+test('other startup failures end the process too: a bad config (64), an unusable $MEMBRANE_HOME (64)', async () => {
+  const { writeFileSync } = await import('node:fs');
+  const cfg = join(HOME, 'broken.json');
+  writeFileSync(cfg, '{not json');
+  const bad = await membrane(['serve', '--port', '0', '--config', cfg]);
+  assert.equal(bad.code, 64, bad.stderr);
+  assert.match(bad.stderr, /POLICY_INVALID: broken\.json is not valid JSON/);
+  const file = join(HOME, 'not-a-directory');
+  writeFileSync(file, '');
+  const home = await runCli(['serve', '--port', '0'], { MEMBRANE_HOME: file }, 30_000);
+  assert.equal(home.code, 64, home.stderr);
+  assert.match(home.stderr, /^membrane serve: cannot start: /);
+  assert.ok(!home.stderr.includes('INTERNAL'));
+});
+
 test('library: startServer on a busy port rejects with EADDRINUSE and leaves nothing keeping Node alive', async () => {
   const { server, port } = await holdPort();
   try {

@@ -9,10 +9,12 @@
  *
  * A start that fails ends the process at once: an address that cannot be bound is one line
  * (`address 127.0.0.1:7070 is in use`, not permitted, not available) and BIND_FAILED_EXIT (3);
- * anything else is the error table's code. startServer releases what it opened either way.
+ * a file the host refuses (an unusable $MEMBRANE_HOME) is `cannot start: REASON` and 64; anything
+ * else is the error table's code. startServer releases what it opened either way.
  */
 
 import { createServer } from 'node:net';
+import { exitCodeFor } from '../../errors.ts';
 import { loadConfig } from '../config.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, startServer } from '../http/server.ts';
 import { UsageError, parse, str } from './args.ts';
@@ -62,9 +64,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
     server = await startServer({ config, ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
   } catch (e) {
     const line = bindFailure(e, where.host, where.port);
-    if (line === null) throw e;
-    process.stderr.write(`membrane serve: ${line}\n`);
-    return BIND_FAILED_EXIT;
+    if (line !== null) {
+      process.stderr.write(`membrane serve: ${line}\n`);
+      return BIND_FAILED_EXIT;
+    }
+    // The host refused a file (an unusable $MEMBRANE_HOME, say): the operator's setup, not a bug.
+    const err = e as NodeJS.ErrnoException;
+    if (err instanceof Error && typeof err.code === 'string' && typeof err.syscall === 'string') {
+      process.stderr.write(`membrane serve: cannot start: ${err.message.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')}\n`);
+      return exitCodeFor('POLICY_INVALID');
+    }
+    throw e;
   }
   process.stdout.write(values['json'] === true ? `${JSON.stringify({ listening: server.url })}\n` : `membrane serve: listening on ${server.url}\n`);
   await new Promise<void>((resolve) => {
