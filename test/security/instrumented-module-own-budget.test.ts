@@ -52,6 +52,15 @@ test('an instrumented spinner still runs out of this run\'s fuel, and of time wi
   assert.equal(t.code, 68);
 });
 
+test('inspect shows an instrumented file as its original, marked instrumented', async () => {
+  const kv = await instrumented(W('kv-import'), 'kv.metered.wasm');
+  const plain = JSON.parse((await membrane(['inspect', W('kv-import'), '--json'])).stdout);
+  const r = await membrane(['inspect', kv, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { ...plain, instrumented: true });
+  assert.match((await membrane(['inspect', kv])).stdout, /^written by 'membrane instrument': its original/);
+});
+
 test('instrumenting an instrumented file meters its original again: the same bytes', async () => {
   const once = await instrumented(W('count'), 'count1.wasm');
   const twice = await instrumented(once, 'count2.wasm');
