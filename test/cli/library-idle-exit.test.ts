@@ -46,11 +46,13 @@ const engine = createEngine();
 const print = (label, r) => console.log(label, JSON.stringify({ ok: r.ok, result: r.result, code: r.error?.code }));
 `;
 
-test('a script that runs a wasm call and a JS snippet and never closes the engine exits 0 on its own', async () => {
+test('a script that runs a wasm call, a JS snippet and a persistent instance and never closes anything exits 0 on its own', async () => {
   const r = await runScript(
     `${PRELUDE}
 print('run', await engine.run(await wat('noop'), { invoke: 'add', args: [40, 2] }));
 print('js', await engine.exec({ language: 'js', code: '6 * 7' }));
+const kept = await engine.start('kept', await wat('noop'), {});
+print('instance', await kept.call('add', [2, 40]));
 const t = performance.now();
 process.on('exit', () => console.log('idle-ms', Math.round(performance.now() - t)));`,
     EXIT_BOUND_MS + 30_000,
@@ -59,6 +61,7 @@ process.on('exit', () => console.log('idle-ms', Math.round(performance.now() - t
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^run \{"ok":true,"result":42\}$/m);
   assert.match(r.stdout, /^js \{"ok":true,"result":42\}$/m);
+  assert.match(r.stdout, /^instance \{"ok":true,"result":42\}$/m);
   const idle = Number(/idle-ms (\d+)/.exec(r.stdout)?.[1]);
   assert.ok(idle < EXIT_BOUND_MS, `exited ${idle} ms after its last call`);
 });
