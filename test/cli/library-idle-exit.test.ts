@@ -69,7 +69,7 @@ process.on('exit', () => console.log('idle-ms', Math.round(performance.now() - t
 test('a call in flight keeps the process alive: spinning guests are awaited to their TIMEOUT', async () => {
   const r = await runScript(
     `${PRELUDE}
-print('wasm', await engine.run(await wat('spin'), { invoke: 'run', timeoutMs: 1500 }));
+print('wasm', await engine.run(await wat('spin'), { invoke: 'run', profile: 'network', timeoutMs: 1500 }));
 print('js', await engine.exec({ language: 'js', code: 'for(;;){}', timeoutMs: 1500 }));`,
     EXIT_BOUND_MS + 30_000,
   );
