@@ -61,6 +61,16 @@ test('serve with a port taken in the config file fails the same way', async () =
   }
 });
 
+test('bindFailure: the host named in the line cannot drive the terminal; other errors are not bind failures', async () => {
+  const { bindFailure } = await import('../../src/interfaces/cli/serve.ts');
+  const inUse = Object.assign(new Error('listen EADDRINUSE'), { code: 'EADDRINUSE', address: '::1', port: 7070 });
+  assert.equal(bindFailure(inUse, '::1', 7070), 'address [::1]:7070 is in use');
+  const noHost = Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' });
+  assert.equal(bindFailure(noHost, 'bad\u001b[2J\u202ehost', 7070), 'cannot listen on "bad\\u001b[2J\\u202ehost": no such host');
+  assert.equal(bindFailure(Object.assign(new Error('x'), { code: 'ENOENT' }), 'h', 1), null);
+  assert.equal(bindFailure('EADDRINUSE', 'h', 1), null);
+});
+
 test('other startup failures end the process too: a bad config (64), an unusable $MEMBRANE_HOME (64)', async () => {
   const { writeFileSync } = await import('node:fs');
   const cfg = join(HOME, 'broken.json');

@@ -38,15 +38,18 @@ function probe(host: string, port: number): Promise<void> {
 }
 
 /** The one line for a bind failure, or null when `e` is something else. */
+const printable = (s: string): string =>
+  s.length > 100 || /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\s]/.test(s) ? JSON.stringify(s.slice(0, 100)).replace(/[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : s;
+
 export function bindFailure(e: unknown, host: string, port: number): string | null {
   const err = e as NodeJS.ErrnoException & { address?: unknown; port?: unknown };
   if (err === null || typeof err !== 'object' || typeof err.code !== 'string') return null;
-  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return `cannot listen on ${host}: no such host`;
+  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return `cannot listen on ${printable(host)}: no such host`;
   const why = BIND_ERRORS[err.code];
   if (why === undefined) return null;
   const addr = typeof err.address === 'string' ? err.address : host;
   const p = typeof err.port === 'number' ? err.port : port;
-  return `address ${addr.includes(':') ? `[${addr}]` : addr}:${p} ${why}`;
+  return `address ${addr.includes(':') ? `[${printable(addr)}]` : printable(addr)}:${p} ${why}`;
 }
 
 export async function serveCommand(argv: string[]): Promise<number> {
