@@ -113,10 +113,10 @@ export class WorkerHandle {
       },
     });
     this.worker = w;
-    // The worker's own stdio is never the guest's (guest output is captured in-protocol); drain
-    // it so a chatty runtime cannot grow a buffer on the host.
-    w.stdout.resume();
-    w.stderr.resume();
+    // The worker's own stdio is never the guest's (guest output is captured in-protocol) and is
+    // never read: reading a worker's stdio refs its port for the worker's whole life (an idle
+    // pool would keep the process alive). Unread, a chatty runtime's writes wait on the worker's
+    // side (backpressure), inside its heap limit, not on the host.
     w.unref();
     this.exited = new Promise((resolve) => {
       w.once('exit', () => {
@@ -181,8 +181,9 @@ export class WorkerHandle {
    * Leaves the channel IDLE after a result.
    */
   async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0, signal?: AbortSignal): Promise<Awaited> {
-    // A pending Atomics.waitAsync does not keep Node alive by itself; a ref'd worker does.
-    this.worker.ref();
+    // A pending Atomics.waitAsync does not keep Node alive by itself, nor does a worker that has
+    // exited (stopped or killed mid-call): a timer does, until the call is settled.
+    const keepAlive = setInterval(() => {}, 60_000);
     // An abort (a killed process) is a deadline that came early: wake the wait to notice it.
     const wake = (): void => void Atomics.notify(this.channel.words, 0);
     signal?.addEventListener('abort', wake);
@@ -190,7 +191,7 @@ export class WorkerHandle {
       return await this.waitLoop(deadline, onHost, graceMs, signal);
     } finally {
       signal?.removeEventListener('abort', wake);
-      this.worker.unref();
+      clearInterval(keepAlive);
     }
   }
 

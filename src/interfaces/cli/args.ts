@@ -10,10 +10,10 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { CommandRegistry } from '../../engine/index.ts';
+import { USAGE_EXIT, UsageError } from './usage.ts';
+import { compileWat } from './wat.ts';
 
-export const USAGE_EXIT = 2;
-
-export class UsageError extends Error {}
+export { USAGE_EXIT, UsageError } from './usage.ts';
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -25,7 +25,9 @@ export function parse(argv: string[], options: Options): { values: Record<string
     const { values, positionals } = parseArgs({ args: mine, options, allowPositionals: true, strict: true });
     return { values, positionals, rest };
   } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
+    const message = e instanceof Error ? e.message : String(e);
+    const unknown = /^Unknown option '([^']*)'/.exec(message);
+    throw new UsageError(unknown ? `unknown option '${unknown[1]}'` : message.split('\n')[0]!);
   }
 }
 
@@ -37,13 +39,6 @@ export function strs(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];
 }
 
-export function num(name: string, v: unknown): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} expects a number, got "${String(v)}"`);
-  return n;
-}
-
 /** Read a module file; `.wat` text is compiled with wabt. */
 export async function loadModule(path: string): Promise<Uint8Array> {
   let data: Buffer;
@@ -53,15 +48,7 @@ export async function loadModule(path: string): Promise<Uint8Array> {
     throw new SandboxError('INVALID_MODULE', `cannot read module file "${path}"`, { path });
   }
   if (!path.endsWith('.wat') && !path.endsWith('.wast')) return new Uint8Array(data);
-  const wabt = await (await import('wabt')).default();
-  try {
-    const m = wabt.parseWat(path, data.toString('utf8'), { exceptions: true, threads: true, multi_value: true, simd: true, tail_call: true, bulk_memory: true, reference_types: true });
-    const { buffer } = m.toBinary({});
-    m.destroy();
-    return new Uint8Array(buffer);
-  } catch (e) {
-    throw new SandboxError('INVALID_MODULE', `cannot compile ${path}: ${e instanceof Error ? e.message.split('\n')[0] : 'parse error'}`, { path });
-  }
+  return compileWat(path, data.toString('utf8'));
 }
 
 /** The built-in commands plus every `--register NAME=FILE.wasm` (a file's later flag wins). */
@@ -75,10 +62,10 @@ export async function commandRegistry(flags: readonly string[]): Promise<Command
   return registry;
 }
 
-/** Print an error for a human; returns the exit code. */
-export function reportError(e: unknown): number {
+/** Print an error for a human; returns the exit code. `command` names the help to point at. */
+export function reportError(e: unknown, command?: string): number {
   if (e instanceof UsageError) {
-    process.stderr.write(`membrane: ${e.message}\nTry 'membrane --help'.\n`);
+    process.stderr.write(`membrane${command ? ` ${command}` : ''}: ${e.message}\nTry 'membrane ${command ? `${command} ` : ''}--help'.\n`);
     return USAGE_EXIT;
   }
   const err = toSandboxError(e);

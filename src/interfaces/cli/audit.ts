@@ -18,7 +18,8 @@
 import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { SandboxError } from '../../errors.ts';
 import { AuditLog, MAX_AUDIT_TAIL, engineDatabaseFile, MAX_CHECKPOINT_BYTES, parseCheckpoint, type AuditRecord, type AuditVerification } from '../../storage/audit.ts';
-import { UsageError, num, parse, printJson, str } from './args.ts';
+import { UsageError, parse, printJson, str } from './args.ts';
+import { count } from './units.ts';
 
 /** `membrane audit verify` found the log tampered with. */
 export const TAMPERED_EXIT = 1;
@@ -108,8 +109,7 @@ async function tail(argv: string[]): Promise<number> {
     limit: { type: 'string' },
   });
   if (positionals.length > 0) throw new UsageError('audit tail takes no arguments');
-  const limit = num('limit', values['limit']) ?? 20;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_TAIL) throw new UsageError(`--limit expects an integer 1..${MAX_AUDIT_TAIL}`);
+  const limit = values['limit'] === undefined ? 20 : count('limit', values['limit'], { min: 1, max: MAX_AUDIT_TAIL });
   const tenant = str(values['tenant']);
   const kind = str(values['kind']);
   // Nothing has run in this home yet: no records to show (verify, not tail, judges a missing log).

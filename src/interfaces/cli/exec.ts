@@ -1,6 +1,6 @@
 /**
- * `membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout MS] [--fuel N]
- * [--memory BYTES] [--context JSON] [--vfs NAME] [--json]`: run untrusted source in its lane
+ * `membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout DURATION] [--fuel COUNT]
+ * [--memory SIZE] [--context JSON] [--vfs NAME] [--json]`: run untrusted source in its lane
  * (DESIGN §7, §9); `--vfs NAME` gives the snippet's `vfs.*` powers and commands the named
  * persistent VFS (the one `membrane run --vfs NAME` uses) instead of a private one.
  * Human output: the snippet's stdout and stderr, then the result (JSON) on its own line.
@@ -9,7 +9,8 @@
 import { readFileSync } from 'node:fs';
 import { createEngine } from '../../engine/index.ts';
 import { SandboxError, exitCodeFor } from '../../errors.ts';
-import { UsageError, num, parse, printJson, str } from './args.ts';
+import { UsageError, parse, printJson, str } from './args.ts';
+import { limitFlags } from './units.ts';
 
 export async function execCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
@@ -47,11 +48,9 @@ export async function execCommand(argv: string[]): Promise<number> {
     }
   }
   const json = values['json'] === true;
+  const limits = limitFlags(values);
   const engine = createEngine({ poolSize: 0 });
   try {
-    const fuel = num('fuel', values['fuel']);
-    const timeoutMs = num('timeout', values['timeout']);
-    const memoryBytes = num('memory', values['memory']);
     const r = await engine.exec({
       language,
       code,
@@ -59,9 +58,7 @@ export async function execCommand(argv: string[]): Promise<number> {
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
       ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),
       ...(str(values['vfs']) !== undefined ? { vfs: str(values['vfs'])! } : {}),
-      ...(fuel !== undefined ? { fuel } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      ...(memoryBytes !== undefined ? { memoryBytes } : {}),
+      ...limits,
       // Starting an interpreter can take a moment (Python: a second or two cold): say so.
       onProgress: json ? undefined : (what: string) => process.stderr.write(`membrane: ${what}\n`),
     });

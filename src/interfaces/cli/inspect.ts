@@ -1,6 +1,7 @@
 /**
  * `membrane inspect MODULE`: what a module imports and exports, its memory and tables, the cap
- * words it needs, and the least-privileged profiles that can run it — or why none can.
+ * words it needs, and the least-privileged profiles that can run it — or why none can. A file
+ * `membrane instrument` wrote is shown as its original (`instrumented: true` in JSON).
  */
 
 import { importKey, lookupImport } from '../../policy/catalog.ts';
@@ -8,6 +9,7 @@ import { PROFILE_NAMES, PROFILES, profilesGranting, type CapWord, type ProfileNa
 import { checkImport, externKindName, signatureText } from '../../engine/linker.ts';
 import { describeModule } from '../../wasm/index.ts';
 import { UsageError, loadModule, parse, printJson } from './args.ts';
+import { runnableModule } from './instrumented.ts';
 
 export interface Inspection {
   readonly imports: ReadonlyArray<{ import: string; kind: string; signature: string | null; grant: string; linked: boolean }>;
@@ -66,12 +68,15 @@ export async function inspectCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { json: { type: 'boolean' } });
   const file = positionals[0];
   if (!file || positionals.length > 1) throw new UsageError('inspect takes exactly one MODULE');
-  const r = inspect(await loadModule(file));
+  const bytes = await loadModule(file);
+  const original = runnableModule(bytes);
+  const r = inspect(original);
   if (values['json'] === true) {
-    printJson(r);
+    printJson(original === bytes ? r : { ...r, instrumented: true });
     return 0;
   }
   const out: string[] = [];
+  if (original !== bytes) out.push("written by 'membrane instrument': its original, what 'membrane run' runs (metered once):");
   out.push(`imports (${r.imports.length}):`);
   for (const i of r.imports) out.push(`  ${i.import} ${i.signature ?? i.kind}  [${i.grant}${i.linked ? '' : ', not linkable'}]`);
   out.push(`exports (${r.exports.length}):`);

@@ -1,6 +1,7 @@
 /**
  * `membrane run MODULE [flags] [-- ARGS...]`: run `_start` or an export once, in a fresh
- * sandbox, and print the result (DESIGN §9).
+ * sandbox, and print the result (DESIGN §9). Numeric flags: units.ts; a file `membrane instrument`
+ * wrote runs its original, metered once (instrumented.ts).
  */
 
 import { readFileSync } from 'node:fs';
@@ -9,7 +10,9 @@ import { SecretStore } from '../../brokers/secrets.ts';
 import type { RunResult } from '../../engine/results.ts';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { failure } from '../../engine/results.ts';
-import { UsageError, commandRegistry, loadModule, num, parse, printJson, str, strs } from './args.ts';
+import { UsageError, commandRegistry, loadModule, parse, printJson, str, strs } from './args.ts';
+import { limitFlags } from './units.ts';
+import { runnableModule } from './instrumented.ts';
 
 export const RUN_OPTIONS = {
   profile: { type: 'string' },
@@ -43,9 +46,9 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (eq <= 0) throw new UsageError(`--env expects K=V, got "${kv}"`);
     env[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  const fuel = num('fuel', values['fuel']);
+  const limits = limitFlags(values);
   const noFuel = values['no-fuel'] === true;
-  if (noFuel && fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
+  if (noFuel && limits.fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
   const commands = await commandRegistry(strs(values['register']));
   // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
@@ -54,13 +57,11 @@ export async function runCommand(argv: string[]): Promise<number> {
   const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } } });
   let result: RunResult;
   try {
-    const bytes = await loadModule(file);
+    const bytes = runnableModule(await loadModule(file));
     const capsFlag = str(values['caps']);
     result = await engine.run(bytes, {
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
-      ...(num('timeout', values['timeout']) !== undefined ? { timeoutMs: num('timeout', values['timeout'])! } : {}),
-      ...(fuel !== undefined ? { fuel } : {}),
-      ...(num('memory', values['memory']) !== undefined ? { memoryBytes: num('memory', values['memory'])! } : {}),
+      ...limits,
       ...(str(values['invoke']) !== undefined ? { invoke: str(values['invoke'])!, args: strs(values['arg']) } : {}),
       ...(stdinPath !== undefined ? { stdin: readStdin(stdinPath) } : {}),
       ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),

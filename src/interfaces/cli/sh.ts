@@ -1,5 +1,5 @@
 /**
- * `membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]... [--profile P] [--timeout MS] [--json]`:
+ * `membrane sh -c 'SCRIPT' [--vfs NAME] [--register NAME=FILE.wasm]... [--profile P] [--timeout DURATION] [--json]`:
  * the in-sandbox shell (src/shell, docs/shell.md). `--timeout` is the whole script's budget. Exits
  * with the script's status, or with the error table's code when a wall stopped the script.
  */
@@ -7,7 +7,8 @@
 import { createEngine } from '../../engine/index.ts';
 import { exitCodeFor } from '../../errors.ts';
 import { ShellSyntaxError, parse as parseScript, runShell } from '../../shell/index.ts';
-import { UsageError, commandRegistry, num, parse, printJson, str, strs } from './args.ts';
+import { UsageError, commandRegistry, parse, printJson, str, strs } from './args.ts';
+import { optional } from './units.ts';
 
 export async function shCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
@@ -29,10 +30,10 @@ export async function shCommand(argv: string[]): Promise<number> {
     }
     throw e;
   }
+  const timeoutMs = optional('timeout', values['timeout'], 'duration');
   const registry = await commandRegistry(strs(values['register']));
   const engine = createEngine({ poolSize: 1, commands: registry });
   try {
-    const timeoutMs = num('timeout', values['timeout']);
     const r = await runShell(engine, registry, script, {
       ...(str(values['vfs']) !== undefined ? { vfs: str(values['vfs'])! } : {}),
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),

@@ -203,13 +203,22 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: 30_000 }, (req, res) => void handle(req, res));
   const host = opts.host ?? config?.server?.host ?? DEFAULT_HOST;
   const port = opts.port ?? config?.server?.port ?? DEFAULT_PORT;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (e) {
+    // Nothing is served: release what was opened, so a failed start leaves no handle behind.
+    server.close();
+    if (ownsEngine) await engine.close();
+    audit.close();
+    tokens.close();
+    throw e;
+  }
   feed.start();
   const bound = (server.address() as AddressInfo).port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;

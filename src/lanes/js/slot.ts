@@ -76,9 +76,8 @@ export class WorkerSlot {
       workerData: data,
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32, stackSizeMb: WORKER_STACK_MB },
     });
-    worker.stdout.resume();
-    worker.stderr.resume();
-    worker.unref();
+    // stdio is captured and never read (reading refs the worker's port for good; unread writes
+    // wait on the worker's side, inside its heap limit).
     const slot = new WorkerSlot(worker, data.interrupt, onPool, channel.port1, data.powerSignal);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -97,6 +96,9 @@ export class WorkerSlot {
         } else if (m) slot.receive(m);
       });
       worker.on('error', () => {});
+      // Idle, the worker does not keep the process alive (a job's timers do while it runs). After
+      // the listeners: adding a 'message' listener refs the worker's port again.
+      worker.unref();
       worker.once('exit', (code) => {
         clearTimeout(timer);
         slot.died(code);

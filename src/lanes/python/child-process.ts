@@ -56,6 +56,8 @@ export class PythonChild {
   private onMessage: ((m: ChildMessage) => void) | null = null;
   private onExit: (() => void) | null = null;
   private outOfMemory = false;
+  private bootTimer: ReturnType<typeof setTimeout> | null = null;
+  private holds = 1;
 
   constructor(cmd: ChildCommand, private readonly maxOutputChars: number) {
     // Its own session and process group (no controlling terminal; one group to kill): bubblewrap's
@@ -67,6 +69,7 @@ export class PythonChild {
         this.kill();
         reject(new Error('boot timeout'));
       }, BOOT_TIMEOUT_MS);
+      this.bootTimer = timer;
       this.onMessage = (m) => {
         if (m.kind !== 'ready') return;
         clearTimeout(timer);
@@ -101,6 +104,24 @@ export class PythonChild {
     });
   }
 
+  /**
+   * Whether this child keeps the host process alive, counted: a pooled child, booting or ready,
+   * does not (a script that never closes its engine still exits); while anyone waits on it or it
+   * runs an exec, it does. A new child starts held once (its spawner releases a pooled one).
+   */
+  hold(on: boolean): void {
+    const before = this.holds;
+    this.holds = Math.max(0, this.holds + (on ? 1 : -1));
+    if ((before > 0) === (this.holds > 0)) return;
+    const pipe = this.proc.stdio[4] as (Duplex & { ref?: () => void; unref?: () => void }) | null | undefined;
+    for (const h of [this.proc, this.proc.channel, pipe, this.bootTimer]) {
+      if (h && typeof h.ref === 'function' && typeof h.unref === 'function') {
+        if (this.holds > 0) h.ref();
+        else h.unref();
+      }
+    }
+  }
+
   get alive(): boolean {
     return !this.dead;
   }
@@ -109,6 +130,7 @@ export class PythonChild {
   exec(msg: ExecMessage, server: PowerServer | null = null): Promise<ExecAnswer> {
     if (this.used) throw new Error('python child reused');
     this.used = true;
+    this.hold(true);
     this.servePowers(server, Date.now() + msg.timeoutMs);
     return new Promise<ExecAnswer>((resolve) => {
       let settled = false;

@@ -91,9 +91,15 @@ export class PythonLane {
     const total = this.poolSize;
     onProgress?.(this.ready.length, total);
     while (!this.closed && this.ready.length < total) {
-      const pending = [...this.booting].map((c) => c.ready.then(() => true, () => false));
-      if (pending.length === 0) break;
-      await Promise.race(pending);
+      // The caller waits on these: they keep the process alive meanwhile.
+      const waitedOn = [...this.booting];
+      if (waitedOn.length === 0) break;
+      for (const c of waitedOn) c.hold(true);
+      try {
+        await Promise.race(waitedOn.map((c) => c.ready.then(() => true, () => false)));
+      } finally {
+        for (const c of waitedOn) c.hold(false);
+      }
       onProgress?.(Math.min(this.ready.length, total), total);
     }
   }
@@ -186,6 +192,7 @@ export class PythonLane {
   private spawn(pool = true): PythonChild {
     const child = new PythonChild(this.setup().cmd, this.outputLimit * 2 + 1024);
     if (!pool) return child;
+    child.hold(false);
     this.booting.add(child);
     child.ready.then(
       () => {
@@ -212,17 +219,25 @@ export class PythonLane {
     for (;;) {
       const c = this.ready.shift();
       if (c === undefined) break;
-      if (c.alive) return { child: c, hit: true };
+      if (c.alive) {
+        c.hold(true);
+        return { child: c, hit: true };
+      }
     }
     if (this.booting.size === 0) {
       return { child: this.spawn(false), hit: false };
     }
-    const first = await Promise.race([...this.booting].map((c) => c.ready.then(() => c, () => null)));
+    // A caller waits on these: they keep the process alive until one is taken.
+    const waitedOn = [...this.booting];
+    for (const c of waitedOn) c.hold(true);
+    const first = await Promise.race(waitedOn.map((c) => c.ready.then(() => c, () => null)));
+    for (const c of waitedOn) if (c !== first) c.hold(false);
     const idx = first === null ? -1 : this.ready.indexOf(first);
     if (first !== null && idx >= 0) {
       this.ready.splice(idx, 1);
       return { child: first, hit: false };
     }
+    first?.hold(false);
     return this.take().then((t) => ({ child: t.child, hit: false }));
   }
 

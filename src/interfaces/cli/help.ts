@@ -1,0 +1,234 @@
+/**
+ * The CLI's help texts: `membrane --help` (every command, the unit forms, the exit codes) and
+ * `membrane CMD --help` (one command's flags with defaults, units and an example), and the
+ * version `membrane --version` prints (package.json's, found by walking up from this module, so
+ * it holds from src/ under tsx and from a bundle in dist/ alike).
+ *
+ * Invariant: every command `main.ts` dispatches has an entry here (test/cli/help-version checks).
+ */
+
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ERROR_CODES, ERROR_TABLE } from '../../errors.ts';
+import { MAX_AUDIT_TAIL } from '../../storage/audit.ts';
+import { TAMPERED_EXIT } from './audit.ts';
+import { BIND_FAILED_EXIT, USAGE_EXIT } from './usage.ts';
+
+const UNITS = `Numbers:
+  durations  800 (ms), 800ms, 5s, 2m, 1h; 1 ms to 2147483647 ms (~24.8 days)
+  sizes      65536 (bytes), 64KiB, 64MiB, 1GiB, SI 64MB; a whole number of bytes
+  counts     1000000, 1_000_000, 1e6; whole numbers up to 2^53 - 1
+  A value in another form, negative, fractional where a whole number is due, or out of range is a
+  usage error (exit ${USAGE_EXIT}) naming the flag. A limit above the profile's is clamped with a warning.`;
+
+const LIMITS = `  --profile P        compute (default), minimal, network or posix (membrane profiles)
+  --timeout DURATION wall-clock budget (default: the profile's, e.g. 5s for compute)
+  --fuel COUNT       work budget in fuel units (default: the profile's, e.g. 1e9 for compute)
+  --memory SIZE      memory cap, at least 64KiB (default: the profile's, e.g. 64MiB for compute)`;
+
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  run: `Usage: membrane run MODULE.wasm|.wat [flags] [-- ARGS...]
+
+Run _start (a WASI command) or the export named by --invoke once, in a fresh sandbox. A module
+written by 'membrane instrument' runs too: its metering is stripped and re-applied, so it is
+metered exactly once, against this run's budget.
+
+${LIMITS}
+  --no-fuel          run unmetered (the deadline still holds)
+  --invoke EXPORT    call this export instead of _start; --arg V (repeatable) are its arguments
+  --stdin FILE       the guest's stdin
+  --env K=V          a guest environment variable (repeatable; none by default)
+  --mount HOSTDIR:/guest[:ro]   copy a host directory in; changes are written back unless :ro
+  --vfs NAME         keep the guest's filesystem in $MEMBRANE_HOME/vfs/NAME.sqlite
+  --tenant T         the tenant recorded in the audit log (default: default)
+  --caps W,W         narrow the profile's cap words
+  --register NAME=FILE.wasm     a command the guest may run (repeatable)
+  --secrets-file F   JSON secrets for secret_sign (also MEMBRANE_SECRET_<NAME> variables)
+  --allow-cidr CIDR  admit an address range the network guard refuses (repeatable)
+  --strict-profiles  an unknown --profile is an error instead of a warning
+  --json             print one result object { ok, result?, exitCode?, stdout, stderr, fuelUsed,
+                     durationMs, memoryBytes, profile, warnings, error? }
+
+Exit: the guest's own exit status, 0 on success, or the error's code (membrane --help).
+
+Example:
+  membrane run spin.wat --invoke run --profile network --timeout 800ms --json`,
+
+  exec: `Usage: membrane exec --lang js|ts|python (-c CODE | FILE) [flags]
+
+Run untrusted source in a fresh interpreter: JavaScript/TypeScript in fuel-metered QuickJS, Python
+in hardened Pyodide in a child process. Prints stdout/stderr, then the last expression's value as JSON.
+
+  --lang L           js, ts or python (required)
+  -c, --command CODE the snippet (or give one FILE)
+${LIMITS}
+  --context JSON     a read-only value named context
+  --tenant T         the tenant recorded in the audit log (default: default)
+  --vfs NAME         the snippet's vfs/commands powers use this persistent VFS
+  --json             print one result object
+
+Example:
+  membrane exec --lang python -c 'sum(range(10))' --timeout 10s --memory 256MiB`,
+
+  inspect: `Usage: membrane inspect MODULE.wasm|.wat [--json]
+
+Imports, exports, memory, the cap words the module needs and the least-privileged profiles that
+can run it (or why none can).
+
+  --json             print the inspection as JSON
+
+Example:
+  membrane inspect guest.wasm`,
+
+  profiles: `Usage: membrane profiles [--json]
+
+The four profiles: memory, timeout, fuel, HTTP and cap words.
+
+  --json             print them as JSON
+
+Example:
+  membrane profiles --json`,
+
+  instrument: `Usage: membrane instrument IN.wasm|.wat -o OUT.wasm [--json]
+
+Write the fuel-metered module the engine would run (sizes, functions, loops, time). The output is
+for inspection and for shipping: 'membrane run OUT.wasm' runs it, metered once against that run's
+fuel (a module cannot bring its own budget).
+
+  -o, --output FILE  where to write the metered module (required)
+  --json             print the statistics as JSON
+
+Example:
+  membrane instrument guest.wasm -o guest.metered.wasm`,
+
+  sh: `Usage: membrane sh -c 'SCRIPT' [flags]
+
+The in-sandbox shell: pipes, ; && ||, variables, quoting, < > >> into the VFS; every command is a
+registered wasm guest. An unknown command exits 127; a script stopped by a wall exits with that
+error's code (e.g. ${ERROR_TABLE.TIMEOUT.exitCode} for TIMEOUT).
+
+  -c, --command SCRIPT          the script (required)
+  --profile P                   the profile each command runs under (default compute)
+  --timeout DURATION            the whole script's budget (default: the profile's time per call)
+  --vfs NAME                    a persistent VFS in $MEMBRANE_HOME/vfs/NAME.sqlite
+  --register NAME=FILE.wasm     add a command (repeatable)
+  --json                        print { stdout, stderr, exitCode, error? }
+
+Example:
+  membrane sh -c 'seq 1 100 | grep 7 | wc -l' --timeout 10s`,
+
+  audit: `Usage: membrane audit verify [--checkpoint FILE] [--json]
+       membrane audit checkpoint [--json]
+       membrane audit tail [--tenant T] [--kind K] [--limit COUNT] [--json]
+
+verify      check the audit log's HMAC chain in $MEMBRANE_HOME/engine.sqlite: "ok: N records", or
+            "tampered at seq S: REASON" and exit ${TAMPERED_EXIT} (a wiped or dropped log too). --checkpoint:
+            also fail if the log no longer holds the checkpointed record.
+checkpoint  print a signed checkpoint of the log's head (one JSON line) to keep elsewhere;
+            exit ${TAMPERED_EXIT} without one if the log does not verify.
+tail        the newest records, oldest first; --limit 1..${MAX_AUDIT_TAIL} (default 20).
+
+The key is $MEMBRANE_AUDIT_KEY (64 hex digits or base64 of 32 bytes) or $MEMBRANE_HOME/audit.key.
+
+Example:
+  membrane audit tail --tenant alice --limit 50`,
+
+  serve: `Usage: membrane serve [--port N] [--host H] [--config FILE] [--json]
+
+The HTTP API (docs/http-api.md), MCP at /mcp and the dashboard at /. Prints
+"membrane serve: listening on http://HOST:PORT" first, then JSON log lines on stderr;
+SIGTERM/SIGINT drain in-flight requests and exit.
+
+  --port N           0..65535 (default 7070; 0 = any free port)
+  --host H           the address to listen on (default 127.0.0.1)
+  --config FILE      JSON or TOML operator settings
+  --json             print the first line as {"listening": URL}
+
+Exit: ${BIND_FAILED_EXIT} at once when the address cannot be bound ("address 127.0.0.1:7070 is in use",
+not permitted, not available on this host).
+
+Example:
+  membrane serve --port 8080`,
+
+  mcp: `Usage: membrane mcp [--profile P] [--tenant T] [--config FILE]
+
+An MCP server on stdin/stdout (docs/mcp.md): tools sandbox_execute, run_wasm and list_profiles
+under the grant P (a call may narrow it, never widen it). Logs go to stderr.
+
+  --profile P        the grant (default compute, or the config file's)
+  --tenant T         default mcp
+  --config FILE      JSON or TOML operator settings
+
+Example:
+  membrane mcp --profile minimal`,
+
+  token: `Usage: membrane token create --tenant T [--profile P] [--json]
+       membrane token list [--json]
+       membrane token revoke ID
+
+Bearer tokens for 'membrane serve', stored as SHA-256 hashes in $MEMBRANE_HOME/tokens.sqlite; a
+new token (mbt_...) is printed once. --profile defaults to compute.
+
+Example:
+  membrane token create --tenant alice --profile minimal`,
+};
+
+const SUMMARY: Readonly<Record<string, string>> = {
+  run: 'run a .wasm/.wat module once in a fresh sandbox',
+  exec: 'run a JS, TS or Python snippet in a fresh interpreter',
+  inspect: "a module's imports, exports, memory, caps and profiles",
+  profiles: 'the four profiles and their limits',
+  instrument: 'write the fuel-metered form of a module',
+  sh: 'the in-sandbox shell (every command a wasm guest)',
+  audit: 'verify, checkpoint or tail the audit log',
+  serve: 'the HTTP API, MCP endpoint and dashboard',
+  mcp: 'an MCP server on stdin/stdout',
+  token: "create, list or revoke serve's bearer tokens",
+};
+
+export function helpText(): string {
+  const codes = ERROR_CODES.map((c) => `  ${String(ERROR_TABLE[c].exitCode).padStart(3)}  ${c.padEnd(22)} ${ERROR_TABLE[c].message}`).join('\n');
+  return `membrane ${version()} — a capability-secure WebAssembly sandbox
+
+Usage: membrane COMMAND [flags]      membrane COMMAND --help     membrane --version
+
+Commands:
+${Object.keys(COMMAND_HELP).map((c) => `  ${c.padEnd(11)}${SUMMARY[c] ?? ''}`).join('\n')}
+
+${UNITS}
+
+Exit codes:
+    0  success (run: a WASI guest's own exit status is passed through)
+    ${TAMPERED_EXIT}  audit verify/checkpoint: the audit log was tampered with (or misses the checkpoint)
+    ${USAGE_EXIT}  usage error (unknown command or option, bad value)
+    ${BIND_FAILED_EXIT}  serve: the address cannot be bound (in use, not permitted, not available)
+${codes}
+`;
+}
+
+export function commandHelp(cmd: string): string {
+  return `${COMMAND_HELP[cmd]}\n\n${UNITS}\n`;
+}
+
+let cached: string | null = null;
+
+/** package.json's version: the first package.json above this module that declares the membrane bin. */
+export function version(): string {
+  if (cached !== null) return cached;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      try {
+        const pkg = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown; bin?: unknown };
+        if (typeof pkg.version === 'string' && typeof pkg.bin === 'object' && pkg.bin !== null && 'membrane' in pkg.bin) return (cached = pkg.version);
+      } catch {
+        // not ours; keep walking
+      }
+    }
+    const up = dirname(dir);
+    if (up === dir) return (cached = 'unknown');
+    dir = up;
+  }
+}
