@@ -4,8 +4,9 @@
  *
  * Owns: building the upstream request from an allowlist of the guest's fields (`messages`,
  * `model` when the operator allows it, `max_tokens` clamped, `temperature`, `top_p`, `stop`), the
- * `Authorization` header, the response cap (1 MiB) and deadline (60 s), and errors that say
- * nothing about the endpoint or the key.
+ * `Authorization` header, the response cap (1 MiB) and deadline (60 s), a connection per call
+ * (closed when the call ends, never pooled across calls), and errors that say nothing about the
+ * endpoint or the key.
  * Invariant: the guest never chooses the URL, headers or key; the upstream answer is returned as
  * the JSON the endpoint sent, or an error code.
  *
@@ -14,7 +15,7 @@
  * which exists for guest-chosen destinations).
  */
 
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { GUEST_ERR } from '../abi/command.ts';
 
 export interface LlmOptions {
@@ -55,8 +56,12 @@ export class LlmBroker {
     const cap = o.maxResponseBytes ?? 1024 * 1024;
     const timeout = AbortSignal.timeout(Math.max(1, Math.min(o.timeoutMs ?? 60_000, limitMs)));
     const both = AbortSignal.any([signal, timeout]);
+    // A dispatcher of this call's own, destroyed when it ends: no socket outlives the call or is
+    // pooled for another tenant's (the global one keeps idle sockets for seconds).
+    const dispatcher = new Agent({ connections: 1, pipelining: 0 });
     try {
       const res = await request(`${o.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
+        dispatcher,
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(this.key ? { authorization: `Bearer ${this.key.toString()}` } : {}) },
         body: JSON.stringify(body),
@@ -79,6 +84,8 @@ export class LlmBroker {
       if (timeout.aborted) return GUEST_ERR.TIMEOUT;
       if (signal.aborted) return GUEST_ERR.REVOKED;
       return GUEST_ERR.UNAVAILABLE;
+    } finally {
+      dispatcher.destroy().catch(() => {});
     }
   }
 
