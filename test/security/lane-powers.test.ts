@@ -269,7 +269,8 @@ const withNest = (): Engine => {
   const registry = CommandRegistry.withBuiltins();
   registry.register('nest', new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url))));
   registry.register('waiter', new Uint8Array(readFileSync(new URL('../fixtures/c/waiter.wasm', import.meta.url))));
-  nesting = createEngine({ commands: registry, poolSize: 1, maxWorkers: MAX_CONCURRENT_EXECS + 4, workerHeapMb: 16, brokers: { databaseFile: join(home, 'engine.sqlite') } });
+  // posix's 60 s may be too short for 64 held execs to all be in flight on a loaded 2-core machine.
+  nesting = createEngine({ commands: registry, poolSize: 1, maxWorkers: MAX_CONCURRENT_EXECS + 4, workerHeapMb: 16, operatorLimits: { posix: { timeoutMs: 240_000 } }, brokers: { databaseFile: join(home, 'engine.sqlite') } });
   return nesting;
 };
 after(() => nesting?.close());
@@ -280,12 +281,13 @@ test(`exec recursion from a snippet stops at depth ${MAX_EXEC_DEPTH}: the exec t
   assert.deepEqual(lines, [...Array.from({ length: MAX_EXEC_DEPTH }, (_, d) => `depth ${d + 1}`), `refused ${GUEST_ERR.QUOTA}`], JSON.stringify(r));
 });
 
-test(`an exec flood: with ${MAX_CONCURRENT_EXECS} execs of the tenant in flight, a snippet's exec.run is QUOTA (audited); commands.run is not an exec`, { timeout: 180_000 }, async () => {
+test(`an exec flood: with ${MAX_CONCURRENT_EXECS} execs of the tenant in flight, a snippet's exec.run is QUOTA (audited); commands.run is not an exec`, { timeout: 300_000 }, async () => {
   const e = withNest();
   const tenant = 'lane-flooder';
   const vfs = 'lane-exec-flood';
-  const held = Array.from({ length: MAX_CONCURRENT_EXECS }, () => e.run(new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url))), { profile: 'posix', tenant, vfs, argv: ['exec', 'waiter', '/go'] }));
-  const end = Date.now() + 120_000;
+  // Each holder waits up to 200 s for /go, so all 64 can be in flight at once however slowly they start.
+  const held = Array.from({ length: MAX_CONCURRENT_EXECS }, () => e.run(new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url))), { profile: 'posix', tenant, vfs, argv: ['exec', 'waiter', '/go', '200'], timeoutMs: 230_000 }));
+  const end = Date.now() + 200_000;
   while (e.principalUsage(tenant).execs < MAX_CONCURRENT_EXECS && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
   assert.equal(e.principalUsage(tenant).execs, MAX_CONCURRENT_EXECS);
   const code = "const r = []; try { exec.run('echo', ['x']); r.push('ran'); } catch (err) { r.push(err.code); } r.push(commands.run('echo', ['still']).stdout); r";
