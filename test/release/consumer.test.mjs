@@ -1,8 +1,9 @@
 // The package as a user gets it: `npm pack` → `npm install ./membrane-*.tgz` into a fresh temp
 // project → (a) a plain .mjs imports 'membrane' and runs a wasm call, a JS snippet and a Python
 // snippet; (b) a strict NodeNext TypeScript consumer type-checks against the shipped declarations
-// with skipLibCheck off; (c) `npx membrane` runs a module; and nothing is written into
-// node_modules while it runs. Plain JavaScript, so any Node runs it without a loader: .ci/run runs
+// with skipLibCheck off; (c) `npx membrane` runs a module and answers --version/--help; a script
+// that never closes its engine exits; and nothing is written into node_modules while it runs.
+// Plain JavaScript, so any Node runs it without a loader: .ci/run runs
 // it under Node 20, 22 and 24 (`npm run test:consumer`), each against the same tarball.
 //
 // Environment: MEMBRANE_TARBALL (a packed tarball; default: `npm pack` of this checkout). On Node
@@ -158,6 +159,34 @@ test('npx membrane runs a module from the consumer', () => {
   const r = spawnSync(process.execPath, [npx, '--no-install', 'membrane', 'run', 'node_modules/membrane/commands/bin/echo.wasm', '--', 'from', 'npx'], { cwd: app, env, encoding: 'utf8', timeout: 120_000 });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, 'from npx\n');
+});
+
+test('a script that never closes its engine exits on its own', () => {
+  const app = join(dir, 'app');
+  writeFileSync(
+    join(app, 'no-close.mjs'),
+    `import { createEngine } from 'membrane';
+const engine = createEngine();
+const r = await engine.exec({ language: 'js', code: 'console.log(6 * 7)' });
+console.log(r.stdout.trim());
+`,
+  );
+  const r = spawnSync(process.execPath, ['no-close.mjs'], { cwd: app, env, encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.signal, null, 'still running after 120 s: idle workers keep the process alive');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, '42\n');
+});
+
+test('npx membrane --version and run --help answer and exit 0', () => {
+  const app = join(dir, 'app');
+  const npx = join(dirname(npmCli), 'npx-cli.js');
+  const version = spawnSync(process.execPath, [npx, '--no-install', 'membrane', '--version'], { cwd: app, env, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(version.status, 0, version.stderr);
+  const pkg = JSON.parse(readFileSync(join(app, 'node_modules/membrane/package.json'), 'utf8'));
+  assert.ok(version.stdout.includes(pkg.version), version.stdout);
+  const help = spawnSync(process.execPath, [npx, '--no-install', 'membrane', 'run', '--help'], { cwd: app, env, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /--timeout/);
 });
 
 test('nothing is written into node_modules at run time', () => {
