@@ -2,42 +2,15 @@
 // guest workers, JS lane workers and pooled Python children do not keep the event loop alive;
 // a call in flight does (the script gets its result before the process ends).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { runNode, type Ran } from '../helpers/cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Generous for a loaded 2-core box: an idle engine that is still alive after this never exits. */
 const EXIT_BOUND_MS = 30_000;
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-  killed: boolean;
-}
-
-function runScript(source: string, limitMs: number): Promise<Ran> {
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let killed = false;
-    const timer = setTimeout(() => {
-      killed = true;
-      p.kill('SIGKILL');
-    }, limitMs);
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: performance.now() - t0, killed });
-    });
-  });
-}
+const runScript = (source: string, limitMs: number): Promise<Ran> => runNode(['--import', 'tsx', '--input-type=module', '-e', source], { cwd: ROOT, limitMs });
 
 const PRELUDE = `
 import { createEngine } from './src/index.ts';
