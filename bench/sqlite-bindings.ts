@@ -21,6 +21,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
+import { SQLITE_PACKAGE } from '../src/storage/sqlite.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -114,7 +115,7 @@ function option(flag: string, env: string): string | undefined {
 
 /** The addon path asked for on the command line or in the environment, if any. */
 export const bs3BindingPath = (): string | undefined => option('bs3-binding', 'MEMBRANE_BS3_BINDING');
-/** The better-sqlite3 package directory asked for, if any (default: node_modules/better-sqlite3). */
+/** The better-sqlite3 package directory asked for, if any (default: the one Membrane loads on this Node, SQLITE_PACKAGE). */
 export const bs3ModulePath = (): string | undefined => option('bs3-module', 'MEMBRANE_BS3_MODULE');
 
 export interface Bs3 {
@@ -130,7 +131,7 @@ export interface Bs3 {
 
 /** better-sqlite3's JavaScript from node_modules, with the addon for this Node. Throws a readable error. */
 export function loadBetterSqlite3(bindingPath = bs3BindingPath(), modulePath = bs3ModulePath()): Bs3 {
-  const dir = modulePath ?? join(require.resolve('better-sqlite3/package.json'), '..');
+  const dir = modulePath ?? join(require.resolve(`${SQLITE_PACKAGE}/package.json`), '..');
   let nativeBinding: object | undefined;
   try {
     const Database = require(dir) as Bs3Constructor;
