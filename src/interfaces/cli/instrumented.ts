@@ -17,33 +17,15 @@
  */
 
 import { SandboxError } from '../../errors.ts';
-import { FUEL_GLOBAL_EXPORT, FUEL_IMPORT_MODULE, instrumentFuel } from '../../wasm/index.ts';
+import { FUEL_GLOBAL_EXPORT, FUEL_IMPORT_MODULE, Writer, instrumentFuel } from '../../wasm/index.ts';
 import { parseModule } from '../../wasm/module.ts';
 
 export const ORIGINAL_SECTION = 'membrane.original';
 
-function leb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n = Math.floor(n / 128);
-    if (n > 0) b |= 0x80;
-    out.push(b);
-  } while (n > 0);
-  return out;
-}
-
 /** `metered` with `original` appended as the `membrane.original` custom section. */
 export function withOriginal(metered: Uint8Array, original: Uint8Array): Uint8Array {
-  const name = new TextEncoder().encode(ORIGINAL_SECTION);
-  const payloadSize = leb(name.length).length + name.length + original.length;
-  const head = [0, ...leb(payloadSize), ...leb(name.length)];
-  const out = new Uint8Array(metered.length + head.length + name.length + original.length);
-  out.set(metered, 0);
-  out.set(head, metered.length);
-  out.set(name, metered.length + head.length);
-  out.set(original, metered.length + head.length + name.length);
-  return out;
+  const payload = new Writer(original.length + 32).name(ORIGINAL_SECTION).bytes(original).finish();
+  return new Writer(metered.length + payload.length + 8).bytes(metered).u8(0).u32(payload.length).bytes(payload).finish();
 }
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
