@@ -40,6 +40,9 @@ export const ERROR_CODES = [
   'OVERLOADED',
   'METHOD_NOT_ALLOWED',
   'UNSUPPORTED_MEDIA_TYPE',
+  // Issue #15: the caller aborted; an uncaught language-level exception in a source lane.
+  'CANCELLED',
+  'GUEST_EXCEPTION',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -83,6 +86,10 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
   OVERLOADED: { message: 'the server is overloaded; retry later', exitCode: 84, httpStatus: 503, mcpCode: -32018 },
   METHOD_NOT_ALLOWED: { message: 'the method is not allowed on this route', exitCode: 85, httpStatus: 405, mcpCode: -32019 },
   UNSUPPORTED_MEDIA_TYPE: { message: 'the request body must be application/json', exitCode: 86, httpStatus: 415, mcpCode: -32020 },
+  // 499 is nginx's "client closed request": an HTTP client that went away never reads it, but a
+  // call cancelled another way (an MCP cancellation, an embedder's signal) reports it over HTTP.
+  CANCELLED: { message: 'the call was cancelled by its caller', exitCode: 87, httpStatus: 499, mcpCode: -32021 },
+  GUEST_EXCEPTION: { message: 'the guest raised an uncaught exception', exitCode: 88, httpStatus: 422, mcpCode: -32022 },
 });
 
 /** JSON-safe detail values: what may travel in `details`. */
