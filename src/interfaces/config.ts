@@ -22,6 +22,7 @@ import { SandboxError } from '../errors.ts';
 import { PROFILE_NAMES, type ProfileName } from '../policy/profiles.ts';
 import { SecretStore, type SecretSpec } from '../brokers/secrets.ts';
 import type { EngineOptions } from '../engine/index.ts';
+import { LOG_LEVELS } from './http/log.ts';
 
 const positiveInt = z.number().int().positive();
 const profileLimits = z.strictObject({ memoryBytes: positiveInt.optional(), timeoutMs: positiveInt.optional(), fuel: z.number().positive().finite().optional() });
@@ -29,7 +30,14 @@ const profileLimits = z.strictObject({ memoryBytes: positiveInt.optional(), time
 export const ConfigSchema = z.strictObject({
   /** The default grant: `membrane mcp`'s profile; under `membrane serve`, the ceiling of every token. */
   profile: z.enum(PROFILE_NAMES).optional(),
-  server: z.strictObject({ host: z.string().min(1).max(255).optional(), port: z.number().int().min(0).max(65535).optional() }).optional(),
+  server: z
+    .strictObject({
+      host: z.string().min(1).max(255).optional(),
+      port: z.number().int().min(0).max(65535).optional(),
+      /** `membrane serve`'s log level (`--log-level` wins). */
+      logLevel: z.enum(LOG_LEVELS).optional(),
+    })
+    .optional(),
   net: z.strictObject({ allowCidrs: z.array(z.string().min(1).max(64)).max(256).optional() }).optional(),
   secrets: z.strictObject({ file: z.string().min(1).optional(), envPrefix: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'expected an upper-case variable prefix').optional() }).optional(),
   limits: z

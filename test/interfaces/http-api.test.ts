@@ -13,7 +13,7 @@ test('no token, a bad token and a revoked token are 401 UNAUTHENTICATED; /health
   const none = await call(t.url, '/v1/whoami', null);
   assert.equal(none.status, 401);
   assert.equal(none.body.error.code, 'UNAUTHENTICATED');
-  assert.equal(none.headers.get('www-authenticate'), 'Bearer');
+  assert.equal(none.headers.get('www-authenticate'), 'Bearer realm="membrane"');
   const bad = await call(t.url, '/v1/whoami', `mbt_${'A'.repeat(43)}`);
   assert.equal(bad.status, 401);
   assert.equal((await call(t.url, '/v1/instances', 'not-even-a-token')).status, 401);
@@ -144,7 +144,7 @@ test('/metrics shows requests, calls by kind and outcome, denials, fuel, duratio
   assert.match(text, /membrane_calls_total\{kind="call",outcome="ok"\} 3/);
   assert.match(text, /membrane_denials_total\{broker="grant",code="NOT_CAPABLE"\} [1-9]/);
   assert.match(text, /membrane_fuel_used_total [1-9]/);
-  assert.match(text, /membrane_call_duration_seconds_bucket\{kind="exec",le="\+Inf"\} [1-9]/);
+  assert.match(text, /membrane_call_duration_seconds_bucket\{(le="\+Inf",kind="exec"|kind="exec",le="\+Inf")\} [1-9]/);
   assert.match(text, /membrane_pool_live_workers \d+/);
   assert.match(text, /membrane_instances 0/);
   assert.match(text, /membrane_http_requests_in_flight 1/);

@@ -1,19 +1,18 @@
 /**
  * The CLI's help texts: `membrane --help` (every command, the unit forms, the exit codes) and
  * `membrane CMD --help` (one command's flags with defaults, units and an example), and the
- * version `membrane --version` prints (package.json's, found by walking up from this module, so
- * it holds from src/ under tsx and from a bundle in dist/ alike).
+ * version `membrane --version` prints (src/interfaces/version.ts).
  *
  * Invariant: every command `main.ts` dispatches has an entry here (test/cli/help-version checks).
  */
 
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ERROR_CODES, ERROR_TABLE } from '../../errors.ts';
 import { MAX_AUDIT_TAIL } from '../../storage/audit.ts';
 import { TAMPERED_EXIT } from './audit.ts';
+import { version } from '../version.ts';
 import { BIND_FAILED_EXIT, USAGE_EXIT } from './usage.ts';
+
+export { version };
 
 const UNITS = `Numbers:
   durations  800 (ms), 800ms, 5s, 2m, 1h; 1 ms to 2147483647 ms (~24.8 days)
@@ -134,7 +133,7 @@ The key is $MEMBRANE_AUDIT_KEY (64 hex digits or base64 of 32 bytes) or $MEMBRAN
 Example:
   membrane audit tail --tenant alice --limit 50`,
 
-  serve: `Usage: membrane serve [--port N] [--host H] [--config FILE] [--json]
+  serve: `Usage: membrane serve [--port N] [--host H] [--config FILE] [--log-level L] [--json]
 
 The HTTP API (docs/http-api.md), MCP at /mcp and the dashboard at /. Prints
 "membrane serve: listening on http://HOST:PORT" first, then JSON log lines on stderr;
@@ -143,6 +142,8 @@ SIGTERM/SIGINT drain in-flight requests and exit.
   --port N           0..65535 (default 7070; 0 = any free port)
   --host H           the address to listen on (default 127.0.0.1)
   --config FILE      JSON or TOML operator settings
+  --log-level L      trace, debug, info, warn, error or silent (default info, or the
+                     config's server.logLevel)
   --json             print the first line as {"listening": URL}
 
 Exit: ${BIND_FAILED_EXIT} at once when the address cannot be bound ("address 127.0.0.1:7070 is in use",
@@ -209,26 +210,4 @@ ${codes}
 
 export function commandHelp(cmd: string): string {
   return `${COMMAND_HELP[cmd]}\n\n${UNITS}\n`;
-}
-
-let cached: string | null = null;
-
-/** package.json's version: the first package.json above this module that declares the membrane bin. */
-export function version(): string {
-  if (cached !== null) return cached;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) {
-      try {
-        const pkg = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown; bin?: unknown };
-        if (typeof pkg.version === 'string' && typeof pkg.bin === 'object' && pkg.bin !== null && 'membrane' in pkg.bin) return (cached = pkg.version);
-      } catch {
-        // not ours; keep walking
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) return (cached = 'unknown');
-    dir = up;
-  }
 }

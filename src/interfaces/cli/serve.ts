@@ -1,6 +1,7 @@
 /**
- * `membrane serve [--port N] [--host H] [--config FILE] [--json]`: the HTTP API, the MCP
- * endpoint and the dashboard (src/interfaces/http).
+ * `membrane serve [--port N] [--host H] [--config FILE] [--log-level L] [--json]`: the HTTP API,
+ * the MCP endpoint and the dashboard (src/interfaces/http). The log level is `--log-level`, else
+ * the config's `server.logLevel`, else info.
  *
  * Prints exactly one line on stdout first — `membrane serve: listening on http://HOST:PORT` (or,
  * with --json, `{"listening":"http://HOST:PORT"}`) — then logs JSON lines on stderr. SIGTERM and
@@ -16,6 +17,7 @@
 import { createServer } from 'node:net';
 import { exitCodeFor } from '../../errors.ts';
 import { loadConfig } from '../config.ts';
+import { LOG_LEVELS, isLogLevel } from '../http/log.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, startServer } from '../http/server.ts';
 import { UsageError, parse, str } from './args.ts';
 import { optional } from './units.ts';
@@ -53,8 +55,10 @@ export function bindFailure(e: unknown, host: string, port: number): string | nu
 }
 
 export async function serveCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { port: { type: 'string' }, host: { type: 'string' }, config: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parse(argv, { port: { type: 'string' }, host: { type: 'string' }, config: { type: 'string' }, 'log-level': { type: 'string' }, json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError('serve takes no arguments');
+  const level = str(values['log-level']);
+  if (level !== undefined && !isLogLevel(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const port = optional('port', values['port'], 'count', { min: 0, max: 65535 });
   const configFile = str(values['config']);
   const config = configFile ? loadConfig(configFile) : null;
@@ -64,7 +68,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   try {
     // Try the address before starting an engine: a busy port fails in milliseconds.
     if (where.port !== 0) await probe(where.host, where.port);
-    server = await startServer({ config, ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
+    server = await startServer({ config, ...(level !== undefined ? { logger: { level } } : {}), ...(port !== undefined ? { port } : {}), ...(host !== undefined ? { host } : {}) });
   } catch (e) {
     const line = bindFailure(e, where.host, where.port);
     if (line !== null) {

@@ -6,10 +6,14 @@
  * any process — a CLI run, another server on the same home — appear), the SSE framing
  * (`event: audit`, `id: <seq>`, `data: <record JSON>`), keepalive comments, and closing streams
  * on disconnect and shutdown.
+ * Also resuming: a stream opened after a seq (`Last-Event-ID`) first gets the tenant's records
+ * after it up to the cursor — at most MAX_RESUME_RECORDS; past that, an `event: gap` frame naming
+ * what was skipped and then the newest MAX_RESUME_RECORDS.
  * Invariant: a stream only ever receives records whose `tenant` is its caller's; a record is sent
- * at most once per stream, in seq order; the backlog and the live tail meet at the cursor, so
- * nothing between them is skipped or repeated. A stream that cannot keep up (its socket buffer
- * passes MAX_STREAM_BUFFER_BYTES) is closed rather than buffered without bound.
+ * at most once per stream, in seq order, and never one at or below the seq it resumed after; the
+ * backlog (or the catch-up) and the live tail meet at the cursor, so nothing between them is
+ * skipped or repeated. A stream that cannot keep up (its socket buffer passes
+ * MAX_STREAM_BUFFER_BYTES) is closed rather than buffered without bound.
  *
  * Does not protect against: a client that reconnects in a loop (each stream is cheap; the
  * server's in-flight bound applies to the connects).
@@ -26,11 +30,18 @@ const POLL_BATCH = 1000;
 export const MAX_STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
 /** Open streams per server; the next is refused with OVERLOADED. */
 export const MAX_STREAMS = 256;
+/** Records a resuming stream catches up on at most (one indexed query; a longer absence gets a gap). */
+export const MAX_RESUME_RECORDS = 1000;
+
+/** Where a new stream starts: the newest `backlog` records, or after the seq it last received. */
+export type StreamStart = { readonly backlog: number } | { readonly after: number };
 
 interface Stream {
   readonly tenant: string;
   readonly res: ServerResponse;
   readonly keepalive: NodeJS.Timeout;
+  /** Records at or below this seq are never sent (the client has them). */
+  readonly floor: number;
 }
 
 export class AuditFeed {
@@ -73,8 +84,8 @@ export class AuditFeed {
     }
   }
 
-  /** Turn a response into a stream of the tenant's records, after the newest `backlog` of them. */
-  open(res: ServerResponse, tenant: string, backlog: number): boolean {
+  /** Turn a response into a stream of the tenant's records, from `start`. */
+  open(res: ServerResponse, tenant: string, start: StreamStart): boolean {
     if (this.streams.size >= MAX_STREAMS) return false;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -88,16 +99,31 @@ export class AuditFeed {
       if (!res.writableEnded) res.write(': keepalive\n\n');
     }, this.keepaliveMs);
     keepalive.unref();
-    const stream: Stream = { tenant, res, keepalive };
-    // Backlog up to the cursor; everything after it comes from the poller.
-    if (backlog > 0) for (const r of this.log.tail({ tenant, limit: backlog })) if (r.seq <= this.cursor) this.send(stream, r);
+    const stream: Stream = { tenant, res, keepalive, floor: 'after' in start ? start.after : 0 };
+    // Backlog or catch-up up to the cursor; everything after it comes from the poller.
+    if ('after' in start) this.catchUp(stream, start.after);
+    else if (start.backlog > 0) for (const r of this.log.tail({ tenant, limit: start.backlog })) if (r.seq <= this.cursor) this.send(stream, r);
     this.streams.add(stream);
     res.on('close', () => this.drop(stream));
     return true;
   }
 
+  /** The tenant's records in (after, cursor]: all of them, or a gap frame and the newest MAX_RESUME_RECORDS. */
+  private catchUp(s: Stream, after: number): void {
+    if (after >= this.cursor) return;
+    const missed = this.log.tail({ tenant: s.tenant, afterSeq: after, limit: MAX_RESUME_RECORDS + 1 }).filter((r) => r.seq <= this.cursor);
+    if (missed.length <= MAX_RESUME_RECORDS) {
+      for (const r of missed) this.send(s, r);
+      return;
+    }
+    const newest = this.log.tail({ tenant: s.tenant, limit: MAX_RESUME_RECORDS }).filter((r) => r.seq <= this.cursor);
+    if (newest.length === 0) return;
+    s.res.write(`event: gap\ndata: ${JSON.stringify({ after, resumedAfter: newest[0]!.seq - 1 })}\n\n`);
+    for (const r of newest) this.send(s, r);
+  }
+
   private send(s: Stream, r: AuditRecord): void {
-    if (s.res.writableEnded) return;
+    if (s.res.writableEnded || r.seq <= s.floor) return;
     if (s.res.writableLength > MAX_STREAM_BUFFER_BYTES) {
       this.end(s);
       return;

@@ -1,97 +1,177 @@
 /**
- * Prometheus metrics for `/metrics`, written by hand in the text exposition format (0.0.4).
+ * Prometheus metrics for `/metrics` (text exposition format 0.0.4), kept with prom-client.
  *
- * Owns: the counters (requests by route/method/status, calls by kind and outcome, denials by
- * broker and code, fuel used), the call-duration histogram, and the gauges read at scrape time
- * (in-flight requests, open audit streams, the engine's live workers and instances).
+ * Owns: one private `Registry` per server (never prom-client's global one, so two servers in one
+ * process keep separate counts) holding the counters (requests by route/method/status, calls by
+ * kind and outcome, MCP tool calls by tool and outcome, denials by broker and code, fuel used),
+ * the call and tool-call duration histograms, build info, and the gauges read at scrape time
+ * (in-flight requests, open audit streams, the engine's live workers, instances and replaced
+ * workers); plus the process and event-loop metrics (`process_*`, `nodejs_*`), collected once per
+ * process into a second private registry that every server's scrape appends, since they describe
+ * the process, not the server (and a second collector would add a second GC observer).
  * Invariant: labels are drawn from closed sets — route templates (never concrete paths), methods,
- * status codes, error codes, broker names cut to a short word — and never hold a tenant, a token
- * or an id, so a scrape reveals aggregates only and the series count stays bounded.
+ * status codes, error codes, tool names, broker names cut to a short word — and never hold a
+ * tenant, a token or an id; each labelled metric keeps at most MAX_SERIES label sets and folds
+ * the rest into one whose every label is `other`, so a scrape reveals aggregates only and its
+ * size stays bounded.
  *
  * Does not protect against: someone who can reach /metrics learning aggregate load (bind the
  * server to loopback, as it is by default, or put it behind a proxy).
  */
 
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineStats } from '../../engine/index.ts';
 import type { AuditRecord } from '../../storage/audit.ts';
+import { version } from '../version.ts';
 
 /** Histogram buckets for call durations, in seconds. */
 export const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-/** Distinct label sets a counter keeps; past this, new ones fold into `other` (bounded series). */
-const MAX_SERIES = 500;
+/** Distinct label sets one metric keeps; past this, new ones fold into `other` (bounded series). */
+export const MAX_SERIES = 500;
+/** The exposition format's media type. */
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
 export type CallKind = 'run' | 'exec' | 'call';
 
-function label(v: string): string {
-  return v.replace(/[^A-Za-z0-9_.:/{}-]/g, '_').slice(0, 64);
+/** What the gauges read at scrape time. */
+export interface MetricsSources {
+  stats(): EngineStats;
+  streams(): number;
 }
 
-class Counter {
-  readonly values = new Map<string, number>();
-  add(labels: string, n = 1): void {
-    const key = this.values.has(labels) || this.values.size < MAX_SERIES ? labels : 'other="true"';
-    this.values.set(key, (this.values.get(key) ?? 0) + n);
+function label(v: string): string {
+  return v.replace(/[^A-Za-z0-9_.:/{}-]/g, '_').slice(0, 64) || '_';
+}
+
+/** Label values for a new series, or all-`other` once MAX_SERIES sets exist. */
+class SeriesBound<L extends string> {
+  private readonly seen = new Set<string>();
+  constructor(private readonly names: readonly L[]) {}
+  admit(values: Record<L, string>): Record<L, string> {
+    const clean = Object.fromEntries(this.names.map((n) => [n, label(values[n])])) as Record<L, string>;
+    const key = this.names.map((n) => clean[n]).join('\u0000');
+    if (this.seen.has(key)) return clean;
+    if (this.seen.size < MAX_SERIES) {
+      this.seen.add(key);
+      return clean;
+    }
+    return Object.fromEntries(this.names.map((n) => [n, 'other'])) as Record<L, string>;
   }
+}
+
+let processRegistry: Registry | null = null;
+
+/** The process-wide registry of prom-client's default metrics, created on first use. */
+function processMetrics(): Registry {
+  if (processRegistry) return processRegistry;
+  processRegistry = new Registry();
+  collectDefaultMetrics({ register: processRegistry });
+  return processRegistry;
 }
 
 export class Metrics {
-  private readonly requests = new Counter();
-  private readonly calls = new Counter();
-  private readonly denials = new Counter();
-  private fuel = 0;
-  private readonly buckets = new Map<CallKind, { counts: number[]; sum: number; count: number }>();
+  readonly registry = new Registry();
   inFlight = 0;
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly requestSeries = new SeriesBound(['route', 'method', 'status'] as const);
+  private readonly calls: Counter<'kind' | 'outcome'>;
+  private readonly callSeries = new SeriesBound(['kind', 'outcome'] as const);
+  private readonly durations: Histogram<'kind'>;
+  private readonly tools: Counter<'tool' | 'outcome'>;
+  private readonly toolSeries = new SeriesBound(['tool', 'outcome'] as const);
+  private readonly toolDurations: Histogram<'tool'>;
+  private readonly denials: Counter<'broker' | 'code'>;
+  private readonly denialSeries = new SeriesBound(['broker', 'code'] as const);
+  private readonly fuel: Counter;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    processMetrics();
+    this.requests = new Counter({ name: 'membrane_http_requests_total', help: 'HTTP requests by route template, method and status.', labelNames: ['route', 'method', 'status'], registers });
+    this.calls = new Counter({ name: 'membrane_calls_total', help: 'Guest calls made through the HTTP API by kind (run, exec, call) and outcome (ok or an error code).', labelNames: ['kind', 'outcome'], registers });
+    this.durations = new Histogram({ name: 'membrane_call_duration_seconds', help: 'Duration of guest calls made through the HTTP API.', labelNames: ['kind'], buckets: DURATION_BUCKETS, registers });
+    this.tools = new Counter({ name: 'membrane_mcp_tool_calls_total', help: 'MCP tool calls at /mcp by tool and outcome (ok, or the error code of a failed run or a refusal).', labelNames: ['tool', 'outcome'], registers });
+    this.toolDurations = new Histogram({ name: 'membrane_mcp_tool_call_duration_seconds', help: 'Duration of MCP tool calls at /mcp.', labelNames: ['tool'], buckets: DURATION_BUCKETS, registers });
+    this.denials = new Counter({ name: 'membrane_denials_total', help: 'Audit records of kind "denied", by broker and code.', labelNames: ['broker', 'code'], registers });
+    this.fuel = new Counter({ name: 'membrane_fuel_used_total', help: 'Fuel used by calls made through the HTTP API.', registers });
+    new Gauge({ name: 'membrane_build_info', help: 'Always 1; the labels name the Membrane version and the Node.js runtime serving it.', labelNames: ['version', 'node'], registers }).set({ version: label(version()), node: label(process.version) }, 1);
+    const metrics = this;
+    new Gauge({
+      name: 'membrane_http_requests_in_flight',
+      help: 'HTTP requests being served now.',
+      registers,
+      collect() {
+        this.set(metrics.inFlight);
+      },
+    });
+    new Gauge({
+      name: 'membrane_audit_streams',
+      help: 'Open server-sent audit streams.',
+      registers,
+      collect() {
+        this.set(sources.streams());
+      },
+    });
+    // The engine's pool, read once per scrape by the first of the three collectors.
+    let snapshot: EngineStats | null = null;
+    const stats = (): EngineStats => (snapshot ??= sources.stats());
+    new Gauge({
+      name: 'membrane_pool_live_workers',
+      help: 'Live worker threads of the engine.',
+      registers,
+      collect() {
+        snapshot = null;
+        this.set(stats().liveWorkers);
+      },
+    });
+    new Gauge({
+      name: 'membrane_instances',
+      help: 'Persistent instances held by the engine.',
+      registers,
+      collect() {
+        this.set(stats().instances);
+      },
+    });
+    new Counter({
+      name: 'membrane_workers_replaced_total',
+      help: 'Workers terminated and replaced (runaways, deaths).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(stats().workersReplaced);
+      },
+    });
+  }
 
   request(route: string, method: string, status: number): void {
-    this.requests.add(`route="${label(route)}",method="${label(method)}",status="${status}"`);
+    this.requests.inc(this.requestSeries.admit({ route, method, status: String(status) }));
   }
 
   call(kind: CallKind, outcome: string, fuelUsed: number, durationMs: number): void {
-    this.calls.add(`kind="${kind}",outcome="${label(outcome)}"`);
-    if (Number.isFinite(fuelUsed) && fuelUsed > 0) this.fuel += fuelUsed;
-    let h = this.buckets.get(kind);
-    if (!h) this.buckets.set(kind, (h = { counts: DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 }));
-    const s = Math.max(0, durationMs) / 1000;
-    DURATION_BUCKETS.forEach((b, i) => {
-      if (s <= b) h.counts[i]!++;
-    });
-    h.sum += s;
-    h.count++;
+    this.calls.inc(this.callSeries.admit({ kind, outcome }));
+    if (Number.isFinite(fuelUsed) && fuelUsed > 0) this.fuel.inc(fuelUsed);
+    this.durations.observe({ kind }, Math.max(0, durationMs) / 1000);
+  }
+
+  /** One MCP tool call: its tool name, `ok` or an error code, and how long it took. */
+  toolCall(tool: string, outcome: string, durationMs: number): void {
+    const labels = this.toolSeries.admit({ tool, outcome });
+    this.tools.inc(labels);
+    this.toolDurations.observe({ tool: labels.tool }, Math.max(0, durationMs) / 1000);
   }
 
   /** Every audit record passes here; denials are counted by their broker and code. */
   audit(r: AuditRecord): void {
     if (r.kind !== 'denied') return;
     const d = r.detail as { broker?: unknown; code?: unknown };
-    const broker = typeof d.broker === 'string' ? d.broker : 'unknown';
-    const code = typeof d.code === 'string' ? d.code : 'unknown';
-    this.denials.add(`broker="${label(broker)}",code="${label(code)}"`);
+    this.denials.inc(this.denialSeries.admit({ broker: typeof d.broker === 'string' ? d.broker : 'unknown', code: typeof d.code === 'string' ? d.code : 'unknown' }));
   }
 
-  render(stats: EngineStats, streams: number): string {
-    const out: string[] = [];
-    const counter = (name: string, help: string, c: Counter): void => {
-      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
-      for (const [labels, v] of c.values) out.push(`${name}{${labels}} ${v}`);
-    };
-    const gauge = (name: string, help: string, v: number, type = 'gauge'): void => {
-      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${v}`);
-    };
-    counter('membrane_http_requests_total', 'HTTP requests by route template, method and status.', this.requests);
-    counter('membrane_calls_total', 'Guest calls by kind (run, exec, call) and outcome (ok or an error code).', this.calls);
-    counter('membrane_denials_total', 'Audit records of kind "denied", by broker and code.', this.denials);
-    gauge('membrane_fuel_used_total', 'Fuel used by calls made through the API.', this.fuel, 'counter');
-    out.push('# HELP membrane_call_duration_seconds Duration of guest calls made through the API.', '# TYPE membrane_call_duration_seconds histogram');
-    for (const [kind, h] of this.buckets) {
-      DURATION_BUCKETS.forEach((b, i) => out.push(`membrane_call_duration_seconds_bucket{kind="${kind}",le="${b}"} ${h.counts[i]}`));
-      out.push(`membrane_call_duration_seconds_bucket{kind="${kind}",le="+Inf"} ${h.count}`);
-      out.push(`membrane_call_duration_seconds_sum{kind="${kind}"} ${h.sum}`, `membrane_call_duration_seconds_count{kind="${kind}"} ${h.count}`);
-    }
-    gauge('membrane_http_requests_in_flight', 'HTTP requests being served now.', this.inFlight);
-    gauge('membrane_audit_streams', 'Open server-sent audit streams.', streams);
-    gauge('membrane_pool_live_workers', 'Live worker threads of the engine.', stats.liveWorkers);
-    gauge('membrane_instances', 'Persistent instances held by the engine.', stats.instances);
-    gauge('membrane_workers_replaced_total', 'Workers terminated and replaced (runaways, deaths).', stats.workersReplaced, 'counter');
-    return `${out.join('\n')}\n`;
+  /** The exposition text: this server's metrics, then the process's. */
+  async render(): Promise<string> {
+    const own = await this.registry.metrics();
+    const proc = await processMetrics().metrics();
+    // prom-client writes NaN (an event-loop histogram with no samples yet) as `Nan`; the format says `NaN`.
+    return `${own.trimEnd()}\n${proc.trimEnd()}\n`.replace(/ Nan$/gm, ' NaN');
   }
 }

@@ -1,5 +1,6 @@
 /**
- * Writing HTTP answers: JSON bodies and the one error shape `{ error: { code, message } }`.
+ * Writing HTTP answers: JSON bodies and the one error shape `{ error: { code, message } }` (a
+ * JSON-RPC error object on /mcp).
  *
  * Owns: the mapping of a thrown value to a status (the error table's `httpStatus`), and the rule
  * that an unexpected exception becomes a bare 500 INTERNAL whose text the client never sees.
@@ -56,6 +57,19 @@ export function sendError(res: ServerResponse, err: unknown, headers: Record<str
   const e = publicError(err);
   const retry: Record<string, string> = e.code === 'OVERLOADED' ? { 'retry-after': String(OVERLOAD_RETRY_AFTER_S) } : {};
   sendJson(res, e.status, { error: { code: e.code, message: e.message } }, { ...retry, ...headers });
+  return e;
+}
+
+/**
+ * The same refusal for an MCP client: a JSON-RPC error object (`id: null`, the request was never
+ * read as JSON-RPC) whose message is `CODE: message` and whose `data.code` is the table's code —
+ * MCP clients show a JSON-RPC error's message, and ignore `{ error: { code, message } }`.
+ */
+export function sendJsonRpcError(res: ServerResponse, err: unknown, headers: Record<string, string> = {}): PublicError {
+  const e = publicError(err);
+  const retry: Record<string, string> = e.code === 'OVERLOADED' ? { 'retry-after': String(OVERLOAD_RETRY_AFTER_S) } : {};
+  const body = { jsonrpc: '2.0', error: { code: ERROR_TABLE[e.code].mcpCode, message: `${e.code}: ${e.message}`, data: { code: e.code } }, id: null };
+  sendJson(res, e.status, body, { ...retry, ...headers });
   return e;
 }
 

@@ -14,6 +14,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import type { ProfileName } from '../../policy/profiles.ts';
+import type { Logger } from './log.ts';
 import { httpError } from './respond.ts';
 
 export type Method = 'GET' | 'POST' | 'DELETE';
@@ -34,6 +35,9 @@ export interface Ctx<S> {
   /** Present on every `auth: true` route. */
   readonly principal: Principal | null;
   readonly state: S;
+  /** The request's id (echoed in `X-Request-Id`) and a logger whose every line carries it. */
+  readonly requestId: string;
+  readonly log: Logger;
   /** The parsed JSON body, read under the route's cap. */
   body(): Promise<unknown>;
 }
@@ -46,16 +50,26 @@ export interface Route<S> {
   readonly path: string;
   readonly auth: boolean;
   readonly summary: string;
+  /** Longer prose for the OpenAPI document (default: the summary). */
+  readonly description?: string;
+  /** The OpenAPI tag grouping the route (default: derived from its path). */
+  readonly tag?: string;
+  /** The OpenAPI operationId (default: derived from method and path). */
+  readonly operationId?: string;
+  /** Errors are answered as JSON-RPC error objects, not `{ error: { code, message } }` (/mcp). */
+  readonly jsonRpcErrors?: boolean;
   /** Request body schema (documentation and validation). */
   readonly body?: z.ZodType;
+  /** Further OpenAPI parameter objects (headers the route reads). */
+  readonly parameters?: readonly { readonly [key: string]: unknown }[];
   /** Request query schema (documentation and validation). */
   readonly query?: z.ZodType;
   /** The route takes a module: its body cap is the module cap, not the JSON cap. */
   readonly largeBody?: boolean;
   /** An explicit body cap (wins over `largeBody`): /mcp's envelope around a module. */
   readonly bodyCap?: number;
-  /** status → JSON Schema of the body, or a media type for non-JSON answers. */
-  readonly responses: Readonly<Record<number, { readonly [key: string]: unknown } | string>>;
+  /** status → JSON Schema of the body, a media type for non-JSON answers, or null for no body. */
+  readonly responses: Readonly<Record<number, { readonly [key: string]: unknown } | string | null>>;
   /** The label used in metrics and logs (the template, never the concrete path). */
   readonly label?: string;
   handle(ctx: Ctx<S>): Promise<Answer> | Answer;
@@ -95,11 +109,13 @@ export class Router<S> {
   /** The route for this method and path, or a 404/405 SandboxError. */
   match(method: string, pathname: string): Match<S> {
     const allowed: string[] = [];
+    let jsonRpc = false;
     for (const c of this.compiled) {
       const m = c.re.exec(pathname);
       if (!m) continue;
       if (c.route.method !== method) {
         allowed.push(c.route.method);
+        jsonRpc ||= c.route.jsonRpcErrors === true;
         continue;
       }
       const params: Record<string, string> = {};
@@ -114,7 +130,7 @@ export class Router<S> {
       });
       return { route: c.route, params };
     }
-    if (allowed.length > 0) throw Object.assign(httpError('METHOD_NOT_ALLOWED', `${method.slice(0, 16)} is not allowed here (allowed: ${[...new Set(allowed)].join(', ')})`), { allow: [...new Set(allowed)].join(', ') });
+    if (allowed.length > 0) throw Object.assign(httpError('METHOD_NOT_ALLOWED', `${method.slice(0, 16)} is not allowed here (allowed: ${[...new Set(allowed)].join(', ')})`), { allow: [...new Set(allowed)].join(', '), jsonRpc });
     throw httpError('NOT_FOUND', 'no such route');
   }
 }

@@ -14,8 +14,16 @@ import { validate } from './body.ts';
 import { httpError } from './respond.ts';
 import { principalOf } from './routes-instances.ts';
 import type { Answer, Route } from './router.ts';
-import { AUDIT_RECORD, AuditQuery, ERROR_SCHEMA, StreamQuery } from './schemas.ts';
+import { MAX_RESUME_RECORDS } from './audit-feed.ts';
+import { AUDIT_RECORD, AuditQuery, AuditSeq, ERROR_SCHEMA, StreamQuery } from './schemas.ts';
 import type { Api } from './state.ts';
+
+/** A `Last-Event-ID` header: an audit seq this server sent, or 400. */
+function lastEventId(header: string): number {
+  const r = /^\d{1,16}$/.test(header) ? AuditSeq.safeParse(header) : null;
+  if (!r?.success) throw httpError('BAD_REQUEST', 'Last-Event-ID: expected the seq of an audit event (a whole number)');
+  return r.data;
+}
 
 export function auditRoutes(): Route<Api>[] {
   return [
@@ -23,7 +31,9 @@ export function auditRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/audit',
       auth: true,
-      summary: "The caller's tenant's newest audit records, oldest first (?kind=&limit=, default 100, at most 1000)",
+      operationId: 'listAuditRecords',
+      summary: "The caller's tenant's newest audit records",
+      description: 'The newest records of the caller’s tenant, oldest first; `kind` filters, `limit` is 1..1000 (default 100).',
       query: AuditQuery,
       responses: { 200: { type: 'object', properties: { records: { type: 'array', items: AUDIT_RECORD } }, required: ['records'] }, 400: ERROR_SCHEMA },
       handle: (ctx): Answer => {
@@ -36,7 +46,9 @@ export function auditRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/audit/verify',
       auth: true,
+      operationId: 'verifyAuditLog',
       summary: "Verify the audit log's HMAC chain",
+      description: 'Checks the whole chain: `{ ok: true, records }`, or the first bad seq and what is wrong with it.',
       responses: {
         200: {
           oneOf: [
@@ -55,12 +67,21 @@ export function auditRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/audit/stream',
       auth: true,
-      summary: "Server-sent events: each new audit record of the caller's tenant (event: audit); ?backlog=N first sends the newest N",
+      operationId: 'streamAuditRecords',
+      summary: "Server-sent events: the caller's tenant's audit records as they are appended",
+      description:
+        'Each record is `event: audit`, `id: <seq>`, `data: <record JSON>`. `backlog=N` first sends the newest N. A client that reconnects with ' +
+        '`Last-Event-ID` (or `after=`) gets the records after that seq first, then the live tail, none skipped or repeated; when more than ' +
+        `${MAX_RESUME_RECORDS} were missed it gets \`event: gap\` (data \`{ after, resumedAfter }\`) and the newest ${MAX_RESUME_RECORDS} (GET /v1/audit for the rest).`,
       query: StreamQuery,
+      parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, description: 'the id of the last event received: resume after it', schema: { type: 'string', pattern: '^[0-9]{1,16}$' } }],
       responses: { 200: 'text/event-stream', 503: ERROR_SCHEMA },
       handle: (ctx): Answer => {
         const q = validate(StreamQuery, Object.fromEntries(ctx.query));
-        if (!ctx.state.feed.open(ctx.res, principalOf(ctx).tenant, q.backlog ?? 0)) throw httpError('OVERLOADED', 'too many open audit streams');
+        const header = ctx.req.headers['last-event-id'];
+        const after = typeof header === 'string' && header.trim() !== '' ? lastEventId(header.trim()) : q.after;
+        const from = after !== undefined ? { after } : { backlog: q.backlog ?? 0 };
+        if (!ctx.state.feed.open(ctx.res, principalOf(ctx).tenant, from)) throw httpError('OVERLOADED', 'too many open audit streams');
         return null;
       },
     },

@@ -56,6 +56,7 @@ export function instanceRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/instances',
       auth: true,
+      operationId: 'listInstances',
       summary: "The caller's tenant's instances",
       responses: { 200: { type: 'object', properties: { instances: { type: 'array', items: INSTANCE_INFO } }, required: ['instances'] } },
       handle: (ctx): Answer => ({ status: 200, body: { instances: ctx.state.tenancy.list(principalOf(ctx).tenant) } }),
@@ -64,7 +65,11 @@ export function instanceRoutes(): Route<Api>[] {
       method: 'POST',
       path: '/v1/instances',
       auth: true,
-      summary: 'Start a persistent instance from a base64 module or a registered command',
+      operationId: 'startInstance',
+      summary: 'Start a persistent instance',
+      description:
+        'Start an instance from a base64 module or a registered command, under the request’s grant (at most the token’s profile). ' +
+        'The id is the caller’s own name for it; tenants never see each other’s ids. Answers the instance’s info, with `clamped` and `warnings` when non-empty.',
       body: StartInstanceBody,
       largeBody: true,
       responses: { 201: INSTANCE_INFO, 403: ERROR_SCHEMA, 413: ERROR_SCHEMA, 422: ERROR_SCHEMA },
@@ -88,7 +93,9 @@ export function instanceRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/instances/{id}',
       auth: true,
-      summary: 'One instance of the caller (404 for an absent id or another tenant’s)',
+      operationId: 'getInstance',
+      summary: 'One instance of the caller',
+      description: 'The instance’s info; 404 for an absent id and for another tenant’s alike.',
       responses: { 200: INSTANCE_INFO, ...notFound },
       handle: (ctx): Answer => ({ status: 200, body: ctx.state.tenancy.info(principalOf(ctx).tenant, ctx.params['id']!) }),
     },
@@ -96,7 +103,9 @@ export function instanceRoutes(): Route<Api>[] {
       method: 'POST',
       path: '/v1/instances/{id}/call',
       auth: true,
+      operationId: 'callInstance',
       summary: 'Call an export of an instance',
+      description: 'Call an exported function with numeric arguments (strings for i64 beyond 2^53). A guest failure is a 200 with `ok: false` and `error`.',
       body: CallBody,
       responses: { 200: RUN_RESULT, ...notFound },
       handle: async (ctx): Promise<Answer> => {
@@ -112,7 +121,9 @@ export function instanceRoutes(): Route<Api>[] {
       method: 'DELETE',
       path: '/v1/instances/{id}',
       auth: true,
+      operationId: 'stopInstance',
       summary: 'Stop an instance',
+      description: 'Stop the instance and free its worker; its id may be reused.',
       responses: { 200: { type: 'object', properties: { stopped: { type: 'boolean' } }, required: ['stopped'] }, ...notFound },
       handle: async (ctx): Promise<Answer> => {
         await ctx.state.tenancy.stop(principalOf(ctx).tenant, ctx.params['id']!);

@@ -16,7 +16,8 @@ import { openApiDocument } from './openapi.ts';
 import { httpError, sendText } from './respond.ts';
 import { principalOf } from './routes-instances.ts';
 import type { Answer, Ctx, Route } from './router.ts';
-import { PROFILE_ROW } from './schemas.ts';
+import { METRICS_CONTENT_TYPE } from './metrics.ts';
+import { ERROR_SCHEMA, PROFILE_ROW } from './schemas.ts';
 import type { Api } from './state.ts';
 
 function asset(ctx: Ctx<Api>): Answer {
@@ -33,7 +34,9 @@ export function metaRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/health',
       auth: false,
+      operationId: 'health',
       summary: 'Liveness',
+      description: 'Answers `{ ok: true }` while the server accepts requests (503 OVERLOADED while it shuts down).',
       responses: { 200: { type: 'object', properties: { ok: { const: true } }, required: ['ok'] } },
       handle: (): Answer => ({ status: 200, body: { ok: true } }),
     },
@@ -41,28 +44,46 @@ export function metaRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/openapi.json',
       auth: false,
+      operationId: 'openApiDocument',
       summary: 'This document',
-      responses: { 200: { type: 'object' } },
+      description: 'The OpenAPI 3.1 document, generated from the route table and the schemas the routes validate with.',
+      responses: { 200: { type: 'object', additionalProperties: true } },
       handle: (ctx): Answer => ({ status: 200, body: openApiDocument(ctx.state.routes()) }),
     },
     {
       method: 'GET',
       path: '/metrics',
       auth: false,
-      summary: 'Prometheus metrics (aggregates only: no tenant, token or id)',
+      operationId: 'metrics',
+      summary: 'Prometheus metrics',
+      description:
+        'The Prometheus text exposition format 0.0.4: requests, guest calls, MCP tool calls, denials, fuel, durations, pool gauges, build info, ' +
+        'and the process and event-loop metrics. Aggregates only: no label holds a tenant, a token or an id.',
       responses: { 200: 'text/plain; version=0.0.4' },
-      handle: (ctx): Answer => {
-        sendText(ctx.res, 200, 'text/plain; version=0.0.4; charset=utf-8', ctx.state.metrics.render(ctx.state.engine.stats(), ctx.state.feed.size));
+      handle: async (ctx): Promise<Answer> => {
+        sendText(ctx.res, 200, METRICS_CONTENT_TYPE, await ctx.state.metrics.render());
         return null;
       },
     },
-    { method: 'GET', path: '/', auth: false, summary: 'The web dashboard', responses: { 200: 'text/html' }, handle: asset },
-    { method: 'GET', path: '/dashboard/*', auth: false, summary: "The web dashboard's assets", label: '/dashboard/*', responses: { 200: 'text/javascript', 404: 'application/json' }, handle: asset },
+    { method: 'GET', path: '/', auth: false, operationId: 'dashboard', summary: 'The web dashboard', description: 'The dashboard’s HTML page; it asks for a token and calls the /v1 routes with it.', responses: { 200: 'text/html' }, handle: asset },
+    {
+      method: 'GET',
+      path: '/dashboard/*',
+      auth: false,
+      operationId: 'dashboardAsset',
+      summary: "The web dashboard's assets",
+      description: 'A script or stylesheet of the dashboard; anything else is 404.',
+      label: '/dashboard/*',
+      responses: { 200: 'text/javascript', 404: ERROR_SCHEMA },
+      handle: asset,
+    },
     {
       method: 'GET',
       path: '/v1/whoami',
       auth: true,
+      operationId: 'whoami',
       summary: "The token's tenant and profile",
+      description: 'The tenant the token belongs to and the profile it grants (lowered to the operator’s ceiling, if one is configured).',
       responses: { 200: { type: 'object', properties: { tenant: { type: 'string' }, profile: { type: 'string' } }, required: ['tenant', 'profile'] } },
       handle: (ctx): Answer => {
         const who = principalOf(ctx);
@@ -73,7 +94,9 @@ export function metaRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/profiles',
       auth: true,
-      summary: 'The profile ladder (with the operator’s limits) and the profile this token grants',
+      operationId: 'listProfiles',
+      summary: 'The profile ladder and the granted profile',
+      description: 'Every profile with its memory, timeout, fuel and cap words (the operator’s limits applied), and the profile this token grants.',
       responses: { 200: { type: 'object', properties: { profiles: { type: 'array', items: PROFILE_ROW }, granted: { type: 'string' } }, required: ['profiles', 'granted'] } },
       handle: (ctx): Answer => {
         const profiles = PROFILE_NAMES.map((name) => {

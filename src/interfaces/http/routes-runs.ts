@@ -24,7 +24,11 @@ export function runRoutes(): Route<Api>[] {
       method: 'POST',
       path: '/v1/runs',
       auth: true,
-      summary: 'Run a module (base64) or a registered command once, in a fresh sandbox',
+      operationId: 'createRun',
+      summary: 'Run a module or a command once',
+      description:
+        'Run a base64 WebAssembly module or a registered command once, in a fresh sandbox, under the request’s grant. ' +
+        'A guest failure (TIMEOUT, FUEL_EXHAUSTED, a trap…) is a 200 with `ok: false` and `error`; 503 OVERLOADED means nothing ran.',
       body: RunBody,
       largeBody: true,
       responses: { 200: RUN_RESULT, 403: ERROR_SCHEMA, 404: ERROR_SCHEMA, 413: ERROR_SCHEMA, 503: ERROR_SCHEMA },
@@ -57,7 +61,9 @@ export function runRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/runs',
       auth: true,
-      summary: "The caller's tenant's recent runs, newest first",
+      operationId: 'listRuns',
+      summary: "The caller's tenant's recent runs",
+      description: 'The last runs of the caller’s tenant, newest first (at most 100 are kept).',
       responses: { 200: { type: 'object', properties: { runs: { type: 'array', items: RUN_SUMMARY } }, required: ['runs'] } },
       handle: (ctx): Answer => ({ status: 200, body: { runs: ctx.state.tenancy.listRuns(principalOf(ctx).tenant) } }),
     },
@@ -65,7 +71,9 @@ export function runRoutes(): Route<Api>[] {
       method: 'GET',
       path: '/v1/runs/{id}',
       auth: true,
-      summary: 'One recent run of the caller (its output cut to 64 KiB per stream)',
+      operationId: 'getRun',
+      summary: 'One recent run of the caller',
+      description: 'One run’s result, its output cut to 64 KiB per stream; 404 for an absent id and for another tenant’s alike.',
       responses: { 200: RUN_RESULT, 404: ERROR_SCHEMA },
       handle: (ctx): Answer => ({ status: 200, body: ctx.state.tenancy.getRun(principalOf(ctx).tenant, ctx.params['id']!) }),
     },
@@ -73,7 +81,11 @@ export function runRoutes(): Route<Api>[] {
       method: 'POST',
       path: '/v1/exec',
       auth: true,
-      summary: 'Run untrusted JavaScript, TypeScript or Python in a fresh interpreter',
+      operationId: 'exec',
+      summary: 'Run a JavaScript, TypeScript or Python snippet',
+      description:
+        'Run untrusted source in a fresh, fuel-metered interpreter under the request’s grant. Answers stdout, stderr and the value of the last expression; ' +
+        'a snippet that fails is a 200 with `ok: false` and `error`.',
       body: ExecBody,
       responses: { 200: EXEC_RESULT, 403: ERROR_SCHEMA, 503: ERROR_SCHEMA },
       handle: async (ctx): Promise<Answer> => {

@@ -63,8 +63,12 @@ export const AuditQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).optional(),
 });
 
+/** An audit seq: what an SSE event's `id:` carries and `Last-Event-ID` / `?after=` send back. */
+export const AuditSeq = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
 export const StreamQuery = z.strictObject({
-  backlog: z.coerce.number().int().min(0).max(1000).optional(),
+  backlog: z.coerce.number().int().min(0).max(1000).optional().describe('first send the newest N records of the tenant (ignored when resuming)'),
+  after: AuditSeq.optional().describe('resume after this seq, like a Last-Event-ID header (the header wins)'),
 });
 
 // ---- response shapes (documentation: the OpenAPI document) ----
@@ -73,8 +77,73 @@ type Json = { [key: string]: unknown };
 const str = { type: 'string' };
 const num = { type: 'number' };
 const obj = (properties: Json, required: string[] = Object.keys(properties)): Json => ({ type: 'object', properties, required });
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 
-export const ERROR_SCHEMA = obj({ error: obj({ code: str, message: str }) });
+/** One of the stable error codes (src/errors.ts); the document lists them as an enum. */
+export const ERROR_CODE = ref('ErrorCode');
+/** `{ error: { code, message } }`: every refusal outside /mcp. */
+export const ERROR_SCHEMA = ref('Error');
+/** An error a guest call ended with, inside a 200 result (`ok: false`). */
+const CALL_ERROR = ref('CallError');
+
+/** The reusable schemas, placed under `components.schemas`. */
+export const COMPONENT_SCHEMAS: Readonly<Record<string, Json>> = {
+  Error: {
+    ...obj({ error: { ...obj({ code: ERROR_CODE, message: { ...str, description: 'for people; no stack, no host path' } }), additionalProperties: false } }),
+    additionalProperties: false,
+    description: 'A refusal: the request was not served. The HTTP status is the code’s row in the error table.',
+  },
+  CallError: {
+    ...obj({ code: ERROR_CODE, message: str, details: { type: 'object', additionalProperties: true, description: 'JSON facts about the failure (e.g. a guest exception’s name and stack); never host paths' } }, ['code', 'message']),
+    description: 'Why a guest call failed: the request succeeded (200), the guest did not.',
+  },
+  AuditDetail: {
+    type: 'object',
+    additionalProperties: true,
+    description:
+      'The record’s facts; non-secret by construction. Which fields appear depends on `kind`: a `denied` record has broker, op, code and why ' +
+      '(and target, client, quota, limit where they apply); `profile-fallback` has requested and ran; `revoke` and `restore` have none. New kinds may add fields.',
+    properties: {
+      broker: { ...str, description: 'the broker or surface that refused (net, kv, exec, serve, grant, …)' },
+      op: { ...str, description: 'the operation refused' },
+      code: { ...str, description: 'an error code, or a broker word such as DENIED or QUOTA' },
+      why: { ...str, description: 'a short reason' },
+      target: { ...str, description: 'what was asked for (a host, a key prefix), cut short' },
+      client: { ...str, description: 'the client address of a served port' },
+      quota: { ...str, description: 'the quota that was reached' },
+      limit: { ...num, description: 'the quota’s limit' },
+      inFlight: { type: 'boolean', description: 'the request was cut off mid-flight' },
+      requested: { ...str, description: 'the profile asked for' },
+      ran: { ...str, description: 'the profile that ran instead' },
+    },
+  },
+  AuditRecord: {
+    ...obj({
+      v: { ...num, description: 'record format version' },
+      seq: { ...num, description: 'position in the log; the SSE event id' },
+      time: { ...str, format: 'date-time' },
+      tenant: str,
+      instance: { ...str, description: 'the instance, or empty for engine-level events' },
+      kind: { ...str, description: 'denied, revoke, restore, profile-fallback, …' },
+      detail: ref('AuditDetail'),
+    }),
+  },
+};
+
+export const JSON_RPC_ERROR: Json = {
+  ...obj({
+    jsonrpc: { const: '2.0' },
+    error: obj({ code: { type: 'integer', description: 'the error code’s MCP number (src/errors.ts)' }, message: { ...str, description: 'CODE: message' }, data: obj({ code: ERROR_CODE }) }, ['code', 'message']),
+    id: { type: ['string', 'integer', 'null'] },
+  }),
+  description: 'A JSON-RPC 2.0 error object.',
+};
+export const JSON_RPC_MESSAGE: Json = {
+  type: 'object',
+  properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, result: { type: 'object', additionalProperties: true }, error: { type: 'object', additionalProperties: true } },
+  required: ['jsonrpc'],
+  description: 'A JSON-RPC 2.0 response (see the MCP specification for results).',
+};
 export const INSTANCE_INFO = obj(
   {
     id: str,
@@ -94,7 +163,7 @@ export const RUN_RESULT = obj(
   {
     id: str,
     ok: { type: 'boolean' },
-    result: {},
+    result: { description: 'the export’s return value (numbers, or strings for i64 beyond 2^53)' },
     exitCode: num,
     stdout: str,
     stderr: str,
@@ -104,21 +173,21 @@ export const RUN_RESULT = obj(
     profile: str,
     warnings: { type: 'array', items: str },
     clamped: { type: 'array', items: str },
-    error: obj({ code: str, message: str, details: { type: 'object' } }, ['code', 'message']),
+    error: CALL_ERROR,
   },
   ['ok', 'stdout', 'stderr', 'fuelUsed', 'durationMs', 'memoryBytes', 'profile', 'warnings'],
 );
 export const RUN_SUMMARY = obj(
-  { id: str, time: str, ok: { type: 'boolean' }, code: str, profile: str, fuelUsed: num, durationMs: num, source: str },
+  { id: str, time: { ...str, format: 'date-time' }, ok: { type: 'boolean' }, code: ERROR_CODE, profile: str, fuelUsed: num, durationMs: num, source: str },
   ['id', 'time', 'ok', 'profile', 'fuelUsed', 'durationMs', 'source'],
 );
 export const EXEC_RESULT = obj(
   {
     ok: { type: 'boolean' },
-    result: {},
+    result: { description: 'the value of the snippet’s last expression, as JSON' },
     stdout: str,
     stderr: str,
-    error: obj({ code: str, message: str }),
+    error: CALL_ERROR,
     fuelUsed: num,
     durationMs: num,
     profile: str,
@@ -128,5 +197,5 @@ export const EXEC_RESULT = obj(
   },
   ['ok', 'stdout', 'stderr', 'fuelUsed', 'durationMs', 'profile', 'warnings', 'poolHit'],
 );
-export const AUDIT_RECORD = obj({ v: num, seq: num, time: str, tenant: str, instance: str, kind: str, detail: { type: 'object' } });
+export const AUDIT_RECORD = ref('AuditRecord');
 export const PROFILE_ROW = obj({ name: str, memoryBytes: num, timeoutMs: num, fuel: num, caps: { type: 'array', items: str } });

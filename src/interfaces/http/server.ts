@@ -2,8 +2,10 @@
  * `startServer`: the JSON API over node:http (HTTP/1.1) — routing, bearer authentication, the
  * in-flight bound, per-tenant request rate, one log line per request, and graceful shutdown.
  *
- * Owns: the request lifecycle: overload and drain checks → route (404/405) → bearer token (401)
- * → tenant rate (429) → handler → JSON answer or the error shape; and `close()`: stop accepting,
+ * Owns: the request lifecycle: a request id (the client's sane `X-Request-Id` or a new one, echoed
+ * in the answer's header and carried by every log line of the request) → overload and drain
+ * checks → route (404/405) → bearer token (401) → tenant rate (429) → handler → JSON answer or
+ * the error shape (a JSON-RPC error object on /mcp); and `close()`: stop accepting,
  * answer new requests on open connections with OVERLOADED, close audit streams, let in-flight
  * requests finish (their calls end by their own deadlines) for at most `shutdownGraceMs`, then
  * close the engine if this server created it.
@@ -26,9 +28,9 @@ import { membraneHome } from '../../storage/sqlite.ts';
 import { engineOptionsFrom, type OperatorConfig } from '../config.ts';
 import { AuditFeed } from './audit-feed.ts';
 import { MAX_BODY_BYTES, MAX_MODULE_BODY_BYTES, readJson } from './body.ts';
-import { createLogger, errorField, type LogOptions, type Logger } from './log.ts';
+import { DEFAULT_LOG_LEVEL, createLogger, errorField, requestIdOf, type LogOptions, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
-import { httpError, sendError, sendJson } from './respond.ts';
+import { httpError, sendError, sendJson, sendJsonRpcError } from './respond.ts';
 import { Router, type Principal, type Route } from './router.ts';
 import { auditRoutes } from './routes-audit.ts';
 import { instanceRoutes } from './routes-instances.ts';
@@ -47,6 +49,8 @@ export const MAX_IN_FLIGHT = 256;
 export const MAX_REQUESTS_PER_MINUTE = 60_000;
 /** Longer than the largest profile's per-call timeout (posix: 60 s) plus a cold interpreter start. */
 export const SHUTDOWN_GRACE_MS = 75_000;
+/** The bearer challenge of a 401: a realm, and no OAuth resource metadata (this server has no OAuth). */
+const CHALLENGE = 'Bearer realm="membrane"';
 /** A request's headers and body must arrive within this (slow-loris bound). */
 export const REQUEST_TIMEOUT_MS = 60_000;
 
@@ -61,7 +65,7 @@ export interface ServerOptions {
   /** The engine database holding the audit log, for a given `engine`. Default `home`/engine.sqlite. */
   databaseFile?: string;
   config?: OperatorConfig | null;
-  /** Logger, or options for the default pino logger on stderr. */
+  /** Logger, or options for the default pino logger on stderr (level default: config `server.logLevel`, else info). */
   logger?: Logger | LogOptions;
   limits?: Partial<ServerLimits>;
   /** SSE keepalive period (tests shorten it). */
@@ -111,7 +115,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const commands = CommandRegistry.withBuiltins();
   const fromConfig = engineOptionsFrom(config);
   const engine = opts.engine ?? createEngine({ ...fromConfig, commands, cacheDir: join(home, 'cache'), brokers: { ...fromConfig.brokers, databaseFile } });
-  const log = isLogger(opts.logger) ? opts.logger : createLogger(opts.logger ?? {});
+  const log = isLogger(opts.logger) ? opts.logger : createLogger({ level: opts.logger?.level ?? config?.server?.logLevel ?? DEFAULT_LOG_LEVEL, ...(opts.logger?.destination ? { destination: opts.logger.destination } : {}) });
   const limits: ServerLimits = {
     bodyBytes: opts.limits?.bodyBytes ?? config?.limits?.bodyBytes ?? MAX_BODY_BYTES,
     moduleBodyBytes: opts.limits?.moduleBodyBytes ?? config?.limits?.moduleBodyBytes ?? MAX_MODULE_BODY_BYTES,
@@ -122,7 +126,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const ceiling = config?.profile;
   const tokens = new TokenStore(tokensFile(home));
   const audit = AuditLog.open(databaseFile);
-  const metrics = new Metrics();
+  const metrics = new Metrics({ stats: () => engine.stats(), streams: () => feed.size });
   const feed = new AuditFeed(audit, (r) => metrics.audit(r), (err) => log.error({ error: errorField(err, true) }, 'audit feed poll failed'), opts.keepaliveMs);
   let routes: Route<Api>[] = [];
   const api: Api = {
@@ -148,7 +152,11 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     const header = req.headers['authorization'];
     const m = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
     const grant = m ? tokens.check(m[1]!) : null;
-    if (!grant) throw httpError('UNAUTHENTICATED', m ? 'the bearer token is not valid (unknown or revoked)' : 'an Authorization: Bearer <token> header is required');
+    if (!grant) {
+      // RFC 6750 §3: no error attributes when no token came; no resource_metadata (no OAuth here).
+      const message = m ? 'the bearer token is not valid (unknown or revoked)' : 'an Authorization: Bearer <token> header is required (membrane token create)';
+      throw Object.assign(httpError('UNAUTHENTICATED', message), { challenge: m ? `${CHALLENGE}, error="invalid_token", error_description="${message}"` : CHALLENGE });
+    }
     return { tokenId: grant.id, tenant: grant.tenant, profile: lower(grant.profile, ceiling) };
   }
 
@@ -161,8 +169,12 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const t0 = performance.now();
+    const requestId = requestIdOf(req.headers['x-request-id']);
+    const rlog = log.child({ requestId });
+    res.setHeader('x-request-id', requestId);
     let label = 'unmatched';
     let tenant: string | undefined;
+    let jsonRpc = false;
     inFlight++;
     metrics.inFlight = inFlight;
     try {
@@ -171,31 +183,33 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const url = new URL(req.url ?? '/', 'http://localhost');
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
       label = route.label ?? route.path;
+      jsonRpc = route.jsonRpcErrors === true;
       const principal = route.auth ? authenticate(req) : null;
       if (principal) {
         tenant = principal.tenant;
         admitRate(principal.tenant);
       }
       const cap = route.bodyCap ?? (route.largeBody ? limits.moduleBodyBytes : limits.bodyBytes);
-      const answer = await route.handle({ req, res, params, query: url.searchParams, principal, state: api, body: () => readJson(req, cap) });
+      const answer = await route.handle({ req, res, params, query: url.searchParams, principal, state: api, requestId, log: rlog, body: () => readJson(req, cap) });
       if (answer) sendJson(res, answer.status, answer.body, bodyLeft(req) ? { connection: 'close' } : {});
     } catch (err) {
       const headers: Record<string, string> = {};
       // A body left unread (refused at the door, or past its cap) is not drained: the connection goes.
       if (bodyLeft(req) || draining) headers['connection'] = 'close';
       if (err instanceof Error && 'allow' in err && typeof err.allow === 'string') headers['allow'] = err.allow;
-      if (err instanceof Error && 'code' in err && err.code === 'UNAUTHENTICATED') headers['www-authenticate'] = 'Bearer';
+      if (err instanceof Error && 'jsonRpc' in err && err.jsonRpc === true) jsonRpc = true;
+      if (err instanceof Error && 'code' in err && err.code === 'UNAUTHENTICATED') headers['www-authenticate'] = 'challenge' in err && typeof err.challenge === 'string' ? err.challenge : CHALLENGE;
       const midAnswer = res.headersSent;
-      const e = midAnswer ? null : sendError(res, err, headers);
+      const e = midAnswer ? null : (jsonRpc ? sendJsonRpcError : sendError)(res, err, headers);
       if (midAnswer) res.destroy();
-      if (e?.unexpected || midAnswer) log.error({ error: errorField(err, true), route: label }, 'unexpected error');
+      if (e?.unexpected || midAnswer) rlog.error({ error: errorField(err, true), route: label }, 'unexpected error');
     } finally {
       if (bodyLeft(req)) hangUpAfter(req, res);
       inFlight--;
       metrics.inFlight = inFlight;
       const status = res.statusCode;
       metrics.request(label, req.method ?? '', status);
-      log[status >= 500 ? 'error' : 'info']({ method: req.method, route: label, status, ms: Math.round((performance.now() - t0) * 10) / 10, ...(tenant ? { tenant } : {}) }, 'request');
+      rlog[status >= 500 ? 'error' : 'info']({ method: req.method, route: label, status, ms: Math.round((performance.now() - t0) * 10) / 10, ...(tenant ? { tenant } : {}) }, 'request');
       if (inFlight === 0 && idle) idle();
     }
   }

@@ -20,6 +20,11 @@ export interface McpLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
+/** Where tool calls are counted (`/metrics` under `membrane serve`); absent over stdio. */
+export interface McpMetrics {
+  toolCall(tool: string, outcome: string, durationMs: number): void;
+}
+
 export interface McpContext {
   readonly engine: Engine;
   readonly tenant: string;
@@ -28,6 +33,7 @@ export interface McpContext {
   /** Names `run_wasm` accepts; default the built-in commands. */
   readonly commands?: CommandRegistry;
   readonly log?: McpLogger;
+  readonly metrics?: McpMetrics;
 }
 
 export function grantOf(ctx: McpContext): Grant {

@@ -4,8 +4,8 @@
  * streamable-HTTP handler both build it here, so both surfaces offer exactly the same tools.
  *
  * Owns: tool registration (names, descriptions, strict zod input schemas, output schemas), a
- * catch-all around every handler, and one log line per call (tool, tenant, outcome, duration —
- * never the code, the module or stdin).
+ * catch-all around every handler, and one log line and one metrics count per call (tool, tenant,
+ * outcome, duration — never the code, the module or stdin; the count has no tenant).
  * Invariant: a handler never throws to the SDK: an unexpected exception becomes an INTERNAL
  * refusal with the table's bare message (the SDK would otherwise show the exception's own
  * message, which may name a host path). Bad input is rejected by the SDK's schema check as a
@@ -35,9 +35,11 @@ async function guarded(ctx: McpContext, tool: string, run: () => Promise<CallToo
   } catch (e) {
     const error = publicError(e);
     ctx.log?.warn({ tool, tenant: ctx.tenant, code: error.code }, 'mcp tool failed');
+    ctx.metrics?.toolCall(tool, error.code, performance.now() - t0);
     return { content: [{ type: 'text', text: refusalText(error) }], isError: true };
   }
   const s = r.structuredContent as { ok?: boolean; error?: { code?: string } } | undefined;
+  ctx.metrics?.toolCall(tool, s?.ok === false || r.isError === true ? (s?.error?.code ?? 'INTERNAL') : 'ok', performance.now() - t0);
   ctx.log?.info(
     { tool, tenant: ctx.tenant, ok: s?.ok ?? !r.isError, ...(s?.error?.code ? { code: s.error.code } : {}), refused: r.isError === true, ms: Math.round(performance.now() - t0) },
     'mcp tool call',
