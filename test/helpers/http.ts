@@ -81,3 +81,51 @@ export async function readAuditStream(url: string, token: string, query: string,
   }
   return records;
 }
+
+export interface SseFrame {
+  readonly event: string;
+  readonly id?: string;
+  readonly data: string;
+}
+
+/** An open SSE response read frame by frame: `until` sees every frame so far; comments are skipped. */
+export async function openSse(url: string, headers: Record<string, string>): Promise<{ status: number; frames: SseFrame[]; until(done: (frames: SseFrame[]) => boolean, limitMs?: number): Promise<SseFrame[]>; close(): void }> {
+  const ac = new AbortController();
+  const r = await fetch(url, { headers, signal: ac.signal });
+  const frames: SseFrame[] = [];
+  if (r.status !== 200 || !r.body) {
+    ac.abort();
+    return { status: r.status, frames, until: async () => frames, close: () => undefined };
+  }
+  const reader = r.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  return {
+    status: r.status,
+    frames,
+    async until(done, limitMs = 10_000) {
+      const deadline = Date.now() + limitMs;
+      while (!done(frames)) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`the stream did not get there within ${limitMs} ms (${frames.length} frames)`);
+        let timer: NodeJS.Timeout | undefined;
+        const chunk = await Promise.race([reader.read(), new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), left)))]);
+        clearTimeout(timer);
+        if (chunk === null) continue;
+        if (chunk.done) throw new Error('the stream ended');
+        buf += decoder.decode(chunk.value, { stream: true });
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const lines = buf.slice(0, i).split('\n');
+          buf = buf.slice(i + 2);
+          if (lines.every((l) => l.startsWith(':'))) continue;
+          const field = (name: string): string | undefined => lines.find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
+          const id = field('id');
+          frames.push({ event: field('event') ?? 'message', data: field('data') ?? '', ...(id !== undefined ? { id } : {}) });
+        }
+      }
+      return frames;
+    },
+    close: () => ac.abort(),
+  };
+}
