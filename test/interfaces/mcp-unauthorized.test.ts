@@ -97,3 +97,16 @@ test('the SDK client with an OAuth provider finds no authorization server and ne
   assert.ok(fetched.includes('POST /mcp'), fetched.join(', '));
   assert.ok(!fetched.some((f) => f.includes('/authorize')), fetched.join(', '));
 });
+
+test('a refusal before routing (503 OVERLOADED) is a JSON-RPC error on /mcp too, and the usual shape elsewhere', async () => {
+  const full = await testServer({ limits: { maxInFlight: 0 } });
+  const r = await call(full.url, '/mcp', null, 'POST', message, headers);
+  assert.equal(r.status, 503);
+  assert.equal(r.headers.get('retry-after'), '1');
+  assert.equal(r.body.jsonrpc, '2.0');
+  assert.equal(r.body.error.code, ERROR_TABLE.OVERLOADED.mcpCode);
+  assert.equal(r.body.error.data.code, 'OVERLOADED');
+  const v1 = await call(full.url, '/v1/whoami', null);
+  assert.equal(v1.status, 503);
+  assert.equal(v1.body.error.code, 'OVERLOADED');
+});

@@ -106,16 +106,19 @@ export class Router<S> {
     this.compiled = routes.map(compile);
   }
 
+  /** Whether refusals at this path are JSON-RPC errors (some route there says so), whatever the method. */
+  jsonRpcAt(pathname: string): boolean {
+    return this.compiled.some((c) => c.route.jsonRpcErrors === true && c.re.test(pathname));
+  }
+
   /** The route for this method and path, or a 404/405 SandboxError. */
   match(method: string, pathname: string): Match<S> {
     const allowed: string[] = [];
-    let jsonRpc = false;
     for (const c of this.compiled) {
       const m = c.re.exec(pathname);
       if (!m) continue;
       if (c.route.method !== method) {
         allowed.push(c.route.method);
-        jsonRpc ||= c.route.jsonRpcErrors === true;
         continue;
       }
       const params: Record<string, string> = {};
@@ -130,7 +133,7 @@ export class Router<S> {
       });
       return { route: c.route, params };
     }
-    if (allowed.length > 0) throw Object.assign(httpError('METHOD_NOT_ALLOWED', `${method.slice(0, 16)} is not allowed here (allowed: ${[...new Set(allowed)].join(', ')})`), { allow: [...new Set(allowed)].join(', '), jsonRpc });
+    if (allowed.length > 0) throw Object.assign(httpError('METHOD_NOT_ALLOWED', `${method.slice(0, 16)} is not allowed here (allowed: ${[...new Set(allowed)].join(', ')})`), { allow: [...new Set(allowed)].join(', ') });
     throw httpError('NOT_FOUND', 'no such route');
   }
 }

@@ -87,6 +87,15 @@ function lower(a: ProfileName, ceiling: ProfileName | undefined): ProfileName {
   return ceiling !== undefined && PROFILE_NAMES.indexOf(a) > PROFILE_NAMES.indexOf(ceiling) ? ceiling : a;
 }
 
+/** The request's path, or '' when its target does not parse. */
+function pathOf(req: IncomingMessage): string {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost').pathname;
+  } catch {
+    return '';
+  }
+}
+
 /** The request declared a body that has not been read to its end. */
 function bodyLeft(req: IncomingMessage): boolean {
   const declared = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
@@ -174,7 +183,6 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     res.setHeader('x-request-id', requestId);
     let label = 'unmatched';
     let tenant: string | undefined;
-    let jsonRpc = false;
     inFlight++;
     metrics.inFlight = inFlight;
     try {
@@ -183,7 +191,6 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const url = new URL(req.url ?? '/', 'http://localhost');
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
       label = route.label ?? route.path;
-      jsonRpc = route.jsonRpcErrors === true;
       const principal = route.auth ? authenticate(req) : null;
       if (principal) {
         tenant = principal.tenant;
@@ -197,9 +204,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       // A body left unread (refused at the door, or past its cap) is not drained: the connection goes.
       if (bodyLeft(req) || draining) headers['connection'] = 'close';
       if (err instanceof Error && 'allow' in err && typeof err.allow === 'string') headers['allow'] = err.allow;
-      if (err instanceof Error && 'jsonRpc' in err && err.jsonRpc === true) jsonRpc = true;
       if (err instanceof Error && 'code' in err && err.code === 'UNAUTHENTICATED') headers['www-authenticate'] = 'challenge' in err && typeof err.challenge === 'string' ? err.challenge : CHALLENGE;
       const midAnswer = res.headersSent;
+      const jsonRpc = router.jsonRpcAt(pathOf(req));
       const e = midAnswer ? null : (jsonRpc ? sendJsonRpcError : sendError)(res, err, headers);
       if (midAnswer) res.destroy();
       if (e?.unexpected || midAnswer) rlog.error({ error: errorField(err, true), route: label }, 'unexpected error');
