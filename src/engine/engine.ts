@@ -311,6 +311,7 @@ export class Engine {
             services: this.services,
             run: (bytes, o, inherited) => this.execute(bytes, { tenant, ...o }, inherited),
             query: (source, sql) => (this.queries ??= new QueryService()).query(source, sql),
+            hostFunctions: this.config.hostFunctions,
           },
           tenant,
           `exec-${++this.execs}`,

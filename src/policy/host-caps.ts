@@ -19,8 +19,8 @@ import { SandboxError } from '../errors.ts';
 /** `vendor:name`, each part a lowercase identifier; ≤ 64 characters in all. */
 const HOST_CAP_PATTERN = /^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$/;
 export const MAX_HOST_CAP_CHARS = 64;
-/** A function name: an identifier that is not a dunder (`__proto__`, `__class__`). */
-const FUNCTION_PATTERN = /^(?!__)[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/** A function name: an identifier of ≤ 32 characters that is not a dunder (`__proto__`, `__class__`). */
+const FUNCTION_PATTERN = /^(?!__)[A-Za-z_][A-Za-z0-9_]{0,31}$/;
 /** The largest JSON argument or result an operator may allow a host function (below the bridges' 8 MiB frames). */
 export const MAX_HOST_PAYLOAD_BYTES = 4 * 1024 * 1024;
 /** Vendors Membrane keeps: `membrane:fuel` is the fuel meter's import module. */
@@ -45,7 +45,7 @@ export function checkHostCapName(word: string): string {
 
 export function checkHostFunctionName(cap: string, name: string): string {
   if (typeof name !== 'string' || !FUNCTION_PATTERN.test(name)) {
-    throw new SandboxError('POLICY_INVALID', `host function names are identifiers of ≤ 64 characters not starting with "__" (in "${cap}")`, {
+    throw new SandboxError('POLICY_INVALID', `host function names are identifiers of ≤ 32 characters not starting with "__" (in "${cap}")`, {
       cap,
       function: String(name).slice(0, 64),
     });
