@@ -17,7 +17,7 @@ import type { Api } from './state.ts';
 async function mcp(ctx: Ctx<Api>): Promise<Answer> {
   const who = principalOf(ctx);
   const body = ctx.req.method === 'POST' ? await ctx.body() : undefined;
-  await handleMcpRequest(ctx.req, ctx.res, body, { engine: ctx.state.engine, tenant: who.tenant, profile: who.profile, commands: ctx.state.commands, log: ctx.state.log });
+  await handleMcpRequest(ctx.req, ctx.res, body, { engine: ctx.state.engine, tenant: who.tenant, profile: who.profile, hostCaps: who.hostCaps, commands: ctx.state.commands, log: ctx.state.log });
   return null;
 }
 

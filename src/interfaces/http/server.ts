@@ -149,7 +149,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     const m = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
     const grant = m ? tokens.check(m[1]!) : null;
     if (!grant) throw httpError('UNAUTHENTICATED', m ? 'the bearer token is not valid (unknown or revoked)' : 'an Authorization: Bearer <token> header is required');
-    return { tokenId: grant.id, tenant: grant.tenant, profile: lower(grant.profile, ceiling) };
+    const defined = engine.config.hostFunctions;
+    return { tokenId: grant.id, tenant: grant.tenant, profile: lower(grant.profile, ceiling), hostCaps: grant.hostCaps.filter((c) => Object.hasOwn(defined, c)) };
   }
 
   function admitRate(tenant: string): void {
