@@ -64,7 +64,7 @@ export type HostFunctionsOptions = Readonly<Record<string, HostCapDefinition>>;
 export class HostFunctionError extends Error {
   constructor(
     readonly code: 'DENIED' | 'NOT_FOUND' | 'INVALID' | 'UNAVAILABLE' | 'QUOTA' | 'RATE_LIMITED',
-    message = code,
+    message: string = code,
   ) {
     super(message);
     this.name = 'HostFunctionError';

@@ -72,7 +72,7 @@ test('tokens are stored as SHA-256 hashes in a 0600 file; check is exact; revoke
   const store = new TokenStore(file);
   const t = store.create('acme', 'network');
   assert.match(t.token, /^mbt_[A-Za-z0-9_-]{43}$/);
-  assert.deepEqual(store.check(t.token), { id: t.id, tenant: 'acme', profile: 'network' });
+  assert.deepEqual(store.check(t.token), { id: t.id, tenant: 'acme', profile: 'network', hostCaps: [] });
   assert.equal(store.check(`${t.token.slice(0, -1)}${t.token.endsWith('A') ? 'B' : 'A'}`), null);
   assert.equal(store.check(''), null);
   assert.equal(statSync(file).mode & 0o777, 0o600);
