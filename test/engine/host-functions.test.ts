@@ -15,6 +15,7 @@ import { testEngine } from '../helpers/engine.ts';
 
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'd'.repeat(64);
 const home = mkdtempSync(join(tmpdir(), 'membrane-hostfn-'));
+process.env['MEMBRANE_HOME'] = home;
 const databaseFile = join(home, 'engine.sqlite');
 const seen: { fn: string; args: JsonValue; tenant: string; instance: string; cap: string }[] = [];
 let calls = 0;
