@@ -219,7 +219,8 @@ export class HostFunctions {
       abort.abort(new SandboxError(reason === 'deadline' ? 'TIMEOUT' : reason === 'revoked' ? 'REVOKED' : 'CANCELLED', `the call ${reason === 'deadline' ? 'reached its deadline' : reason === 'revoked' ? 'was revoked' : 'ended'}`));
       wake();
     };
-    const onStop = end('stop');
+    // The calling call's own signal fires at its deadline too: that is a deadline, not a stop.
+    const onStop = (): void => end(performance.now() >= deadline - 1 ? 'deadline' : 'stop')();
     if (stop.aborted) onStop();
     stop.addEventListener('abort', onStop);
     const unwatch = this.deps.cadence.watch(who, end('revoked'));
