@@ -187,14 +187,17 @@ export class HostFunctions {
   ) {}
 
   /**
-   * One call: `args` is the guest's JSON (UTF-8 bytes); the answer is the result's JSON bytes or
-   * a guest error code. Bounded by `deadline` (`performance.now()`), `stop` and revocation.
+   * One call: `args` is the guest's JSON (UTF-8 bytes), or the length of one too large to carry;
+   * the answer is the result's JSON bytes or a guest error code. Bounded by `deadline`
+   * (`performance.now()`), `stop` and revocation.
    */
-  async call(caller: HostCaller, cap: string, fn: string, args: Uint8Array, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
+  async call(caller: HostCaller, cap: string, fn: string, given: Uint8Array | number, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
     const def = this.caps.get(cap);
     const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.hostCaps };
-    const refused = this.deps.cadence.admit(who, cap, fn, { bytes: args.byteLength, max: def?.maxArgBytes ?? 0 });
+    const refused = this.deps.cadence.admit(who, cap, fn, { bytes: typeof given === 'number' ? given : given.byteLength, max: def?.maxArgBytes ?? 0 });
     if (refused !== null) return refused;
+    if (typeof given === 'number') return GUEST_ERR.TOO_LARGE;
+    const args = given;
     const f = def?.functions.get(fn);
     const audit = (code: string, why: string): void =>
       this.deps.record({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: fn, code, why } });

@@ -176,7 +176,7 @@ export class Brokers {
    * An embedder host function (`cap`.`fn`): the cadence with the caller's host caps, then the
    * function, bounded by `deadline` (`performance.now()`), `stop` and revocation.
    */
-  hostCall(caller: HostCaller, cap: string, fn: string, args: Uint8Array, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
+  hostCall(caller: HostCaller, cap: string, fn: string, args: Uint8Array | number, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
     return this.host.call(caller, cap, fn, args, stop, deadline);
   }
 

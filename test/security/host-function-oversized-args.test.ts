@@ -64,13 +64,15 @@ test('core guest: an argument past maxArgBytes is TOO_LARGE, audited, and the fu
   assert.deepEqual([d['broker'], d['op'], d['code'], d['bytes'], d['max']], ['acme:orders', 'echo', 'TOO_LARGE', MAX_ARG + 1, MAX_ARG]);
 });
 
-test('core guest: the default cap is 1 MiB; a length past the guest memory is INVALID, never a host fault', async () => {
+test('core guest: the default cap is 1 MiB; a length past 4 MiB is refused without a copy; one past the memory is INVALID', async () => {
   const over = JSON.stringify('a'.repeat(1024 * 1024));
   const g = await hostGuest('acme:defaults', 'echo', over);
   const r = await engine.run(g.bytes, { invoke: 'call', args: [g.len, 64], tenant: 'size-d', caps: ['acme:defaults'] });
   assert.equal(r.result, GUEST_ERR.TOO_LARGE);
   const wild = await engine.run(g.bytes, { invoke: 'call', args: [0x7fff_ffff, 64], tenant: 'size-d', caps: ['acme:defaults'] });
   assert.equal(wild.result, GUEST_ERR.TOO_LARGE);
+  // Too large to carry at all: never copied out of the guest, still refused and audited by the host.
+  assert.deepEqual(denied('size-d').map((d) => [d['op'], d['code'], d['bytes']]), [['echo', 'TOO_LARGE', g.len], ['echo', 'TOO_LARGE', 0x7fff_ffff]]);
   const past = await engine.run(g.bytes, { invoke: 'call', args: [1024 * 1024 * 3, 64], tenant: 'size-d', caps: ['acme:defaults'] });
   assert.equal(past.result, GUEST_ERR.INVALID);
 });

@@ -121,8 +121,12 @@ export type HostOp =
   | { readonly op: 'process_kill'; readonly pid: number }
   /** A broker import (catalog entry with an `abi`): its string arguments are the blobs. */
   | { readonly op: 'broker'; readonly name: string; readonly cap: number }
-  /** An embedder host function (import module `cap`, field `fn`): its JSON argument is the blob; `out` the guest's out_cap. */
-  | { readonly op: 'hostfn'; readonly cap: string; readonly fn: string; readonly out: number };
+  /**
+   * An embedder host function (import module `cap`, field `fn`): its JSON argument is the blob;
+   * `out` the guest's out_cap. `oversized` instead of a blob: an argument too large to carry
+   * (its length), refused — and audited — by the cadence's size step.
+   */
+  | { readonly op: 'hostfn'; readonly cap: string; readonly fn: string; readonly out: number; readonly oversized?: number };
 
 /**
  * main → worker: the reply. `value` is op-specific; `errno` is a guest error code (DESIGN §4).
@@ -263,7 +267,7 @@ export function parseHostRequest(x: unknown): HostRequest {
       ok = typeof o['name'] === 'string' && num('cap');
       break;
     case 'hostfn':
-      ok = typeof o['cap'] === 'string' && typeof o['fn'] === 'string' && num('out');
+      ok = typeof o['cap'] === 'string' && typeof o['fn'] === 'string' && num('out') && (o['oversized'] === undefined || num('oversized'));
       break;
     default:
       throw invalid('unknown host op');

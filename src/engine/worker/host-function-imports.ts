@@ -37,8 +37,11 @@ export function hostFunctionImports(link: readonly string[], host: HostBridge, m
     (out[cap] ??= {})[fn] = (argPtr: number, argLen: number, outPtr: number, outCap: number): number => {
       state.rethrow();
       const len = argLen >>> 0;
-      // The host's own per-cap cap is checked (and audited) by the cadence; this only bounds the copy.
-      if (len > MAX_HOST_PAYLOAD_BYTES) return GUEST_ERR.TOO_LARGE;
+      // Never copied: the host's cadence refuses (and audits) it by its length alone.
+      if (len > MAX_HOST_PAYLOAD_BYTES) {
+        const refused = host.call({ op: 'hostfn', cap, fn, out: 0, oversized: len }, []);
+        return refused.ok ? GUEST_ERR.TOO_LARGE : refused.errno;
+      }
       let args: Uint8Array;
       try {
         args = memory.copy(argPtr, len);
