@@ -237,13 +237,16 @@ export class HostFunctions {
       );
       const first = await Promise.race([running, ended.then(() => null)]);
       if (first === null || why !== null) {
-        // Answered now; what the function does later is dropped (and a late throw is not unhandled).
-        void running;
+        // Answered now: what the function does later is dropped (`running` handles a late throw).
         if (why === 'deadline') {
           audit('TIMEOUT', 'host function ran past the call deadline');
           return GUEST_ERR.TIMEOUT;
         }
-        return why === 'revoked' ? GUEST_ERR.REVOKED : GUEST_ERR.UNAVAILABLE;
+        if (why === 'revoked') {
+          audit('REVOKED', 'revoked in flight');
+          return GUEST_ERR.REVOKED;
+        }
+        return GUEST_ERR.UNAVAILABLE;
       }
       const outcome = first;
       if (!outcome.ok) {
