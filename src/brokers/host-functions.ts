@@ -169,6 +169,10 @@ export interface HostFunctionsDeps {
   readonly onError: ((failure: HostFailure) => void) | null;
 }
 
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
+
 const strict = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
 const ERRNO_OF: Readonly<Record<HostFunctionError['code'], number>> = {
@@ -189,9 +193,9 @@ export class HostFunctions {
   /**
    * One call: `args` is the guest's JSON (UTF-8 bytes), or the length of one too large to carry;
    * the answer is the result's JSON bytes or a guest error code. Bounded by `deadline`
-   * (`performance.now()`), `stop` and revocation.
+   * (`performance.now()`), any of `stops` (the job's end, the calling call's signal) and revocation.
    */
-  async call(caller: HostCaller, cap: string, fn: string, given: Uint8Array | number, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
+  async call(caller: HostCaller, cap: string, fn: string, given: Uint8Array | number, stops: readonly AbortSignal[], deadline: number): Promise<Uint8Array | number> {
     const def = this.caps.get(cap);
     const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.hostCaps };
     const refused = this.deps.cadence.admit(who, cap, fn, { bytes: typeof given === 'number' ? given : given.byteLength, max: def?.maxArgBytes ?? 0 });
@@ -212,8 +216,17 @@ export class HostFunctions {
       return GUEST_ERR.INVALID;
     }
     const left = deadline - performance.now();
-    if (left <= 0) return GUEST_ERR.TIMEOUT;
+    if (left <= 0 || stops.some((x) => x.aborted)) return GUEST_ERR.TIMEOUT;
     const abort = new AbortController();
+    const ctx: HostFunctionContext = Object.freeze({ tenant: caller.tenant, instance: caller.instance, cap, function: fn, signal: abort.signal, deadline: Date.now() + left });
+    let returned: unknown;
+    try {
+      returned = f(value, ctx);
+    } catch (e) {
+      return this.failed(caller, cap, fn, e, audit);
+    }
+    // A sync function has answered already: no timer, no watch (the common, cheap path).
+    if (!isThenable(returned)) return this.answer(caller, cap, fn, def, returned, audit);
     let why: 'stop' | 'revoked' | 'deadline' | null = null;
     let wake: () => void = () => {};
     const ended = new Promise<void>((resolve) => (wake = resolve));
@@ -224,14 +237,12 @@ export class HostFunctions {
     };
     // The calling call's own signal fires at its deadline too: that is a deadline, not a stop.
     const onStop = (): void => end(performance.now() >= deadline - 1 ? 'deadline' : 'stop')();
-    if (stop.aborted) onStop();
-    stop.addEventListener('abort', onStop);
+    for (const x of stops) x.addEventListener('abort', onStop);
     const unwatch = this.deps.cadence.watch(who, end('revoked'));
     const timer = setTimeout(end('deadline'), Math.ceil(left));
-    const ctx: HostFunctionContext = Object.freeze({ tenant: caller.tenant, instance: caller.instance, cap, function: fn, signal: abort.signal, deadline: Date.now() + left });
     try {
       type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-      const running = (async () => f(value, ctx))().then(
+      const running = Promise.resolve(returned).then(
         (v): Outcome => ({ ok: true, value: v }),
         (e: unknown): Outcome => ({ ok: false, error: e }),
       );
@@ -248,36 +259,41 @@ export class HostFunctions {
         }
         return GUEST_ERR.UNAVAILABLE;
       }
-      const outcome = first;
-      if (!outcome.ok) {
-        const e = outcome.error;
-        const own = e instanceof HostFunctionError && Object.hasOwn(ERRNO_OF, e.code) ? e.code : null;
-        audit(own ?? 'UNAVAILABLE', own ? 'host function refused' : 'host function threw');
-        if (!own) this.report(caller, cap, fn, e);
-        return own ? ERRNO_OF[own] : GUEST_ERR.UNAVAILABLE;
-      }
-      let text: string | undefined;
-      try {
-        text = outcome.value === undefined ? 'null' : JSON.stringify(outcome.value);
-      } catch (e) {
-        text = undefined;
-        this.report(caller, cap, fn, e);
-      }
-      if (text === undefined) {
-        audit('UNAVAILABLE', 'host function result is not JSON');
-        return GUEST_ERR.UNAVAILABLE;
-      }
-      const bytes = encoder.encode(text);
-      if (bytes.byteLength > def.maxResultBytes) {
-        audit('TOO_LARGE', 'host function result too large');
-        return GUEST_ERR.TOO_LARGE;
-      }
-      return bytes;
+      return first.ok ? this.answer(caller, cap, fn, def, first.value, audit) : this.failed(caller, cap, fn, first.error, audit);
     } finally {
       clearTimeout(timer);
       unwatch();
-      stop.removeEventListener('abort', onStop);
+      for (const x of stops) x.removeEventListener('abort', onStop);
     }
+  }
+
+  /** A thrown value: its own code for a HostFunctionError, else UNAVAILABLE (reported host side). */
+  private failed(caller: HostCaller, cap: string, fn: string, e: unknown, audit: (code: string, why: string) => void): number {
+    const own = e instanceof HostFunctionError && Object.hasOwn(ERRNO_OF, e.code) ? e.code : null;
+    audit(own ?? 'UNAVAILABLE', own ? 'host function refused' : 'host function threw');
+    if (!own) this.report(caller, cap, fn, e);
+    return own ? ERRNO_OF[own] : GUEST_ERR.UNAVAILABLE;
+  }
+
+  /** A returned value as JSON bytes within the cap's result size. */
+  private answer(caller: HostCaller, cap: string, fn: string, def: ResolvedHostCap, value: unknown, audit: (code: string, why: string) => void): Uint8Array | number {
+    let text: string | undefined;
+    try {
+      text = value === undefined ? 'null' : JSON.stringify(value);
+    } catch (e) {
+      text = undefined;
+      this.report(caller, cap, fn, e);
+    }
+    if (text === undefined) {
+      audit('UNAVAILABLE', 'host function result is not JSON');
+      return GUEST_ERR.UNAVAILABLE;
+    }
+    const bytes = encoder.encode(text);
+    if (bytes.byteLength > def.maxResultBytes) {
+      audit('TOO_LARGE', 'host function result too large');
+      return GUEST_ERR.TOO_LARGE;
+    }
+    return bytes;
   }
 
   private report(caller: HostCaller, cap: string, fn: string, error: unknown): void {

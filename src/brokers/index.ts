@@ -174,10 +174,10 @@ export class Brokers {
 
   /**
    * An embedder host function (`cap`.`fn`): the cadence with the caller's host caps, then the
-   * function, bounded by `deadline` (`performance.now()`), `stop` and revocation.
+   * function, bounded by `deadline` (`performance.now()`), `stops` and revocation.
    */
-  hostCall(caller: HostCaller, cap: string, fn: string, args: Uint8Array | number, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
-    return this.host.call(caller, cap, fn, args, stop, deadline);
+  hostCall(caller: HostCaller, cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number): Promise<Uint8Array | number> {
+    return this.host.call(caller, cap, fn, args, stops, deadline);
   }
 
   private db(): Database {

@@ -110,8 +110,8 @@ export class Engine {
       parallelism: Math.max(1, Math.min(16, this.config.maxWorkers)),
       net: (caller, name, args, stop, deadline) => this.brokers.net(caller, name, args, stop, deadline),
       hostFunctions: this.config.hostFunctions,
-      hostCall: (caller, cap, fn, args, stop, deadline) =>
-        this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stop, deadline),
+      hostCall: (caller, cap, fn, args, stops, deadline) =>
+        this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
     });
   }
 

@@ -64,7 +64,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
       ? {
           hostFunctions: granted,
           hostCall: (cap: string, fn: string, args: Uint8Array, stop: AbortSignal, deadline: number) =>
-            brokers.hostCall({ tenant, instance, hostCaps: policy.hostCaps }, cap, fn, args, stop, deadline),
+            brokers.hostCall({ tenant, instance, hostCaps: policy.hostCaps }, cap, fn, args, [stop], deadline),
           hostAdmit: (cap: string, op: string, bytes: number, max: number) => brokers.cadence.admit({ tenant, instance, caps: policy.hostCaps }, cap, op, { bytes, max }),
         }
       : {}),

@@ -77,7 +77,7 @@ export interface HostServicesDeps {
   /** The embedder's host caps and their functions (what a nested command may link). */
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
   /** An embedder host function (the cadence runs inside): its JSON answer or a guest error. */
-  readonly hostCall: (caller: Caller, cap: string, fn: string, args: Uint8Array | number, stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
+  readonly hostCall: (caller: Caller, cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number) => Promise<Uint8Array | number>;
 }
 
 interface Process {
@@ -269,7 +269,7 @@ export class HostServices {
           const kept = req.oversized === undefined ? hold.kept(key) : null;
           const answer =
             kept ??
-            (await this.deps.hostCall(caller, req.cap, req.fn, req.oversized ?? blobs[0] ?? new Uint8Array(0), AbortSignal.any([stop.signal, call.signal]), call.deadline));
+            (await this.deps.hostCall(caller, req.cap, req.fn, req.oversized ?? blobs[0] ?? new Uint8Array(0), [stop.signal, call.signal], call.deadline));
           if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
           if (typeof answer === 'number') return err(answer);
           return hold.fits(key, answer, req.out) ? ok(answer.length, answer) : ok(answer.length);
