@@ -1,6 +1,8 @@
 /**
  * The main thread's side of a guest's host calls: `log`, the command lanes (`run_command`,
- * `exec`, `process_*`), `vfs_query`, and the brokers (handed to src/brokers/hub.ts).
+ * `exec`, `process_*`), `vfs_query`, the brokers (handed to src/brokers/hub.ts) and the
+ * embedder's host functions (src/brokers/host-functions.ts; an answer too big for the guest's
+ * buffer is kept for its retry, so a function never runs twice for one request).
  *
  * Owns: resolving a command name in the operator's registry and preparing its module with the
  * caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
