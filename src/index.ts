@@ -8,3 +8,13 @@ export * from './errors.ts';
 export * from './policy/index.ts';
 export { AuditLog, engineDatabaseFile, type AuditCheckpoint, type AuditRecord, type AuditVerification, type AuditProblem } from './storage/audit.ts';
 export { MAX_TENANT_KV_BYTES, MAX_TENANT_KV_KEYS, MAX_TENANT_QUEUES, MAX_TENANT_QUEUE_BYTES, type StoreQuotaOptions } from './storage/store-quotas.ts';
+export {
+  HostFunctionError,
+  type HostCapDefinition,
+  type HostCapSettings,
+  type HostFailure,
+  type HostFunction,
+  type HostFunctionContext,
+  type HostFunctionsOptions,
+  type JsonValue,
+} from './brokers/index.ts';

@@ -36,11 +36,12 @@ export interface Principal {
 export interface CallerOf {
   readonly tenant: string;
   readonly instance: string;
-  readonly caps: readonly CapWord[];
+  /** Cap words, or the embedder's host caps (`vendor:name`) for a host function call. */
+  readonly caps: readonly (CapWord | string)[];
 }
 
 export interface CadenceOptions {
-  readonly rate?: Partial<RateLimit> & { readonly perBroker?: Partial<Record<CapWord, Partial<RateLimit>>> };
+  readonly rate?: Partial<RateLimit> & { readonly perBroker?: Partial<Record<CapWord | string, Partial<RateLimit>>> };
   readonly audit: AuditSink;
   /** Injectable clock (tests). */
   readonly now?: () => number;
@@ -90,7 +91,7 @@ export class Cadence {
    * Steps 1-4 for one call of `op` on `broker`: null to go ahead, or the guest error code of the
    * first step that refused (and its audit record is written).
    */
-  admit(caller: CallerOf, broker: CapWord, op: string, size: { bytes: number; max: number }): number | null {
+  admit(caller: CallerOf, broker: CapWord | string, op: string, size: { bytes: number; max: number }): number | null {
     const deny = (code: keyof typeof GUEST_ERR, why: string, extra: Record<string, unknown> = {}): number => {
       this.bump(this.denied, `${broker}:${code}`);
       this.options.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker, op, code, why, ...extra } });
@@ -140,8 +141,8 @@ export class Cadence {
     return { granted: Object.fromEntries(this.granted), denied: Object.fromEntries(this.denied) };
   }
 
-  private rateFor(broker: CapWord): RateLimit {
-    const own = this.options.rate?.perBroker?.[broker];
+  private rateFor(broker: CapWord | string): RateLimit {
+    const own = Object.hasOwn(this.options.rate?.perBroker ?? {}, broker) ? this.options.rate?.perBroker?.[broker] : undefined;
     return {
       limit: own?.limit ?? this.options.rate?.limit ?? DEFAULT_RATE.limit,
       windowMs: own?.windowMs ?? this.options.rate?.windowMs ?? DEFAULT_RATE.windowMs,

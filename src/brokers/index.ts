@@ -23,10 +23,24 @@ import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
 import type { CapWord } from '../policy/profiles.ts';
+import { HostFunctions, type HostCaller, type HostFailure, type ResolvedHostCap } from './host-functions.ts';
 
 export { decodeManyRequest, encodeManyResponse, fanOut } from './parallel.ts';
 export type { BrokerAnswer } from './hub.ts';
 export type { Cadence, Principal, RateLimit } from './cadence.ts';
+export {
+  HostFunctionError,
+  hostFunctionNames,
+  resolveHostFunctions,
+  type HostCapDefinition,
+  type HostCapSettings,
+  type HostFailure,
+  type HostFunction,
+  type HostFunctionContext,
+  type HostFunctionsOptions,
+  type JsonValue,
+  type ResolvedHostCap,
+} from './host-functions.ts';
 
 /**
  * How far past the calling call's deadline a remote call's own timers are set. The caller's
@@ -83,13 +97,23 @@ export class Brokers {
   private readonly hub: BrokerHub;
   private readonly network: NetBroker;
   private readonly llm: LlmBroker;
+  private readonly host: HostFunctions;
   private database: Database | null = null;
 
-  constructor(private readonly options: BrokerOptions, defaultAudit: (db: () => Database) => AuditSink) {
+  constructor(
+    private readonly options: BrokerOptions,
+    defaultAudit: (db: () => Database) => AuditSink,
+    hostCaps: ReadonlyMap<string, ResolvedHostCap> = new Map(),
+    onHostError: ((failure: HostFailure) => void) | null = null,
+  ) {
     const db = (): Database => this.db();
     this.secrets = new SecretStore(options.secrets ?? {});
     this.audit = (options.audit ?? defaultAudit)(db);
-    this.cadence = new Cadence({ audit: this.audit, ...(options.rate ? { rate: options.rate } : {}) });
+    // A host cap's own rate joins the per-broker table (its name can never be a built-in word's).
+    const hostRates = Object.fromEntries([...hostCaps.values()].filter((c) => c.rate !== undefined).map((c) => [c.cap, c.rate!]));
+    const rate = options.rate || Object.keys(hostRates).length > 0 ? { ...options.rate, perBroker: { ...options.rate?.perBroker, ...hostRates } } : undefined;
+    this.cadence = new Cadence({ audit: this.audit, ...(rate ? { rate } : {}) });
+    this.host = new HostFunctions(hostCaps, { cadence: this.cadence, record: (e) => this.audit.append(e), onError: onHostError });
     this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db, quotas: resolveStoreQuotas(options.quotas) });
     this.network = new NetBroker(options.net ?? {});
     this.llm = new LlmBroker(options.llm ?? null);
@@ -146,6 +170,14 @@ export class Brokers {
       unwatch();
       stop.removeEventListener('abort', onStop);
     }
+  }
+
+  /**
+   * An embedder host function (`cap`.`fn`): the cadence with the caller's host caps, then the
+   * function, bounded by `deadline` (`performance.now()`), `stops` and revocation.
+   */
+  hostCall(caller: HostCaller, cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number): Promise<Uint8Array | number> {
+    return this.host.call(caller, cap, fn, args, stops, deadline);
   }
 
   private db(): Database {

@@ -41,7 +41,7 @@ import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } f
 import { CommandRegistry } from './registry.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
-import { Brokers, type Principal } from '../brokers/index.ts';
+import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
 import { AuditLog } from '../storage/audit.ts';
 import type { Database } from '../storage/sqlite.ts';
 
@@ -96,7 +96,7 @@ export class Engine {
       },
     });
     this.pool.warm();
-    this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase);
+    this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
     this.lanes = new Lanes(this.config, this.rewriter);
     this.services = new HostServices({
       registry: options.commands ?? CommandRegistry.withBuiltins(),
@@ -109,6 +109,9 @@ export class Engine {
       record: (caller, kind, detail) => this.brokers.record({ tenant: caller.tenant, instance: caller.instance, kind, detail }),
       parallelism: Math.max(1, Math.min(16, this.config.maxWorkers)),
       net: (caller, name, args, stop, deadline) => this.brokers.net(caller, name, args, stop, deadline),
+      hostFunctions: this.config.hostFunctions,
+      hostCall: (caller, cap, fn, args, stops, deadline) =>
+        this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
     });
   }
 
@@ -128,7 +131,7 @@ export class Engine {
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       if (!inherited) this.auditFallback(policy, tenant, id);
       const prepared = await this.prepare(bytes, policy);
-      const plan = planLinks(prepared.desc, policy.caps);
+      const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       const { entry, isCommand } = chooseEntry(prepared, opts);
       const mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0);
@@ -218,7 +221,7 @@ export class Engine {
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       this.auditFallback(policy, tenant, id);
       const prepared = await this.prepare(bytes, policy);
-      const plan = planLinks(prepared.desc, policy.caps);
+      const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant }, opts);
       if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
         scratch = join(storageDir('vfs'), `instance-${id}-${randomUUID()}.sqlite`);
@@ -308,6 +311,7 @@ export class Engine {
             services: this.services,
             run: (bytes, o, inherited) => this.execute(bytes, { tenant, ...o }, inherited),
             query: (source, sql) => (this.queries ??= new QueryService()).query(source, sql),
+            hostFunctions: this.config.hostFunctions,
           },
           tenant,
           `exec-${++this.execs}`,

@@ -16,7 +16,7 @@ import { DEFAULT_CACHE_MAX_BYTES } from './module-cache.ts';
 import { resolveStoreQuotas } from '../storage/store-quotas.ts';
 import type { OperatorLimits } from '../policy/resolve.ts';
 import type { CommandRegistry } from './registry.ts';
-import type { BrokerOptions } from '../brokers/index.ts';
+import { hostFunctionNames, resolveHostFunctions, type BrokerOptions, type HostFailure, type HostFunctionsOptions } from '../brokers/index.ts';
 
 export interface LogEntry {
   readonly tenant: string;
@@ -78,6 +78,15 @@ export interface EngineOptions {
   commands?: CommandRegistry;
   /** Secrets, rate limits, the engine database and audit sink of the brokers (src/brokers). */
   brokers?: BrokerOptions;
+  /**
+   * The embedder's own capabilities (`'vendor:name'` → functions, or `{ functions, rate?,
+   * maxArgBytes?, maxResultBytes?, description? }`): a guest sees one only when its grant names
+   * the cap (`caps: [..., 'acme:orders']`); every call passes the broker cadence
+   * (src/brokers/host-functions.ts, docs/capabilities.md).
+   */
+  hostFunctions?: HostFunctionsOptions;
+  /** Receives what a host function threw (host side only: the guest sees UNAVAILABLE). */
+  onHostFunctionError?: (failure: HostFailure) => void;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -115,6 +124,8 @@ export interface EngineConfig {
   readonly vfsMaxBytes: number;
   readonly vfsMaxInodes: number;
   readonly maxMountFiles: number;
+  /** The embedder's host caps and their function names (the functions stay with the brokers). */
+  readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -153,5 +164,6 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     vfsMaxBytes: Math.floor(count('vfsMaxBytes', o.vfsMaxBytes, DEFAULT_MAX_BYTES)),
     vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
+    hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
   });
 }

@@ -10,6 +10,10 @@
  * narrowing drops with a warning, which a remote caller might not read); a timeout or fuel above
  * the ceiling is clamped to it and the clamp is reported in `clamped`.
  *
+ * A grant may also name embedder host caps (`vendor:name`, DESIGN §9): they are in effect when
+ * the request names no subset, and a subset naming one outside the grant is NOT_CAPABLE like any
+ * cap; a name the engine does not define is POLICY_INVALID (an unknown cap word).
+ *
  * Does not protect against: an operator granting a generous profile; the engine then applies the
  * same walls as for any other caller.
  */
@@ -17,12 +21,15 @@
 import { SandboxError } from '../errors.ts';
 import { PROFILE_NAMES, PROFILES, isCapWord, isProfileName, type CapWord, type ProfileName } from '../policy/profiles.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
+import { isHostCapName } from '../policy/host-caps.ts';
 import type { Engine } from '../engine/index.ts';
 
 export interface Grant {
   readonly tenant: string;
   /** The most this caller may use. */
   readonly profile: ProfileName;
+  /** Embedder host caps (`vendor:name`) granted on top of the profile; none by default. */
+  readonly hostCaps?: readonly string[];
   /** Where the request came from, for the audit record: `mcp`, `http`, … */
   readonly surface: string;
 }
@@ -36,8 +43,8 @@ export interface GrantRequest {
 
 export interface Granted {
   readonly profile: ProfileName;
-  /** Present only when the request named a subset. */
-  readonly caps?: readonly CapWord[];
+  /** Present when the request named a subset or the grant has host caps: cap words, then host caps. */
+  readonly caps?: readonly (CapWord | string)[];
   readonly timeoutMs: number;
   readonly fuel: number;
   /** Human-readable notes, one per clamped value (e.g. "timeout_ms 10000000 clamped to 5000"). */
@@ -64,16 +71,22 @@ export function resolveGrant(engine: Engine, grant: Grant, req: GrantRequest): G
     }
     profile = req.profile;
   }
-  let caps: CapWord[] | undefined;
+  let caps: (CapWord | string)[] | undefined;
+  const hostGranted = (grant.hostCaps ?? []).filter((c) => Object.hasOwn(engine.config.hostFunctions, c));
   if (req.capabilitySubset !== undefined) {
-    const unknown = req.capabilitySubset.filter((c) => !isCapWord(c));
+    const defined = (c: unknown): boolean => isHostCapName(c) && Object.hasOwn(engine.config.hostFunctions, c);
+    const unknown = req.capabilitySubset.filter((c) => !isCapWord(c) && !defined(c));
     if (unknown.length > 0) throw new SandboxError('POLICY_INVALID', `unknown cap word(s): ${unknown.map((c) => `"${String(c).slice(0, 32)}"`).join(', ')}`);
-    const words = req.capabilitySubset as readonly CapWord[];
-    const outside = [...new Set(words.filter((c) => !PROFILES[profile].caps.includes(c)))];
+    const words = req.capabilitySubset.filter((c): c is CapWord => isCapWord(c));
+    const hosts = req.capabilitySubset.filter((c) => defined(c));
+    const outside = [...new Set([...words.filter((c) => !PROFILES[profile].caps.includes(c)), ...hosts.filter((c) => !hostGranted.includes(c))])];
     if (outside.length > 0) {
-      refuse(engine, grant, { caps: outside }, `capability ${outside.map((c) => `"${c}"`).join(', ')} is not granted (${profile} grants: ${PROFILES[profile].caps.join(' ')})`);
+      const also = hostGranted.length > 0 ? ` ${hostGranted.join(' ')}` : '';
+      refuse(engine, grant, { caps: outside }, `capability ${outside.map((c) => `"${c}"`).join(', ')} is not granted (${profile} grants: ${PROFILES[profile].caps.join(' ')}${also})`);
     }
-    caps = [...new Set(words)];
+    caps = [...new Set([...words, ...hosts])];
+  } else if (hostGranted.length > 0) {
+    caps = [...PROFILES[profile].caps, ...hostGranted];
   }
   const ceiling = resolvePolicy({ profile }, engine.config);
   const clamped: string[] = [];

@@ -27,6 +27,8 @@ export interface EngineParts {
   readonly services: { command(name: string): Uint8Array | undefined; takeExec(tenant: string): (() => void) | null };
   readonly run: LaneHostDeps['run'];
   readonly query: (source: QuerySource, sql: string) => Promise<QueryOutcome>;
+  /** The engine's host caps and their function names (EngineConfig.hostFunctions). */
+  readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
 }
 
 export function execPowerServer(parts: EngineParts, tenant: string, instance: string, policy: PolicyConfig, vfsName: string | undefined): ReturnType<typeof lanePowerServer> {
@@ -52,10 +54,19 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
         record: (kind, detail) => brokers.record({ tenant, instance, kind, detail }),
       })
     : undefined;
+  const granted = Object.fromEntries(policy.hostCaps.filter((c) => Object.hasOwn(parts.hostFunctions, c)).map((c) => [c, parts.hostFunctions[c]!]));
   return lanePowerServer({
     call: (name, args, cap) => brokers.call(who, name, args, cap),
     net: (name, args, stop, deadline) => brokers.net(who, name, args, stop, deadline),
     admit,
     ...(host ? { host } : {}),
+    ...(policy.hostCaps.length > 0
+      ? {
+          hostFunctions: granted,
+          hostCall: (cap: string, fn: string, args: Uint8Array, stop: AbortSignal, deadline: number) =>
+            brokers.hostCall({ tenant, instance, hostCaps: policy.hostCaps }, cap, fn, args, [stop], deadline),
+          hostAdmit: (cap: string, op: string, bytes: number, max: number) => brokers.cadence.admit({ tenant, instance, caps: policy.hostCaps }, cap, op, { bytes, max }),
+        }
+      : {}),
   });
 }

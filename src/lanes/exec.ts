@@ -25,6 +25,7 @@ import type { PreparedWasm } from './python/wasm-prep.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import { resolveVfs } from '../storage/index.ts';
 import { checkName } from '../policy/names.ts';
+import { hostCapGlobal } from '../policy/host-caps.ts';
 
 /**
  * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
@@ -196,7 +197,9 @@ export async function runExec(
     warnings = policy.warnings;
     if (policy.requestedProfile !== policy.profile) audit(tenant, policy.requestedProfile, policy.profile);
     const started = await lane(language, opts.onProgress);
-    const server = policy.caps.length > 0 ? powers(tenant, policy, opts.vfs) : null;
+    const server = policy.caps.length > 0 || policy.hostCaps.length > 0 ? powers(tenant, policy, opts.vfs) : null;
+    const defined = config.hostFunctions ?? {};
+    const hostPowers = policy.hostCaps.filter((c) => Object.hasOwn(defined, c)).map((cap) => ({ cap, global: hostCapGlobal(cap), fns: [...defined[cap]!] }));
     const r = await started.exec({
       language,
       code: opts.code,
@@ -206,6 +209,7 @@ export async function runExec(
       memoryBytes: policy.memoryBytes,
       caps: policy.caps,
       ...(server ? { powers: server.serve } : {}),
+      ...(server && hostPowers.length > 0 ? { hostPowers } : {}),
     }).finally(() => server?.end());
     // One budget: the lane's meter was charged its commands' fuel (LANE_FUEL_UNIT lane units per
     // core wasm unit), so its count includes them once. A lane that died reports 0: what its

@@ -16,6 +16,9 @@
  * from here after the same checks, with the fuel the lane says the snippet has used (a command
  * gets at most what is left) and the command's charge passed back on its answer (`fuel`).
  *
+ * The embedder's host functions (`acme:orders.get`, DESIGN §9) are powers too: one JSON argument,
+ * one JSON answer, through the same `hostCall` a core guest's import reaches.
+ *
  * Does not protect against: what the brokers allow once admitted (their own caps and guard).
  */
 
@@ -25,6 +28,7 @@ import { LANE_POWERS, MAX_POWER_FRAME_BYTES, POWER_CODES, type PowerAnswer, type
 import { GUEST_ERR } from '../abi/command.ts';
 import type { BrokerAnswer } from '../brokers/hub.ts';
 import { PowerRefusal } from './vfs.ts';
+import { isHostCapName } from '../policy/host-caps.ts';
 import type { LaneHost } from './host.ts';
 
 /** The brokers, bound to one exec call's principal and caps (the engine builds these). */
@@ -40,6 +44,12 @@ export interface LanePowerDeps {
   readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
   /** The call's VFS and command powers (`vfs.*`, `commands.run`, `exec.run`; host.ts). */
   readonly host?: LaneHost;
+  /** The granted host caps and their functions (absent: none granted). */
+  readonly hostFunctions?: Readonly<Record<string, readonly string[]>>;
+  /** An embedder host function (the cadence runs inside): its JSON answer, or a guest error code. */
+  readonly hostCall?: (cap: string, fn: string, args: Uint8Array, stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
+  /** The cadence's steps 1-4 for a host cap (an oversized host power request): null = go. */
+  readonly hostAdmit?: (cap: string, op: string, bytes: number, max: number) => number | null;
 }
 
 /** Caps whose powers the call's LaneHost serves. */
@@ -190,10 +200,30 @@ export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end:
     }
   };
 
+  /** `cap.fn(args)`: the argument as JSON (undefined → null), the function's JSON answer as a value. */
+  const hostPower = async (cap: string, fn: string, req: PowerRequest): Promise<PowerAnswer> => {
+    if (req.oversized !== undefined) {
+      const refused = deps.hostAdmit?.(cap, fn, req.oversized, MAX_POWER_FRAME_BYTES) ?? GUEST_ERR.DENIED;
+      return { ok: false, code: refused === null ? 'TOO_LARGE' : codeOf(refused) };
+    }
+    if (req.args.length > 1) return { ok: false, code: 'INVALID' };
+    const args = encoder.encode(JSON.stringify(req.args[0] === undefined ? null : req.args[0]));
+    const left = deadline - Date.now();
+    if (left <= 0) return { ok: false, code: 'TIMEOUT' };
+    const answer = await deps.hostCall!(cap, fn, args, ended.signal, performance.now() + left);
+    if (typeof answer === 'number') return { ok: false, code: codeOf(answer) };
+    return { ok: true, value: json(answer) };
+  };
+
   const serve = async (req: PowerRequest, until: number): Promise<PowerAnswer> => {
     deadline = until;
     try {
       const [cap, op] = req.power.split('.') as [string, string | undefined];
+      if (isHostCapName(cap)) {
+        // Offered only when granted; a name outside the grant is refused as if it did not exist.
+        if (op === undefined || deps.hostCall === undefined || !Object.hasOwn(deps.hostFunctions ?? {}, cap) || !deps.hostFunctions![cap]!.includes(op)) return { ok: false, code: 'INVALID' };
+        return await hostPower(cap, op, req);
+      }
       if (op === undefined || !Object.hasOwn(LANE_POWERS, cap) || !LANE_POWERS[cap]!.includes(op)) return { ok: false, code: 'INVALID' };
       if (req.oversized !== undefined) {
         // The guest side refused to carry it; the cadence still decides, and audits the refusal.

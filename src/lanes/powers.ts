@@ -94,6 +94,17 @@ export const LANE_POWERS: Readonly<Record<string, readonly string[]>> = Object.f
   tls: ['request'],
 });
 
+/**
+ * An embedder host cap as a lane shows it (DESIGN §9): the global `global` (`acme_orders` for
+ * `acme:orders`) with one function per name in `fns`; each call is the power `<cap>.<fn>` with
+ * one JSON argument. Only granted host caps are ever listed.
+ */
+export interface HostPower {
+  readonly cap: string;
+  readonly global: string;
+  readonly fns: readonly string[];
+}
+
 /** The granted caps that become powers, and a warning naming those that do not (or null). */
 export function lanePowerCaps(caps: readonly string[], lane: string): { powers: string[]; warning: string | null } {
   const powers = caps.filter((c) => Object.hasOwn(LANE_POWERS, c));
@@ -105,7 +116,8 @@ export function lanePowerCaps(caps: readonly string[], lane: string): { powers: 
 export function parsePowerRequest(x: unknown): PowerRequest | null {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) return null;
   const r = x as Record<string, unknown>;
-  if (typeof r['power'] !== 'string' || r['power'].length > 64) return null;
+  // `<cap>.<op>`; a host power is `vendor:name.fn` (≤ 64 + 1 + 32 characters).
+  if (typeof r['power'] !== 'string' || r['power'].length > 100) return null;
   if (typeof r['oversized'] === 'number' && Number.isFinite(r['oversized'])) return { power: r['power'], args: [], oversized: r['oversized'] };
   if (!Array.isArray(r['args'])) return null;
   return { power: r['power'], args: r['args'] as unknown[] };

@@ -8,7 +8,7 @@
  * serves.
  */
 
-import type { PowerServer } from './powers.ts';
+import type { HostPower, PowerServer } from './powers.ts';
 
 export type Language = 'js' | 'ts' | 'python';
 export interface ExecRequest {
@@ -22,6 +22,8 @@ export interface ExecRequest {
   readonly caps: readonly string[]; // granted cap words; a power is present only if granted
   /** Serves the granted caps' powers (src/lanes/powers.ts); without it no power is present. */
   readonly powers?: PowerServer;
+  /** The embedder's host caps this call was granted, as globals (served by `powers` too). */
+  readonly hostPowers?: readonly HostPower[];
 }
 export interface ExecResult {
   readonly ok: boolean;

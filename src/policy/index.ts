@@ -2,3 +2,4 @@ export * from './profiles.ts';
 export * from './catalog.ts';
 export * from './resolve.ts';
 export * from './names.ts';
+export * from './host-caps.ts';

@@ -21,13 +21,18 @@ import {
   type CapWord,
   type ProfileName,
 } from './profiles.ts';
+import { isHostCapName } from './host-caps.ts';
 
 /** What a caller may pass, per instance or per call: each value may only lower the profile's. */
 export interface LimitOptions {
   memoryBytes?: number;
   timeoutMs?: number;
   fuel?: number;
-  /** A subset of the profile's cap words; intersected, never widened. */
+  /**
+   * A subset of the profile's cap words; intersected, never widened. It may also name the
+   * engine's host function caps (`vendor:name`): those are granted only when named here — a
+   * profile never includes them.
+   */
   caps?: readonly string[];
 }
 
@@ -42,6 +47,8 @@ export interface PolicyConfig {
   readonly profile: ProfileName;
   readonly requestedProfile: string;
   readonly caps: readonly CapWord[];
+  /** The embedder's host function caps granted (`vendor:name`); empty unless a grant named them. */
+  readonly hostCaps: readonly string[];
   readonly memoryBytes: number;
   readonly timeoutMs: number;
   readonly fuel: number;
@@ -52,6 +59,8 @@ export interface PolicyConfig {
 export interface ResolveContext {
   strictProfiles?: boolean;
   operatorLimits?: OperatorLimits;
+  /** The engine's host function caps and their function names (EngineOptions.hostFunctions). */
+  hostFunctions?: Readonly<Record<string, readonly string[]>>;
 }
 
 const WASM_PAGE = 65536;
@@ -77,12 +86,21 @@ export function resolvePolicy(opts: PolicyOptions, ctx: ResolveContext = {}): Po
     profile,
     requestedProfile: printable(requested),
     caps: base.caps,
+    hostCaps: Object.keys(ctx.hostFunctions ?? {}),
     memoryBytes: positive('operator memoryBytes', op.memoryBytes) ?? base.memoryBytes,
     timeoutMs: positive('operator timeoutMs', op.timeoutMs) ?? base.timeoutMs,
     fuel: positive('operator fuel', op.fuel) ?? base.fuel,
     allowHttp: allowHttp(base.caps),
     warnings: [],
   };
+  if (opts.caps === undefined) return narrowPolicy({ ...ceiling, hostCaps: [] }, opts, warnings);
+  if (Array.isArray(opts.caps)) {
+    for (const word of opts.caps) {
+      if (isHostCapName(word) && !ceiling.hostCaps.includes(word)) {
+        throw new SandboxError('POLICY_INVALID', `unknown cap word "${printable(word)}": this engine defines no such host function capability`, { cap: printable(word) });
+      }
+    }
+  }
   return narrowPolicy(ceiling, opts, warnings);
 }
 
@@ -108,10 +126,17 @@ export function narrowPolicy(base: PolicyConfig, opts: LimitOptions, warnings: s
     throw new SandboxError('POLICY_INVALID', `memoryBytes must be at least one wasm page (${WASM_PAGE})`, { memoryBytes });
   }
   let caps = base.caps;
+  let hostCaps = base.hostCaps;
   if (opts.caps !== undefined) {
     if (!Array.isArray(opts.caps)) throw new SandboxError('POLICY_INVALID', 'caps must be an array of cap words');
     const wanted: CapWord[] = [];
+    const wantedHost: string[] = [];
     for (const word of opts.caps) {
+      if (isHostCapName(word)) {
+        if (!base.hostCaps.includes(word)) all.push(`cap "${word}" is not granted here: dropped (a subset can only narrow)`);
+        else if (!wantedHost.includes(word)) wantedHost.push(word);
+        continue;
+      }
       if (!isCapWord(word)) {
         throw new SandboxError('POLICY_INVALID', `unknown cap word "${printable(String(word))}"`, { cap: printable(String(word)) });
       }
@@ -122,11 +147,13 @@ export function narrowPolicy(base: PolicyConfig, opts: LimitOptions, warnings: s
       }
     }
     caps = base.caps.filter((c) => wanted.includes(c));
+    hostCaps = base.hostCaps.filter((c) => wantedHost.includes(c));
   }
   return Object.freeze({
     profile: base.profile,
     requestedProfile: base.requestedProfile,
     caps: Object.freeze([...caps]),
+    hostCaps: Object.freeze([...hostCaps]),
     memoryBytes,
     timeoutMs,
     fuel,

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { engineOptionsFrom, loadConfig } from '../../src/interfaces/config.ts';
 import { TokenStore } from '../../src/interfaces/http/tokens.ts';
 import { SandboxError } from '../../src/errors.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'membrane-config-'));
 
@@ -72,7 +73,7 @@ test('tokens are stored as SHA-256 hashes in a 0600 file; check is exact; revoke
   const store = new TokenStore(file);
   const t = store.create('acme', 'network');
   assert.match(t.token, /^mbt_[A-Za-z0-9_-]{43}$/);
-  assert.deepEqual(store.check(t.token), { id: t.id, tenant: 'acme', profile: 'network' });
+  assert.deepEqual(store.check(t.token), { id: t.id, tenant: 'acme', profile: 'network', hostCaps: [] });
   assert.equal(store.check(`${t.token.slice(0, -1)}${t.token.endsWith('A') ? 'B' : 'A'}`), null);
   assert.equal(store.check(''), null);
   assert.equal(statSync(file).mode & 0o777, 0o600);
@@ -84,4 +85,24 @@ test('tokens are stored as SHA-256 hashes in a 0600 file; check is exact; revoke
   const bytes = readFileSync(file);
   assert.ok(!bytes.includes(Buffer.from(t.token.slice(4))), 'the token text is not in the database');
   assert.match(refused(() => new TokenStore(file).create('bad tenant name', 'compute')), /tenant/);
+});
+
+test('tokens carry host caps; a tokens.sqlite from before host caps gains the column and its tokens grant none', () => {
+  const file = join(dir, 'old-tokens.sqlite');
+  const old = openDatabase(file);
+  old.exec(`CREATE TABLE tokens (id TEXT PRIMARY KEY, hash BLOB NOT NULL UNIQUE, tenant TEXT NOT NULL, profile TEXT NOT NULL,
+    created TEXT NOT NULL, revoked INTEGER NOT NULL DEFAULT 0) STRICT`);
+  old.close();
+  const store = new TokenStore(file);
+  const plain = store.create('acme', 'compute');
+  const granted = store.create('acme', 'compute', ['acme:orders', 'acme:orders', 'acme:billing']);
+  assert.deepEqual(store.check(plain.token)?.hostCaps, []);
+  assert.deepEqual(store.check(granted.token)?.hostCaps, ['acme:orders', 'acme:billing']);
+  assert.deepEqual(
+    store.list().map((t) => t.hostCaps).sort((a, b) => a.length - b.length),
+    [[], ['acme:orders', 'acme:billing']],
+  );
+  assert.match(refused(() => store.create('acme', 'compute', ['kv'])), /vendor:name/);
+  assert.match(refused(() => store.create('acme', 'compute', ['membrane:fuel'])), /reserved/);
+  store.close();
 });

@@ -1,6 +1,8 @@
 /**
  * The main thread's side of a guest's host calls: `log`, the command lanes (`run_command`,
- * `exec`, `process_*`), `vfs_query`, and the brokers (handed to src/brokers/hub.ts).
+ * `exec`, `process_*`), `vfs_query`, the brokers (handed to src/brokers/hub.ts) and the
+ * embedder's host functions (src/brokers/host-functions.ts; an answer too big for the guest's
+ * buffer is kept for its retry, so a function never runs twice for one request).
  *
  * Owns: resolving a command name in the operator's registry and preparing its module with the
  * caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
@@ -74,6 +76,10 @@ export interface HostServicesDeps {
    * error; `stop` aborts it (down to the socket) and its own timeouts end by `deadline`.
    */
   readonly net: (caller: Caller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
+  /** The embedder's host caps and their functions (what a nested command may link). */
+  readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
+  /** An embedder host function (the cadence runs inside): its JSON answer or a guest error. */
+  readonly hostCall: (caller: Caller, cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number) => Promise<Uint8Array | number>;
 }
 
 interface Process {
@@ -258,6 +264,18 @@ export class HostServices {
           const answer = this.deps.broker(caller, req.name, blobs, req.cap);
           return answer.ok ? ok(answer.value, answer.payload) : err(answer.errno);
         }
+        case 'hostfn': {
+          // Like a remote call: the answer is kept for the retry with a bigger buffer, so a host
+          // function is never run twice for one request.
+          const key = retryKey(`${req.cap}.${req.fn}`, blobs);
+          const kept = req.oversized === undefined ? hold.kept(key) : null;
+          const answer =
+            kept ??
+            (await this.deps.hostCall(caller, req.cap, req.fn, req.oversized ?? blobs[0] ?? new Uint8Array(0), [stop.signal, call.signal], call.deadline));
+          if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
+          if (typeof answer === 'number') return err(answer);
+          return hold.fits(key, answer, req.out) ? ok(answer.length, answer) : ok(answer.length);
+        }
         case 'vfs_query': {
           if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);
           const answer = await this.deps.query(caller, req.sql, blobs[0] ?? new Uint8Array(0), call.deadline);
@@ -312,7 +330,7 @@ export class HostServices {
     if (!prepared.desc.exports.some((e) => e.name === '_start' && e.kind === 'func')) return GUEST_ERR.INVALID;
     let plan;
     try {
-      plan = planLinks(prepared.desc, caller.policy.caps);
+      plan = planLinks(prepared.desc, caller.policy.caps, { defined: this.deps.hostFunctions, granted: caller.policy.hostCaps });
     } catch (e) {
       // The command needs a power its caller was not granted: it does not run.
       if (e instanceof SandboxError && e.code === 'LINK_UNSATISFIED') return GUEST_ERR.DENIED;

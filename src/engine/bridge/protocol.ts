@@ -15,7 +15,7 @@
 import { SandboxError, isErrorCode, type SerializedError } from '../../errors.ts';
 import type { VfsSpec } from '../../storage/vfs-config.ts';
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 export type WasmValue = number | bigint;
 export type WireValue =
@@ -120,7 +120,13 @@ export type HostOp =
   | { readonly op: 'process_wait'; readonly pid: number; readonly cap: number }
   | { readonly op: 'process_kill'; readonly pid: number }
   /** A broker import (catalog entry with an `abi`): its string arguments are the blobs. */
-  | { readonly op: 'broker'; readonly name: string; readonly cap: number };
+  | { readonly op: 'broker'; readonly name: string; readonly cap: number }
+  /**
+   * An embedder host function (import module `cap`, field `fn`): its JSON argument is the blob;
+   * `out` the guest's out_cap. `oversized` instead of a blob: an argument too large to carry
+   * (its length), refused — and audited — by the cadence's size step.
+   */
+  | { readonly op: 'hostfn'; readonly cap: string; readonly fn: string; readonly out: number; readonly oversized?: number };
 
 /**
  * main → worker: the reply. `value` is op-specific; `errno` is a guest error code (DESIGN §4).
@@ -259,6 +265,9 @@ export function parseHostRequest(x: unknown): HostRequest {
       break;
     case 'broker':
       ok = typeof o['name'] === 'string' && num('cap');
+      break;
+    case 'hostfn':
+      ok = typeof o['cap'] === 'string' && typeof o['fn'] === 'string' && num('out') && (o['oversized'] === undefined || num('oversized'));
       break;
     default:
       throw invalid('unknown host op');

@@ -19,6 +19,7 @@ import type { HostBridge } from './host-bridge.ts';
 import { Commands } from './commands.ts';
 import { vfsImports } from './vfs-imports.ts';
 import { brokerImports } from './broker-imports.ts';
+import { hostFunctionImports, isHostFunctionKey } from './host-function-imports.ts';
 import { FuelMeter } from './fuel.ts';
 import { GuestMemory, FaultError } from '../../abi/memory.ts';
 import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from '../../abi/signals.ts';
@@ -201,6 +202,7 @@ export class Guest {
     const ambient = ambientWasi(this.wasi);
     const wasiAll: Record<string, unknown> = { ...ambient, ...this.filesystem(ambient) };
     const membraneAll: Record<string, unknown> = { ...this.membraneAmbient(), ...this.brokered() };
+    const hostFns = hostFunctionImports(this.spec.link, this.host, this.memory, this.state);
     const imports: Record<string, Record<string, unknown>> = {};
     for (const key of this.spec.link) {
       const dot = key.indexOf('.');
@@ -211,6 +213,8 @@ export class Guest {
         value = wasiAll[name];
       } else if (mod === MEMBRANE_MODULE) {
         value = membraneAll[name];
+      } else if (isHostFunctionKey(key)) {
+        value = hostFns[mod]?.[name];
       } else if (key === importKey(MEMORY_IMPORT.module, MEMORY_IMPORT.name)) {
         value = this.createImportedMemory();
       } else if (key === importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name) && this.meter) {

@@ -164,12 +164,13 @@ under the grant P (a call may narrow it, never widen it). Logs go to stderr.
 Example:
   membrane mcp --profile minimal`,
 
-  token: `Usage: membrane token create --tenant T [--profile P] [--json]
+  token: `Usage: membrane token create --tenant T [--profile P] [--host-cap vendor:name]... [--json]
        membrane token list [--json]
        membrane token revoke ID
 
 Bearer tokens for 'membrane serve', stored as SHA-256 hashes in $MEMBRANE_HOME/tokens.sqlite; a
-new token (mbt_...) is printed once. --profile defaults to compute.
+new token (mbt_...) is printed once. --profile defaults to compute. --host-cap grants an embedder
+host function cap (meaningful to a server whose engine an embedder built with hostFunctions).
 
 Example:
   membrane token create --tenant alice --profile minimal`,

@@ -11,15 +11,16 @@ import { UsageError, parse, printJson, str } from './args.ts';
 import { safeJson } from './audit.ts';
 
 function create(argv: string[]): number {
-  const { values, positionals } = parse(argv, { tenant: { type: 'string' }, profile: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parse(argv, { tenant: { type: 'string' }, profile: { type: 'string' }, 'host-cap': { type: 'string', multiple: true }, json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError('token create takes no arguments');
   const tenant = str(values['tenant']);
   if (!tenant) throw new UsageError('token create needs --tenant T');
   const store = new TokenStore();
   try {
-    const t = store.create(tenant, str(values['profile']) ?? 'compute');
+    const hostCaps = ((values['host-cap'] as string[] | undefined) ?? []).map(String);
+    const t = store.create(tenant, str(values['profile']) ?? 'compute', hostCaps);
     if (values['json'] === true) printJson(t);
-    else process.stdout.write(`${t.token}\n(id ${t.id}, tenant ${t.tenant}, profile ${t.profile}; shown once — store it now)\n`);
+    else process.stdout.write(`${t.token}\n(id ${t.id}, tenant ${t.tenant}, profile ${t.profile}${t.hostCaps.length ? `, host caps ${t.hostCaps.join(' ')}` : ''}; shown once — store it now)\n`);
     return 0;
   } finally {
     store.close();
@@ -33,7 +34,7 @@ function list(argv: string[]): number {
   try {
     const tokens = store.list();
     if (values['json'] === true) printJson(tokens);
-    else process.stdout.write(tokens.map((t) => `${t.id} ${safeJson(t.tenant)} ${t.profile} ${t.created}${t.revoked ? ' revoked' : ''}\n`).join(''));
+    else process.stdout.write(tokens.map((t) => `${t.id} ${safeJson(t.tenant)} ${t.profile}${t.hostCaps.length ? ` ${t.hostCaps.join(',')}` : ''} ${t.created}${t.revoked ? ' revoked' : ''}\n`).join(''));
     return 0;
   } finally {
     store.close();

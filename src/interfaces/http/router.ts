@@ -25,6 +25,8 @@ export interface Principal {
   readonly tenant: string;
   /** The token's profile (lowered to the operator's ceiling, if one is configured). */
   readonly profile: ProfileName;
+  /** The embedder host caps the token grants that this server's engine defines. */
+  readonly hostCaps: readonly string[];
 }
 
 export interface Ctx<S> {

@@ -29,7 +29,7 @@ export function principalOf(ctx: Ctx<Api>): Principal {
 
 /** The request's grant: NOT_CAPABLE (audited) for anything above the token's profile; clamps reported. */
 export function grantFor(api: Api, who: Principal, b: { profile?: string | undefined; capability_subset?: string[] | undefined; timeout_ms?: number | undefined; fuel?: number | undefined }): Granted {
-  return resolveGrant(api.engine, { tenant: who.tenant, profile: who.profile, surface: 'http' }, { profile: b.profile, capabilitySubset: b.capability_subset, timeoutMs: b.timeout_ms, fuel: b.fuel });
+  return resolveGrant(api.engine, { tenant: who.tenant, profile: who.profile, hostCaps: who.hostCaps, surface: 'http' }, { profile: b.profile, capabilitySubset: b.capability_subset, timeoutMs: b.timeout_ms, fuel: b.fuel });
 }
 
 /** The module's bytes: base64 `module`, or a registered `command`. */

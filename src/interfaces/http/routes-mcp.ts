@@ -22,7 +22,7 @@ import type { Api } from './state.ts';
 async function mcp(ctx: Ctx<Api>): Promise<Answer> {
   const who = principalOf(ctx);
   const body = await ctx.body();
-  await handleMcpRequest(ctx.req, ctx.res, body, { engine: ctx.state.engine, tenant: who.tenant, profile: who.profile, commands: ctx.state.commands, log: ctx.log, metrics: ctx.state.metrics });
+  await handleMcpRequest(ctx.req, ctx.res, body, { engine: ctx.state.engine, tenant: who.tenant, profile: who.profile, hostCaps: who.hostCaps, commands: ctx.state.commands, log: ctx.log, metrics: ctx.state.metrics });
   return null;
 }
 

@@ -16,7 +16,7 @@ import { CAP_WORDS, PROFILE_NAMES } from '../../policy/profiles.ts';
 /** Names of instances: the engine's id alphabet, kept short enough to be namespaced by tenant. */
 export const ID = z.string().regex(/^[A-Za-z0-9._:@-]{1,64}$/, 'expected 1-64 characters of [A-Za-z0-9._:@-]');
 const PROFILE = z.string().max(64).describe(`a profile: ${PROFILE_NAMES.join(', ')}`);
-const CAPS = z.array(z.string().max(32)).max(CAP_WORDS.length * 2).describe(`cap words: ${CAP_WORDS.join(' ')}`);
+const CAPS = z.array(z.string().max(64)).max(CAP_WORDS.length * 2).describe(`cap words: ${CAP_WORDS.join(' ')}, or a host function cap (vendor:name) the token grants`);
 const POSITIVE = z.number().positive().finite();
 /** Base64 of a wasm module; the route's body cap bounds it. */
 const MODULE = z.string().min(1).describe('the module as base64');

@@ -166,7 +166,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const message = m ? 'the bearer token is not valid (unknown or revoked)' : 'an Authorization: Bearer <token> header is required (membrane token create)';
       throw Object.assign(httpError('UNAUTHENTICATED', message), { challenge: m ? `${CHALLENGE}, error="invalid_token", error_description="${message}"` : CHALLENGE });
     }
-    return { tokenId: grant.id, tenant: grant.tenant, profile: lower(grant.profile, ceiling) };
+    const defined = engine.config.hostFunctions;
+    return { tokenId: grant.id, tenant: grant.tenant, profile: lower(grant.profile, ceiling), hostCaps: grant.hostCaps.filter((c) => Object.hasOwn(defined, c)) };
   }
 
   function admitRate(tenant: string): void {

@@ -1,6 +1,7 @@
 /**
- * Bearer tokens: `mbt_` + 43 base64url characters (32 random bytes), each mapped to a tenant and
- * a maximum profile, stored in `$MEMBRANE_HOME/tokens.sqlite` (0600).
+ * Bearer tokens: `mbt_` + 43 base64url characters (32 random bytes), each mapped to a tenant,
+ * a maximum profile and the embedder host caps it grants (`vendor:name`, none by default), stored
+ * in `$MEMBRANE_HOME/tokens.sqlite` (0600).
  *
  * Owns: creating (the token is returned once and never stored: only its SHA-256), listing,
  * revoking, and checking a presented token. A check reads the database every time, so `membrane
@@ -18,6 +19,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
 import { SandboxError } from '../../errors.ts';
 import { isProfileName, type ProfileName } from '../../policy/profiles.ts';
+import { checkHostCapName, isHostCapName } from '../../policy/host-caps.ts';
 import { membraneHome, openDatabase, type Database } from '../../storage/sqlite.ts';
 
 export const TOKEN_PREFIX = 'mbt_';
@@ -31,6 +33,8 @@ export interface TokenInfo {
   readonly id: string;
   readonly tenant: string;
   readonly profile: ProfileName;
+  /** Embedder host caps this token grants (absent from a server whose engine does not define them). */
+  readonly hostCaps: readonly string[];
   readonly created: string;
   readonly revoked: boolean;
 }
@@ -40,6 +44,7 @@ export interface CreatedToken {
   readonly token: string;
   readonly tenant: string;
   readonly profile: ProfileName;
+  readonly hostCaps: readonly string[];
 }
 
 interface Row {
@@ -47,9 +52,13 @@ interface Row {
   hash: Buffer;
   tenant: string;
   profile: string;
+  host_caps: string;
   created: string;
   revoked: number;
 }
+
+/** Stored space-separated; anything that is not a host cap name is dropped on read. */
+const hostCapsOf = (text: string): string[] => text.split(' ').filter((c) => isHostCapName(c));
 
 export function tokensFile(home: string = membraneHome()): string {
   return join(home, 'tokens.sqlite');
@@ -67,28 +76,32 @@ export class TokenStore {
     this.#db.exec(`CREATE TABLE IF NOT EXISTS tokens (
       id TEXT PRIMARY KEY, hash BLOB NOT NULL UNIQUE, tenant TEXT NOT NULL, profile TEXT NOT NULL,
       created TEXT NOT NULL, revoked INTEGER NOT NULL DEFAULT 0) STRICT`);
+    const columns = this.#db.prepare<{ name: string }>('SELECT name FROM pragma_table_info(\'tokens\')').all();
+    if (!columns.some((c) => c.name === 'host_caps')) this.#db.exec("ALTER TABLE tokens ADD COLUMN host_caps TEXT NOT NULL DEFAULT ''");
   }
 
   close(): void {
     if (this.#db.open) this.#db.close();
   }
 
-  create(tenant: string, profile: string): CreatedToken {
+  create(tenant: string, profile: string, hostCaps: readonly string[] = []): CreatedToken {
     if (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)) {
       throw new SandboxError('POLICY_INVALID', 'a tenant is 1-64 characters of [A-Za-z0-9._:@-]');
     }
     if (!isProfileName(profile)) throw new SandboxError('POLICY_INVALID', `unknown profile "${String(profile).slice(0, 64)}" (compute, minimal, network or posix)`);
+    if (!Array.isArray(hostCaps)) throw new SandboxError('POLICY_INVALID', 'hostCaps must be an array of "vendor:name" caps');
+    const caps = [...new Set(hostCaps.map((c) => checkHostCapName(c)))];
     const token = TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString('base64url');
     const id = `tok_${randomBytes(6).toString('hex')}`;
-    this.#db.prepare('INSERT INTO tokens (id, hash, tenant, profile, created) VALUES (?, ?, ?, ?, ?)').run(id, hashOf(token), tenant, profile, new Date().toISOString());
-    return { id, token, tenant, profile };
+    this.#db.prepare('INSERT INTO tokens (id, hash, tenant, profile, host_caps, created) VALUES (?, ?, ?, ?, ?, ?)').run(id, hashOf(token), tenant, profile, caps.join(' '), new Date().toISOString());
+    return { id, token, tenant, profile, hostCaps: caps };
   }
 
   list(): TokenInfo[] {
     return this.#db
-      .prepare<Row>('SELECT id, hash, tenant, profile, created, revoked FROM tokens ORDER BY created, id')
+      .prepare<Row>('SELECT id, hash, tenant, profile, host_caps, created, revoked FROM tokens ORDER BY created, id')
       .all()
-      .map((r) => ({ id: r.id, tenant: r.tenant, profile: isProfileName(r.profile) ? r.profile : 'compute', created: r.created, revoked: r.revoked !== 0 }));
+      .map((r) => ({ id: r.id, tenant: r.tenant, profile: isProfileName(r.profile) ? r.profile : 'compute', hostCaps: hostCapsOf(r.host_caps), created: r.created, revoked: r.revoked !== 0 }));
   }
 
   /** Revoke by id; false when no such token. */
@@ -97,12 +110,12 @@ export class TokenStore {
   }
 
   /** The grant a presented token carries, or null (unknown, malformed or revoked). */
-  check(token: string): { id: string; tenant: string; profile: ProfileName } | null {
+  check(token: string): { id: string; tenant: string; profile: ProfileName; hostCaps: readonly string[] } | null {
     if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) return null;
     const presented = hashOf(token);
-    const row = this.#db.prepare<Row>('SELECT id, hash, tenant, profile, created, revoked FROM tokens WHERE hash = ?').get(presented);
+    const row = this.#db.prepare<Row>('SELECT id, hash, tenant, profile, host_caps, created, revoked FROM tokens WHERE hash = ?').get(presented);
     if (!row || !Buffer.isBuffer(row.hash) || row.hash.length !== presented.length) return null;
     if (!timingSafeEqual(row.hash, presented) || row.revoked !== 0 || !isProfileName(row.profile)) return null;
-    return { id: row.id, tenant: row.tenant, profile: row.profile };
+    return { id: row.id, tenant: row.tenant, profile: row.profile, hostCaps: hostCapsOf(row.host_caps) };
   }
 }

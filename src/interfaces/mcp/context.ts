@@ -30,6 +30,8 @@ export interface McpContext {
   readonly tenant: string;
   /** The grant: the most any call may use. */
   readonly profile: ProfileName;
+  /** Embedder host caps (`vendor:name`) the grant adds; none by default. */
+  readonly hostCaps?: readonly string[];
   /** Names `run_wasm` accepts; default the built-in commands. */
   readonly commands?: CommandRegistry;
   readonly log?: McpLogger;
@@ -37,5 +39,5 @@ export interface McpContext {
 }
 
 export function grantOf(ctx: McpContext): Grant {
-  return { tenant: ctx.tenant, profile: ctx.profile, surface: 'mcp' };
+  return { tenant: ctx.tenant, profile: ctx.profile, ...(ctx.hostCaps ? { hostCaps: ctx.hostCaps } : {}), surface: 'mcp' };
 }

@@ -28,9 +28,9 @@ export const MAX_ARG_CHARS = 4096;
 export const MAX_SUBSET_WORDS = 32;
 
 const capabilitySubset = z
-  .array(z.string().max(32))
+  .array(z.string().max(64))
   .max(MAX_SUBSET_WORDS)
-  .describe("Cap words to keep (e.g. [\"vfs\"]); intersected with the server's grant. A word outside the grant is NOT_CAPABLE.");
+  .describe("Cap words to keep (e.g. [\"vfs\"], or a host function cap like \"acme:orders\"); intersected with the server's grant. A word outside the grant is NOT_CAPABLE.");
 const timeoutMs = z.number().positive().finite().describe("Wall-clock budget in ms; above the grant's maximum it is clamped (and the clamp reported).");
 const fuel = z.number().positive().finite().describe("Fuel budget; above the grant's maximum it is clamped (and the clamp reported).");
 

@@ -12,7 +12,9 @@
  * `kv`, `queue`, `secrets`, `llm`, `browse`, `tcp`/`udp`/`tls`, and `fetch` for `net`) whose functions are plain QuickJS
  * functions around the host function `power(name, argsJson) → answerJson` (never a global). A
  * refused power throws an `Error` named `MembraneError` with `code` (DESIGN §4) and a fixed
- * message; no host detail crosses.
+ * message; no host detail crosses. A granted embedder host cap (`{ cap, global, fns }`, DESIGN §9)
+ * becomes the global `global` (`acme_orders`) whose functions take one JSON value and return a
+ * promise of the host function's answer, like `fetch`.
  *
  * Bounds: nothing larger than its cap is handed to the host — console writes stop at what is left
  * of the stream's output limit (the host answers each write with it), the result's JSON at
@@ -98,6 +100,15 @@ export const GUEST_PRELUDE = `(write, power, outputLimit) => {
   return freeze({
     installPowers(capsJson) {
       for (const cap of JP(capsJson)) {
+        if (cap !== null && typeof cap === 'object') {
+          const fns = {};
+          for (const f of cap.fns) {
+            const power = cap.cap + '.' + f;
+            define(fns, f, { value: (args) => later(() => call(power, [args === undefined ? null : args])), enumerable: true });
+          }
+          define(globalThis, cap.global, { value: freeze(fns), writable: true, configurable: true, enumerable: false });
+          continue;
+        }
         const make = POWERS[cap];
         if (make === undefined) continue;
         const [name, value] = make();

@@ -185,7 +185,7 @@ export class JsLane {
       timeoutMs: Math.max(1, req.timeoutMs),
       fuel: Math.max(0, Math.floor(req.fuel)),
       memoryBytes: pageFloor(memoryBytes),
-      powers: req.powers === undefined ? [] : powers,
+      powers: req.powers === undefined ? [] : [...powers, ...(req.hostPowers ?? [])],
     };
     // The gate admits one call per worker; the rest wait (bounded), none past its own timeout.
     return this.gate.run(job.timeoutMs, () => this.runOnIdleSeat(job, req.powers ?? null, warnings));

@@ -17,6 +17,7 @@
  */
 
 import type { ExecResult } from '../types.ts';
+import type { HostPower } from '../powers.ts';
 
 import type { MessagePort } from 'node:worker_threads';
 
@@ -61,8 +62,8 @@ export interface ExecJob {
   readonly timeoutMs: number;
   readonly fuel: number;
   readonly memoryBytes: number;
-  /** Granted caps whose powers the snippet gets (src/lanes/powers.ts LANE_POWERS). */
-  readonly powers: readonly string[];
+  /** Granted caps whose powers the snippet gets (src/lanes/powers.ts LANE_POWERS), then granted host caps. */
+  readonly powers: readonly (string | HostPower)[];
 }
 
 export type HostToWorker =

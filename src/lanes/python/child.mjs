@@ -26,7 +26,8 @@
 // device's read blocks this process on the power pipe (fd 4) until the parent's power server has
 // answered: bytes only — no JS object ever reaches Python. Waits on the pipe are bounded by the
 // call's deadline (a non-blocking pipe is polled in 1 ms sleeps; a blocking one by the parent's
-// deadline answer and its kill).
+// deadline answer and its kill). A granted embedder host cap (`{cap, global, fns}`) is a global
+// of that name (also `membrane.<global>`) whose functions take one JSON value and return one.
 //
 // Does not protect against: code that never reaches a fuel refill (a long host-side JS call, or
 // fuel off) — the parent SIGKILLs at the deadline plus a grace; JS objects reachable from a
@@ -382,12 +383,19 @@ def _membrane_module(powers, max_frame, messages):
     mod = types.ModuleType('membrane', 'Host powers: one attribute per granted capability (docs/lanes.md).')
     mod.MembraneError = MembraneError
     for c in powers:
-        if c in makers: setattr(mod, c, makers[c]())
+        if isinstance(c, dict):
+            # An embedder host cap (DESIGN 9): one function per name, one JSON value in and out.
+            host = ns(**{f: (lambda p: lambda args=None: call(p, [args]))(c['cap'] + '.' + f) for f in c['fns']})
+            setattr(mod, c['global'], host)
+        elif c in makers: setattr(mod, c, makers[c]())
     return mod
 def _membrane_run(code, context_json, powers_json, max_frame, messages_json, max_result):
     from pyodide.code import eval_code
-    sys.modules['membrane'] = _membrane_module(json.loads(powers_json), max_frame, json.loads(messages_json))
+    powers = json.loads(powers_json)
+    sys.modules['membrane'] = _membrane_module(powers, max_frame, json.loads(messages_json))
     g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(json.loads(context_json))}
+    for c in powers:
+        if isinstance(c, dict): g[c['global']] = getattr(sys.modules['membrane'], c['global'])
     try:
         value = eval_code(code, g)
     except BaseException as e:

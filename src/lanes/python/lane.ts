@@ -152,7 +152,7 @@ export class PythonLane {
       id: this.nextId++,
       code: req.code,
       contextJson,
-      powers: req.powers === undefined ? [] : powers,
+      powers: req.powers === undefined ? [] : [...powers, ...(req.hostPowers ?? [])],
       maxFrameBytes: MAX_POWER_FRAME_BYTES,
       powerMessages: JSON.stringify(POWER_ERROR_MESSAGES),
       timeoutMs: req.timeoutMs,

@@ -19,14 +19,16 @@
  * minus what they spent, whatever the child reports.)
  */
 
+import type { HostPower } from '../powers.ts';
+
 export interface ExecMessage {
   readonly v: 1;
   readonly kind: 'exec';
   readonly id: number;
   readonly code: string;
   readonly contextJson: string;
-  /** Granted caps whose powers the `membrane` module gets (src/lanes/powers.ts). */
-  readonly powers: readonly string[];
+  /** Granted caps whose powers the `membrane` module gets (src/lanes/powers.ts), then granted host caps (globals). */
+  readonly powers: readonly (string | HostPower)[];
   /** The power bridge's frame cap (MAX_POWER_FRAME_BYTES). */
   readonly maxFrameBytes: number;
   /** JSON of POWER_ERROR_MESSAGES: the only text a MembraneError carries. */
