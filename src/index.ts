@@ -18,3 +18,4 @@ export {
   type HostFunctionsOptions,
   type JsonValue,
 } from './brokers/index.ts';
+export { CANCELLED_MESSAGE, type CallControls } from './lanes/controls.ts';

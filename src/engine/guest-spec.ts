@@ -26,6 +26,7 @@ import { parseArgs } from './values.ts';
 import type { PolicyOptions } from '../policy/resolve.ts';
 import type { MountSpec } from './mounts.ts';
 import type { ArgValue } from './values.ts';
+import type { CallControls } from '../lanes/controls.ts';
 
 export interface GuestOptions extends PolicyOptions {
   /** Who the guest runs for; captured at start, never named by the guest. Default "default". */
@@ -44,7 +45,7 @@ export interface GuestOptions extends PolicyOptions {
   vfsFile?: string;
 }
 
-export interface RunOptions extends GuestOptions {
+export interface RunOptions extends GuestOptions, CallControls {
   /**
    * Host directories copied into the guest's VFS before the run (`HOSTDIR:/guest[:ro]` or a
    * MountSpec); read-write ones get the guest's changes written back after a successful run.

@@ -20,6 +20,7 @@ import { budgetOf, graceFor } from './budget.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import { parseArgs, type ArgValue } from './values.ts';
 import type { HostHandler, WorkerHandle } from './bridge/worker-handle.ts';
+import type { CallControls } from '../lanes/controls.ts';
 
 export type InstanceState = 'starting' | 'running' | 'dead' | 'stopped';
 
@@ -34,7 +35,7 @@ export interface InstanceInfo {
   readonly state: InstanceState;
 }
 
-export interface CallOptions {
+export interface CallOptions extends CallControls {
   /** Lower this call's wall-clock budget below the instance's. */
   timeoutMs?: number;
   /** Lower this call's fuel budget below the instance's. */

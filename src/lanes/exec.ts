@@ -26,6 +26,7 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 import { resolveVfs } from '../storage/index.ts';
 import { checkName } from '../policy/names.ts';
 import { hostCapGlobal } from '../policy/host-caps.ts';
+import type { CallControls } from './controls.ts';
 
 /**
  * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
@@ -39,7 +40,7 @@ export type PowersFor = (
   vfs: string | undefined,
 ) => { readonly serve: PowerServer; end(): Promise<void>; fuelUsed(): number };
 
-export interface ExecOptions extends PolicyOptions {
+export interface ExecOptions extends PolicyOptions, CallControls {
   readonly language: Language | string;
   readonly code: string;
   /** JSON-serializable; a read-only value named `context` in the snippet. */

@@ -9,9 +9,11 @@
  */
 
 import type { HostPower, PowerServer } from './powers.ts';
+import type { CallControls } from './controls.ts';
+import type { ErrorDetails } from '../errors.ts';
 
 export type Language = 'js' | 'ts' | 'python';
-export interface ExecRequest {
+export interface ExecRequest extends CallControls {
   readonly language: Language;
   readonly code: string;
   /** JSON-serializable; visible to the snippet as a read-only value named `context`. */
@@ -31,7 +33,12 @@ export interface ExecResult {
   readonly result?: unknown;
   readonly stdout: string;
   readonly stderr: string;
-  readonly error?: { readonly code: string; readonly message: string };
+  /**
+   * Why the call failed. GUEST_EXCEPTION (an uncaught exception in the snippet) carries
+   * `details: { name, message, stack: [{ file, line, column, function }] }` in snippet-relative
+   * terms (`<snippet>`), never a host path; Python adds `traceback` (the formatted text).
+   */
+  readonly error?: { readonly code: string; readonly message: string; readonly details?: ErrorDetails };
   readonly fuelUsed: number;
   readonly durationMs: number;
   readonly warnings: readonly string[];
