@@ -26,7 +26,7 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 import { resolveVfs } from '../storage/index.ts';
 import { checkName } from '../policy/names.ts';
 import { hostCapGlobal } from '../policy/host-caps.ts';
-import type { CallControls } from './controls.ts';
+import { abortedBefore, cancelled, type CallControls } from './controls.ts';
 
 /**
  * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
@@ -105,7 +105,7 @@ export const PYTHON_POOL_SIZE = 2;
 /** A lane whose `exec` passes through `gate` (waiting at most the call's own timeout). */
 function gated(lane: Lane, gate: LaneGate): Lane {
   return {
-    exec: (req) => gate.run(req.timeoutMs, () => lane.exec(req)),
+    exec: (req) => gate.run(req.timeoutMs, () => lane.exec(req), req.signal),
     warm: (onProgress) => lane.warm(onProgress),
     close: () => {
       gate.close();
@@ -197,7 +197,9 @@ export async function runExec(
     profile = policy.profile;
     warnings = policy.warnings;
     if (policy.requestedProfile !== policy.profile) audit(tenant, policy.requestedProfile, policy.profile);
+    if (abortedBefore(opts.signal)) throw cancelled();
     const started = await lane(language, opts.onProgress);
+    if (abortedBefore(opts.signal)) throw cancelled();
     const server = policy.caps.length > 0 || policy.hostCaps.length > 0 ? powers(tenant, policy, opts.vfs) : null;
     const defined = config.hostFunctions ?? {};
     const hostPowers = policy.hostCaps.filter((c) => Object.hasOwn(defined, c)).map((cap) => ({ cap, global: hostCapGlobal(cap), fns: [...defined[cap]!] }));
@@ -211,6 +213,9 @@ export async function runExec(
       caps: policy.caps,
       ...(server ? { powers: server.serve } : {}),
       ...(server && hostPowers.length > 0 ? { hostPowers } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
+      ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
     }).finally(() => server?.end());
     // One budget: the lane's meter was charged its commands' fuel (LANE_FUEL_UNIT lane units per
     // core wasm unit), so its count includes them once. A lane that died reports 0: what its

@@ -13,6 +13,7 @@
  */
 
 import type { ExecResult } from './types.ts';
+import { CANCELLED_MESSAGE } from './controls.ts';
 
 export interface GateStats {
   readonly running: number;
@@ -32,23 +33,38 @@ export class LaneGate {
     private readonly maxWaiting: number,
   ) {}
 
-  /** Run `work` once a place is free, waiting at most `waitMs`; otherwise answer OVERLOADED. */
-  async run(waitMs: number, work: () => Promise<ExecResult>): Promise<ExecResult> {
+  /**
+   * Run `work` once a place is free, waiting at most `waitMs`; otherwise answer OVERLOADED. A
+   * `signal` aborted before or while waiting answers CANCELLED, and nothing runs.
+   */
+  async run(waitMs: number, work: () => Promise<ExecResult>, signal?: AbortSignal): Promise<ExecResult> {
     const t0 = performance.now();
     if (this.closed) return this.refusal(t0, 'INSTANCE_DEAD', `the ${this.name} lane is closed`);
+    if (signal?.aborted) return this.refusal(t0, 'CANCELLED', CANCELLED_MESSAGE);
     if (this.running >= this.maxRunning) {
       if (this.waiting.length >= this.maxWaiting) return this.overloaded(t0, `${this.waiting.length} calls are already waiting`);
-      const admitted = await new Promise<'go' | 'late' | 'closed'>((resolve) => {
+      const admitted = await new Promise<'go' | 'late' | 'closed' | 'cancelled'>((resolve) => {
         const entry = { go: resolve, timer: null as ReturnType<typeof setTimeout> | null };
-        entry.timer = setTimeout(() => {
+        const leave = (why: 'late' | 'cancelled'): void => {
           const i = this.waiting.indexOf(entry);
-          if (i >= 0) this.waiting.splice(i, 1);
-          resolve('late');
-        }, Math.max(1, waitMs));
+          if (i < 0) return; // already admitted: the place is ours, the work sees the signal
+          this.waiting.splice(i, 1);
+          if (entry.timer) clearTimeout(entry.timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(why);
+        };
+        const onAbort = (): void => leave('cancelled');
+        entry.go = (admitted) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(admitted);
+        };
+        entry.timer = setTimeout(() => leave('late'), Math.max(1, waitMs));
         entry.timer.unref?.();
+        signal?.addEventListener('abort', onAbort, { once: true });
         this.waiting.push(entry);
       });
       if (admitted === 'closed') return this.refusal(t0, 'INSTANCE_DEAD', `the ${this.name} lane is closed`);
+      if (admitted === 'cancelled') return this.refusal(t0, 'CANCELLED', CANCELLED_MESSAGE);
       if (admitted === 'late') return this.overloaded(t0, `no place freed within the call's ${waitMs} ms budget; nothing ran`);
     } else {
       this.running++;

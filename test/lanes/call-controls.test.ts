@@ -60,3 +60,26 @@ test('cancelled() carries a fixed message and no reason; abortedBefore reads the
   assert.equal(abortedBefore(c.signal), true);
   assert.equal(abortedBefore(undefined), false);
 });
+
+test('LaneGate: a call cancelled while waiting for a place leaves the queue and runs nothing', async () => {
+  const { LaneGate } = await import('../../src/lanes/gate.ts');
+  const gate = new LaneGate('test', 1, 4);
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const ok = { ok: true, stdout: '', stderr: '', fuelUsed: 0, durationMs: 0, warnings: [], poolHit: false } as const;
+  const first = gate.run(10_000, async () => (await held, ok));
+  const c = new AbortController();
+  let ran = false;
+  const second = gate.run(10_000, async () => ((ran = true), ok), c.signal);
+  assert.equal(gate.stats().waiting, 1);
+  c.abort();
+  const r = await second;
+  assert.equal(r.error?.code, 'CANCELLED');
+  assert.equal(gate.stats().waiting, 0);
+  const pre = await gate.run(10_000, async () => ((ran = true), ok), AbortSignal.abort());
+  assert.equal(pre.error?.code, 'CANCELLED');
+  release();
+  await first;
+  assert.equal(ran, false);
+  assert.deepEqual(gate.stats(), { running: 0, waiting: 0, refused: 0 });
+});
