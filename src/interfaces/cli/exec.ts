@@ -11,6 +11,7 @@ import { createEngine } from '../../engine/index.ts';
 import { SandboxError, exitCodeFor } from '../../errors.ts';
 import { UsageError, parse, printJson, str } from './args.ts';
 import { limitFlags } from './units.ts';
+import { cliCall } from './live.ts';
 
 export async function execCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
@@ -50,6 +51,7 @@ export async function execCommand(argv: string[]): Promise<number> {
   const json = values['json'] === true;
   const limits = limitFlags(values);
   const engine = createEngine({ poolSize: 0 });
+  const live = cliCall(json);
   try {
     const r = await engine.exec({
       language,
@@ -61,17 +63,18 @@ export async function execCommand(argv: string[]): Promise<number> {
       ...limits,
       // Starting an interpreter can take a moment (Python: a second or two cold): say so.
       onProgress: json ? undefined : (what: string) => process.stderr.write(`membrane: ${what}\n`),
+      ...live.controls,
     });
+    live.finish(r);
     if (json) printJson(r);
     else {
-      process.stdout.write(r.stdout);
-      process.stderr.write(r.stderr);
       for (const w of r.warnings) process.stderr.write(`membrane: warning: ${w}\n`);
       if (r.ok && r.result !== undefined) process.stdout.write(`${JSON.stringify(r.result)}\n`);
       if (!r.ok && r.error) process.stderr.write(`membrane: ${r.error.code}: ${r.error.message}\n`);
     }
     return r.ok ? 0 : exitCodeFor(r.error?.code as Parameters<typeof exitCodeFor>[0]);
   } finally {
+    live.finish({ stdout: '', stderr: '' });
     await engine.close();
   }
 }

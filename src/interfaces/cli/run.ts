@@ -12,6 +12,7 @@ import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { failure } from '../../engine/results.ts';
 import { UsageError, commandRegistry, loadModule, parse, printJson, str, strs } from './args.ts';
 import { limitFlags } from './units.ts';
+import { cliCall } from './live.ts';
 import { runnableModule } from './instrumented.ts';
 
 export const RUN_OPTIONS = {
@@ -56,6 +57,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const secrets = { ...SecretStore.fromEnv(), ...(secretsFile ? SecretStore.fromFile(secretsFile) : {}) };
   const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } } });
   let result: RunResult;
+  const live = cliCall(json);
   try {
     const bytes = runnableModule(await loadModule(file));
     const capsFlag = str(values['caps']);
@@ -70,12 +72,14 @@ export async function runCommand(argv: string[]): Promise<number> {
       ...(capsFlag !== undefined ? { caps: capsFlag.split(',').map((c) => c.trim()).filter(Boolean) } : {}),
       env,
       argv: rest,
+      ...live.controls,
     });
   } catch (e) {
     result = failure(toSandboxError(e), { profile: str(values['profile']) ?? 'compute', warnings: [] });
   } finally {
     await engine.close();
   }
+  live.finish(result);
   if (json) printJson(result);
   else printHuman(result);
   return exitCodeOf(result);
@@ -95,9 +99,8 @@ export function exitCodeOf(r: RunResult): number {
   return exitCodeFor(r.error!.code);
 }
 
+/** After the call: its output was streamed (live.ts); what remains is the verdict. */
 function printHuman(r: RunResult): void {
-  process.stdout.write(r.stdout);
-  process.stderr.write(r.stderr);
   for (const w of r.warnings) process.stderr.write(`membrane: warning: ${w}\n`);
   if (r.ok && r.result !== undefined && r.result !== null) process.stdout.write(`${JSON.stringify(r.result)}\n`);
   if (!r.ok && r.error && r.error.code !== 'GUEST_EXIT') process.stderr.write(`membrane: ${r.error.code}: ${r.error.message}\n`);

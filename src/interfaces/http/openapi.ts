@@ -69,6 +69,24 @@ function response(status: number, shape: Json | string | null): Json {
   return { description: description(status), content: { 'application/json': { schema: shape } } };
 }
 
+/** A 200 that `?stream=` turns into events: the same result, preceded by the output as it was written. */
+function streamed(plain: Json): Json {
+  const content = (plain['content'] ?? {}) as Record<string, Json>;
+  const result = (content['application/json'] as Json | undefined)?.['schema'] ?? {};
+  const event = {
+    oneOf: [
+      { type: 'object', properties: { type: { const: 'stdout' }, data: { type: 'string' } }, required: ['type', 'data'] },
+      { type: 'object', properties: { type: { const: 'stderr' }, data: { type: 'string' } }, required: ['type', 'data'] },
+      { type: 'object', properties: { type: { const: 'lagged' }, message: { type: 'string' } }, required: ['type', 'message'] },
+      { allOf: [{ type: 'object', properties: { type: { const: 'result' } }, required: ['type'] }, result] },
+    ],
+  };
+  return {
+    description: 'OK. With `?stream=`, the guest’s output as it is written, then the result, as NDJSON lines or server-sent events (`event: stdout|stderr|lagged|result`)',
+    content: { ...content, 'application/x-ndjson': { schema: event }, 'text/event-stream': { schema: { type: 'string', description: 'events named stdout, stderr, lagged and result; each data line is the JSON of the NDJSON event without its type' } } },
+  };
+}
+
 function operationId(method: string, path: string): string {
   const words = path.replace(/[{}]/g, '').split(/[^A-Za-z0-9]+/).filter((w) => w.length > 0);
   return method.toLowerCase() + (words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('') || 'Root');
@@ -82,6 +100,7 @@ export function openApiDocument<S>(routes: readonly Route<S>[]): Json {
     const refusal = r.jsonRpcErrors ? JSON_RPC_ERROR : ERROR_SCHEMA;
     const responses: Record<string, Json> = {};
     for (const [status, shape] of Object.entries(r.responses)) responses[status] = response(Number(status), shape);
+    if (r.streams && responses['200']) responses['200'] = streamed(responses['200']);
     if (r.auth) responses['401'] = { ...response(401, refusal), headers: { 'WWW-Authenticate': { description: 'Bearer realm="membrane" (plus error="invalid_token" for a bad token); never OAuth metadata', schema: { type: 'string' } } } };
     if (r.body || r.query) responses['400'] ??= response(400, refusal);
     responses['default'] = { description: 'Any other refusal, with the status of the error table', content: { 'application/json': { schema: refusal } } };

@@ -40,6 +40,8 @@ export interface Ctx<S> {
   /** The request's id (echoed in `X-Request-Id`) and a logger whose every line carries it. */
   readonly requestId: string;
   readonly log: Logger;
+  /** Aborted when the client goes away before its answer was written: a call running for it is cancelled. */
+  readonly signal: AbortSignal;
   /** The parsed JSON body, read under the route's cap. */
   body(): Promise<unknown>;
 }
@@ -72,6 +74,8 @@ export interface Route<S> {
   readonly bodyCap?: number;
   /** status → JSON Schema of the body, a media type for non-JSON answers, or null for no body. */
   readonly responses: Readonly<Record<number, { readonly [key: string]: unknown } | string | null>>;
+  /** `?stream=` answers the 200 as NDJSON or server-sent events (stream.ts); documented as such. */
+  readonly streams?: boolean;
   /** The label used in metrics and logs (the template, never the concrete path). */
   readonly label?: string;
   handle(ctx: Ctx<S>): Promise<Answer> | Answer;

@@ -112,8 +112,10 @@ export function instanceRoutes(): Route<Api>[] {
         const who = principalOf(ctx);
         const instance = ctx.state.tenancy.get(who.tenant, ctx.params['id']!);
         const b = validate(CallBody, await ctx.body());
-        const r = await instance.call(b.export, b.args ?? []);
+        // A client that goes away cancels its call (the instance then follows its onTimeout rule).
+        const r = await instance.call(b.export, b.args ?? [], { signal: ctx.signal });
         ctx.state.metrics.call('call', r.ok ? 'ok' : (r.error?.code ?? 'INTERNAL'), r.fuelUsed, r.durationMs);
+        if (ctx.signal.aborted) throw httpError('CANCELLED', 'the client went away; the call was cancelled');
         return { status: 200, body: publicResult(r, []) };
       },
     },

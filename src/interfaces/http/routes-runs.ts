@@ -15,8 +15,10 @@ import { validate } from './body.ts';
 import { httpError } from './respond.ts';
 import { grantFor, moduleBytes, principalOf, publicResult } from './routes-instances.ts';
 import type { Answer, Route } from './router.ts';
-import { ERROR_SCHEMA, EXEC_RESULT, ExecBody, RUN_RESULT, RUN_SUMMARY, RunBody } from './schemas.ts';
+import { ERROR_SCHEMA, EXEC_RESULT, ExecBody, RUN_RESULT, RUN_SUMMARY, RunBody, OutputStreamQuery } from './schemas.ts';
 import type { Api } from './state.ts';
+import { EventStream, streamFormat } from './stream.ts';
+import type { CallControls } from '../../lanes/controls.ts';
 
 export function runRoutes(): Route<Api>[] {
   return [
@@ -30,14 +32,18 @@ export function runRoutes(): Route<Api>[] {
         'Run a base64 WebAssembly module or a registered command once, in a fresh sandbox, under the request’s grant. ' +
         'A guest failure (TIMEOUT, FUEL_EXHAUSTED, a trap…) is a 200 with `ok: false` and `error`; 503 OVERLOADED means nothing ran.',
       body: RunBody,
+      query: OutputStreamQuery,
+      streams: true,
       largeBody: true,
       responses: { 200: RUN_RESULT, 403: ERROR_SCHEMA, 404: ERROR_SCHEMA, 413: ERROR_SCHEMA, 503: ERROR_SCHEMA },
       handle: async (ctx): Promise<Answer> => {
         const who = principalOf(ctx);
+        const format = streamFormat(validate(OutputStreamQuery, Object.fromEntries(ctx.query)).stream, ctx.req.headers['accept']);
         const b = validate(RunBody, await ctx.body());
         const g = grantFor(ctx.state, who, b);
         const { bytes, source } = moduleBytes(ctx.state, b);
         const id = ctx.state.tenancy.newRunId();
+        const events = format ? new EventStream(ctx.res, format, { 'x-request-id': ctx.requestId }) : null;
         const r = await ctx.state.engine.run(bytes, {
           tenant: who.tenant,
           id,
@@ -48,12 +54,18 @@ export function runRoutes(): Route<Api>[] {
           ...(b.argv ? { argv: b.argv } : {}),
           ...(b.stdin !== undefined ? { stdin: b.stdin } : {}),
           ...(b.invoke !== undefined ? { invoke: b.invoke, args: b.args ?? [] } : {}),
+          ...controls(ctx.signal, events),
         });
         ctx.state.metrics.call('run', r.ok ? 'ok' : (r.error?.code ?? 'INTERNAL'), r.fuelUsed, r.durationMs);
+        if (ctx.signal.aborted) throw httpError('CANCELLED', 'the client went away; the run was cancelled');
         // Every worker busy for the call's whole timeout: nothing ran — a declared, retryable refusal (503).
-        if (r.error?.code === 'OVERLOADED') throw httpError('OVERLOADED', r.error.message);
+        if (r.error?.code === 'OVERLOADED' && !events?.started) throw httpError('OVERLOADED', r.error.message);
         const body = { id, ...publicResult(r, g.clamped) };
         ctx.state.tenancy.keepRun(who.tenant, id, source, { ...r, clamped: g.clamped });
+        if (events) {
+          events.result(body);
+          return null;
+        }
         return { status: 200, body };
       },
     },
@@ -87,11 +99,15 @@ export function runRoutes(): Route<Api>[] {
         'Run untrusted source in a fresh, fuel-metered interpreter under the request’s grant. Answers stdout, stderr and the value of the last expression; ' +
         'a snippet that fails is a 200 with `ok: false` and `error`.',
       body: ExecBody,
+      query: OutputStreamQuery,
+      streams: true,
       responses: { 200: EXEC_RESULT, 403: ERROR_SCHEMA, 503: ERROR_SCHEMA },
       handle: async (ctx): Promise<Answer> => {
         const who = principalOf(ctx);
+        const format = streamFormat(validate(OutputStreamQuery, Object.fromEntries(ctx.query)).stream, ctx.req.headers['accept']);
         const b = validate(ExecBody, await ctx.body());
         const g = grantFor(ctx.state, who, b);
+        const events = format ? new EventStream(ctx.res, format, { 'x-request-id': ctx.requestId }) : null;
         const r = await ctx.state.engine.exec({
           language: b.language,
           code: b.code,
@@ -101,12 +117,24 @@ export function runRoutes(): Route<Api>[] {
           timeoutMs: g.timeoutMs,
           fuel: g.fuel,
           ...(b.context !== undefined ? { context: b.context } : {}),
+          ...controls(ctx.signal, events),
         });
         ctx.state.metrics.call('exec', r.ok ? 'ok' : (r.error?.code ?? 'INTERNAL'), r.fuelUsed, r.durationMs);
+        if (ctx.signal.aborted) throw httpError('CANCELLED', 'the client went away; the snippet was cancelled');
         // A lane at capacity ran nothing: a declared, retryable refusal (503), not a guest failure.
-        if (r.error?.code === 'OVERLOADED') throw httpError('OVERLOADED', r.error.message);
-        return { status: 200, body: g.clamped.length > 0 ? { ...r, clamped: g.clamped } : r };
+        if (r.error?.code === 'OVERLOADED' && !events?.started) throw httpError('OVERLOADED', r.error.message);
+        const body = g.clamped.length > 0 ? { ...r, clamped: g.clamped } : r;
+        if (events) {
+          events.result(body);
+          return null;
+        }
+        return { status: 200, body };
       },
     },
   ];
+}
+
+/** The call's signal (the client's connection) and, when streaming, its output as events. */
+function controls(signal: AbortSignal, events: EventStream | null): CallControls {
+  return { signal, ...(events ? { onStdout: (c: string) => events.stdout(c), onStderr: (c: string) => events.stderr(c) } : {}) };
 }

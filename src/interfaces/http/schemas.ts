@@ -71,6 +71,11 @@ export const StreamQuery = z.strictObject({
   after: AuditSeq.optional().describe('resume after this seq, like a Last-Event-ID header (the header wins)'),
 });
 
+/** `?stream=` on /v1/runs and /v1/exec: output as it is written, then the result (stream.ts). */
+export const OutputStreamQuery = z.strictObject({
+  stream: z.enum(['1', 'true', 'ndjson', 'sse']).optional().describe('answer with the output as it is written, then the result: NDJSON, or server-sent events (`sse`, or `1` with Accept: text/event-stream)'),
+});
+
 // ---- response shapes (documentation: the OpenAPI document) ----
 
 type Json = { [key: string]: unknown };

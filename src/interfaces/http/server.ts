@@ -182,6 +182,12 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     const requestId = requestIdOf(req.headers['x-request-id']);
     const rlog = log.child({ requestId });
     res.setHeader('x-request-id', requestId);
+    // The client gone before its answer was written (a closed socket, an aborted fetch): whatever
+    // runs for it is cancelled — its worker freed now, not at the call's deadline.
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
     let label = 'unmatched';
     let tenant: string | undefined;
     inFlight++;
@@ -198,7 +204,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         admitRate(principal.tenant);
       }
       const cap = route.bodyCap ?? (route.largeBody ? limits.moduleBodyBytes : limits.bodyBytes);
-      const answer = await route.handle({ req, res, params, query: url.searchParams, principal, state: api, requestId, log: rlog, body: () => readJson(req, cap) });
+      const answer = await route.handle({ req, res, params, query: url.searchParams, principal, state: api, requestId, log: rlog, signal: gone.signal, body: () => readJson(req, cap) });
       if (answer) sendJson(res, answer.status, answer.body, bodyLeft(req) ? { connection: 'close' } : {});
     } catch (err) {
       const headers: Record<string, string> = {};

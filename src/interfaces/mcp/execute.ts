@@ -19,6 +19,7 @@ import { SandboxError } from '../../errors.ts';
 import { MAX_CODE_BYTES } from '../../lanes/index.ts';
 import { PROFILES } from '../../policy/profiles.ts';
 import { resolveGrant } from '../grant.ts';
+import { toolControls, type ToolExtra } from './progress.ts';
 import { grantOf, type McpContext } from './context.ts';
 import { publicError, refusalText, renderOutcome, reply, resultError } from './reply.ts';
 import { MAX_CONTEXT_BYTES, type ExecuteArgs, type ExecuteResult } from './schemas.ts';
@@ -33,7 +34,7 @@ function checkSizes(args: ExecuteArgs): void {
   }
 }
 
-export async function sandboxExecute(ctx: McpContext, args: ExecuteArgs): Promise<CallToolResult> {
+export async function sandboxExecute(ctx: McpContext, args: ExecuteArgs, extra?: ToolExtra): Promise<CallToolResult> {
   let granted;
   try {
     checkSizes(args);
@@ -44,6 +45,7 @@ export async function sandboxExecute(ctx: McpContext, args: ExecuteArgs): Promis
     return reply(refused, refusalText(error), true);
   }
   const caps = granted.caps ?? PROFILES[granted.profile].caps;
+  const live = toolControls(extra);
   const r = await ctx.engine.exec({
     language: args.language,
     code: args.code,
@@ -53,7 +55,9 @@ export async function sandboxExecute(ctx: McpContext, args: ExecuteArgs): Promis
     caps,
     timeoutMs: granted.timeoutMs,
     fuel: granted.fuel,
+    ...live.controls,
   });
+  await live.flush();
   const out: ExecuteResult = {
     ok: r.ok,
     result: r.result ?? null,

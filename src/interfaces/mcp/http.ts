@@ -3,7 +3,9 @@
  * authentication, with the token's tenant and profile as the grant.
  *
  * Owns: one fresh `McpServer` + `StreamableHTTPServerTransport` (`sessionIdGenerator: undefined`,
- * JSON responses) per request, both closed when the response ends; `GET` and `DELETE` (a
+ * JSON responses — an event stream only for a call that carries a `progressToken`, so its
+ * progress notifications can precede its result) per request, both closed when the response
+ * ends (closing aborts a tool call still running: the client went away, the guest is cancelled); `GET` and `DELETE` (a
  * standalone event stream, session teardown) are 405 — a stateless server has no session to
  * stream on or end.
  * Invariant: nothing survives a request — no session id, no server, no transport — so one
@@ -33,6 +35,18 @@ function jsonRpcError(res: ServerResponse, status: number, code: number, message
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
+/** Whether a JSON-RPC message (or a batch) carries a `_meta.progressToken`. */
+function asksForProgress(body: unknown): boolean {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((m) => {
+    if (typeof m !== 'object' || m === null) return false;
+    const params = (m as { params?: unknown }).params;
+    if (typeof params !== 'object' || params === null) return false;
+    const meta = (params as { _meta?: unknown })._meta;
+    return typeof meta === 'object' && meta !== null && (meta as { progressToken?: unknown }).progressToken !== undefined;
+  });
+}
+
 /**
  * Serve one MCP request. `body` is the already-parsed JSON body (POST); `ctx` is the grant of the
  * authenticated caller (plus, optionally, the command registry and a logger).
@@ -43,7 +57,10 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
     return;
   }
   const server = createMcpServer(ctx);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  // A call that asked for progress, from a client that reads event streams, is answered as one
+  // (its notifications, then its result); every other answer is plain JSON.
+  const events = asksForProgress(body) && /\btext\/event-stream\b/i.test(req.headers['accept'] ?? '');
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !events });
   let closed = false;
   const close = (): void => {
     if (closed) return;

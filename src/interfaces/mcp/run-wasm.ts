@@ -16,6 +16,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SandboxError } from '../../errors.ts';
 import { CommandRegistry } from '../../engine/registry.ts';
 import { resolveGrant } from '../grant.ts';
+import { toolControls, type ToolExtra } from './progress.ts';
 import { grantOf, type McpContext } from './context.ts';
 import { decodeModuleBase64 } from '../module-upload.ts';
 import { publicError, refusalText, renderOutcome, reply, resultError } from './reply.ts';
@@ -41,7 +42,7 @@ export function resolveModule(commands: CommandRegistry, module: string): Uint8A
   return decodeModuleBase64(module);
 }
 
-export async function runWasm(ctx: McpContext, args: RunWasmArgs): Promise<CallToolResult> {
+export async function runWasm(ctx: McpContext, args: RunWasmArgs, extra?: ToolExtra): Promise<CallToolResult> {
   let bytes: Uint8Array;
   let granted;
   try {
@@ -55,6 +56,7 @@ export async function runWasm(ctx: McpContext, args: RunWasmArgs): Promise<CallT
     const refused: RunWasmResult = { ok: false, stdout: '', stderr: '', fuelUsed: 0, durationMs: 0, memoryBytes: 0, profile: ctx.profile, warnings: [], error, clamped: [] };
     return reply(refused, refusalText(error), true);
   }
+  const live = toolControls(extra);
   const r = await ctx.engine.run(bytes, {
     tenant: ctx.tenant,
     profile: granted.profile,
@@ -63,7 +65,9 @@ export async function runWasm(ctx: McpContext, args: RunWasmArgs): Promise<CallT
     fuel: granted.fuel,
     ...(args.invoke !== undefined ? { invoke: args.invoke, args: args.args ?? [] } : { argv: args.args ?? [] }),
     ...(args.stdin !== undefined ? { stdin: args.stdin } : {}),
+    ...live.controls,
   });
+  await live.flush();
   const out: RunWasmResult = {
     ok: r.ok,
     ...(r.result !== undefined ? { result: r.result } : {}),

@@ -68,7 +68,7 @@ export function createMcpServer(ctx: McpContext): McpServer {
       outputSchema: ExecuteOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    (args) => guarded(ctx, 'sandbox_execute', () => sandboxExecute(ctx, args)),
+    (args, extra) => guarded(ctx, 'sandbox_execute', () => sandboxExecute(ctx, args, extra)),
   );
   server.registerTool(
     'run_wasm',
@@ -81,7 +81,7 @@ export function createMcpServer(ctx: McpContext): McpServer {
       outputSchema: RunWasmOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    (args) => guarded(ctx, 'run_wasm', () => runWasm(ctx, args)),
+    (args, extra) => guarded(ctx, 'run_wasm', () => runWasm(ctx, args, extra)),
   );
   server.registerTool(
     'list_profiles',
