@@ -16,11 +16,14 @@ interface Snippet {
 
 const SNIPPETS: readonly Snippet[] = [
   { language: 'ts', tried: 'const n: number = 6; n * 7 (types stripped inside)', code: 'const n: number = 6; n * 7' },
+  { language: 'js', tried: 'await at top level', code: 'const v = await Promise.resolve(6); v * 7' },
+  { language: 'js', tried: "throw new TypeError('bad') on line 2", code: "const x = 1;\nthrow new TypeError('bad');" },
   { language: 'js', tried: 'for(;;){} (budget 1000 ms)', code: 'for(;;){}', options: { timeoutMs: 1000 } },
   { language: 'js', tried: 'allocate 1 MiB buffers forever (32 MiB)', code: 'const keep = []; for (;;) keep.push(new Uint8Array(1 << 20))', options: { memoryBytes: 32 << 20 } },
   { language: 'js', tried: 'look for process, require, kv under compute', code: "typeof process + ' ' + typeof require + ' ' + typeof kv" },
   { language: 'js', tried: "constructor chain to 'return process'", code: "(() => { try { return this.constructor.constructor('return process')() } catch (e) { return String(e) } })()" },
   { language: 'js', tried: 'fetch the cloud metadata service (network)', code: "fetch('http://169.254.169.254/latest/meta-data/').then((r) => r.status, (e) => e.code)", options: { profile: 'network' } },
+  { language: 'python', tried: 'await asyncio.sleep(0) at top level', code: 'import asyncio\nawait asyncio.sleep(0)\n6 * 7' },
   { language: 'python', tried: "os.system('id')", code: "import os\nos.system('id')" },
   { language: 'python', tried: 'import js (the host JS world)', code: 'import js' },
   { language: 'python', tried: "open('/etc/passwd')", code: "open('/etc/passwd').read()" },
@@ -30,6 +33,8 @@ const SNIPPETS: readonly Snippet[] = [
 
 function ended(r: ExecOutcome): string {
   if (r.ok) return `result ${JSON.stringify(r.result)}`.slice(0, 70);
+  const d = r.error!.details as { name?: string; stack?: { file: string; line: number; column: number }[] } | undefined;
+  if (r.error!.code === 'GUEST_EXCEPTION' && d?.stack?.[0]) return `GUEST_EXCEPTION ${d.name}: ${r.error!.message} at ${d.stack[0].file}:${d.stack[0].line}:${d.stack[0].column}`.slice(0, 70);
   return `${r.error!.code}: ${r.error!.message}`.slice(0, 70);
 }
 

@@ -43,6 +43,7 @@ const lastLine = (r: RunResult) => r.stdout.trim().split('\n').at(-1) ?? '';
 const acts: Act[] = [
   { guest: 'hello.c', tried: 'print a line (WASI command)', run: () => engine.run(c('hello')) },
   { guest: 'spin.wat', tried: 'loop forever (budget 1000 ms)', run: () => engine.run(wat('spin'), { invoke: 'run', profile: 'network', timeoutMs: 1000 }) },
+  { guest: 'spin.wat', tried: 'loop forever; its caller aborts at 300 ms', run: () => engine.run(wat('spin'), { invoke: 'run', timeoutMs: 5000, signal: AbortSignal.timeout(300) }) },
   { guest: 'spin-start.wat', tried: 'spin inside its start function', run: () => engine.run(wat('spin-start'), { invoke: 'ok', timeoutMs: 500 }) },
   { guest: 'count.wat', tried: 'count to 1e9 on 1e6 fuel', run: () => engine.run(wat('count'), { invoke: 'count', args: [1_000_000_000n], fuel: 1_000_000 }) },
   { guest: 'count.wat', tried: 'memory.fill 60 MiB, 1e6 times', run: () => engine.run(wat('count'), { invoke: 'fill', args: [1_000_000] }) },
@@ -127,6 +128,8 @@ function outcome(r: RunResult): string {
     }
     case 'GUEST_EXIT':
       return `exit ${r.exitCode} (passed through)`;
+    case 'CANCELLED':
+      return 'CANCELLED by its caller; the worker freed at once';
     case 'STACK_OVERFLOW':
       return 'STACK_OVERFLOW; the worker lives on';
     default:
