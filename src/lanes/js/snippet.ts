@@ -6,8 +6,9 @@
  * Top-level await: a snippet whose text contains the word `await` is evaluated as an async global
  * script (QuickJS's `JS_EVAL_FLAG_ASYNC`, QuickJS 2025-09-13): declarations stay global as in any
  * script, and the evaluation answers a promise of `{ value: <completion value> }`, settled here
- * like any promise result. Every other snippet is evaluated exactly as a plain global script (so
- * `await` used as an identifier, legal in sloppy scripts, keeps working there).
+ * like any promise result. Every other snippet is evaluated exactly as a plain global script, and
+ * so is one that does not compile as an async script but does as a plain one (`await` used as a
+ * name, legal in sloppy scripts): nothing ran before the retry, as compiling runs no code.
  * Invariant: the loop that settles a promise runs jobs only while they make progress, each bounded
  * by the meter (fuel, deadline, cancellation); a promise that can never settle ends the call.
  *
@@ -58,8 +59,19 @@ function settle(it: Evaluating, value: QuickJSHandle): { value: QuickJSHandle } 
 /** Evaluate `source` as the snippet; its result goes to `setResult`, problems with it to `warnings`. */
 export function evaluateSnippet(it: Evaluating, source: string, warnings: string[], setResult: (v: unknown) => void): Failure | null {
   const { ctx, rt, helpers } = it;
-  const async = AWAIT.test(source);
-  const evaluated = ctx.evalCode(source, SNIPPET_FILE, JS_EVAL_TYPE_GLOBAL | (async ? JS_EVAL_FLAG_ASYNC : 0));
+  let async = AWAIT.test(source);
+  let evaluated = ctx.evalCode(source, SNIPPET_FILE, JS_EVAL_TYPE_GLOBAL | (async ? JS_EVAL_FLAG_ASYNC : 0));
+  if (evaluated.error && async) {
+    // An async script fails here only to compile (its run's failures reject the promise): a sloppy
+    // script using `await` as a name compiles as a plain one, as it did before top-level await.
+    const plain = ctx.evalCode(source, SNIPPET_FILE, JS_EVAL_TYPE_GLOBAL);
+    if (plain.error) plain.error.dispose();
+    else {
+      evaluated.error.dispose();
+      evaluated = plain;
+      async = false;
+    }
+  }
   if (evaluated.error) return exceptionFailure(readException(ctx, helpers, evaluated.error));
   let settled = settle(it, evaluated.value);
   if ('failure' in settled) return settled.failure;
