@@ -17,7 +17,8 @@
  * allocation counter is off (under emscripten it counts 8 bytes per allocation, whatever its
  * size): the linear memory's maximum is the one wall. What the host copies out of the instance
  * is bounded before the copy: the result (MAX_RESULT_CHARS), each console write (the output
- * limit), a power request (MAX_POWER_FRAME_BYTES) and error messages (MAX_MESSAGE_CHARS).
+ * limit), a power request (MAX_POWER_FRAME_BYTES) and an uncaught exception's report (report.ts).
+ * Evaluation itself — top-level await, settling a promise result — is snippet.ts's.
  * Invariant: an interpreter is never reused — not its context, runtime or linear memory.
  *
  * Does not protect against: the snippet mislabelling its own failure (throwing a hand-made
