@@ -125,7 +125,7 @@ test('stdout and stderr arrive while the snippet runs, in order, before the resu
   const r = await lane.exec(
     req(
       `console.log('first'); console.error('oops');
-       const t = Date.now(); while (Date.now() - t < 300) {}
+       const t = Date.now(); while (Date.now() - t < 1000) {}
        for (let i = 0; i < 1000; i++) console.log('line ' + i);
        console.error('done'); 7`,
       { onStdout: (text) => seen.push({ at: performance.now(), fd: 'out', text }), onStderr: (text) => seen.push({ at: performance.now(), fd: 'err', text }) },
@@ -137,8 +137,8 @@ test('stdout and stderr arrive while the snippet runs, in order, before the resu
   assert.equal(seen.filter((c) => c.fd === 'err').map((c) => c.text).join(''), r.stderr);
   assert.equal(r.stderr, 'oops\ndone\n');
   assert.ok(seen[0]!.text.startsWith('first') && seen[0]!.fd === 'out', JSON.stringify(seen[0]));
-  // The first line was delivered while the snippet still had ≥ 300 ms of work ahead.
-  assert.ok(end - seen[0]!.at >= 250, `first chunk ${seen[0]!.at - t0} ms, result ${end - t0} ms`);
+  // The first line was delivered while the snippet still had a second of work ahead.
+  assert.ok(end - seen[0]!.at >= 500, `first chunk ${seen[0]!.at - t0} ms, result ${end - t0} ms`);
   assert.ok(seen.every((c) => c.at <= end));
   // The stderr line written between two stdout lines comes between them.
   const order = seen.map((c) => c.fd + ':' + c.text).join('|');
