@@ -33,9 +33,10 @@ test('TypeScript is stripped inside the sandbox: const x: number = 2; x * 21 →
   assert.equal(i.result, 8, JSON.stringify(i));
 });
 
-test('a TypeScript syntax error is a GUEST_TRAP', async () => {
+test('a TypeScript syntax error is a GUEST_EXCEPTION named SyntaxError', async () => {
   const r = await lane.exec(req('const x: = ;', { language: 'ts' }));
-  assert.equal(r.error?.code, 'GUEST_TRAP');
+  assert.equal(r.error?.code, 'GUEST_EXCEPTION');
+  assert.equal(r.error?.details?.['name'], 'SyntaxError');
 });
 
 test('console.log and console.error are captured', async () => {
@@ -61,14 +62,26 @@ test('context is visible, deep-frozen and read-only', async () => {
   assert.equal(context.user.name, 'ada');
 });
 
-test('a thrown Error is a GUEST_TRAP carrying its message and no host stack', async () => {
+test('a thrown Error is a GUEST_EXCEPTION carrying its name, message and snippet frames only', async () => {
   const r = await lane.exec(req('function f() { throw new Error("boom") } f()'));
   assert.equal(r.ok, false);
-  assert.deepEqual(r.error, { code: 'GUEST_TRAP', message: 'boom' });
+  assert.deepEqual(r.error, {
+    code: 'GUEST_EXCEPTION',
+    message: 'Error: boom',
+    details: {
+      name: 'Error',
+      message: 'boom',
+      stack: [
+        { file: '<snippet>', line: 1, column: 31, function: 'f' },
+        { file: '<snippet>', line: 1, column: 43, function: '<top-level>' },
+      ],
+    },
+  });
   const s = await lane.exec(req('throw "plain"'));
-  assert.deepEqual(s.error, { code: 'GUEST_TRAP', message: 'plain' });
+  assert.deepEqual(s.error, { code: 'GUEST_EXCEPTION', message: 'string: plain', details: { name: 'string', message: 'plain', stack: [] } });
   const syntax = await lane.exec(req('let = ;'));
-  assert.equal(syntax.error?.code, 'GUEST_TRAP');
+  assert.equal(syntax.error?.code, 'GUEST_EXCEPTION');
+  assert.equal(syntax.error?.details?.['name'], 'SyntaxError');
 });
 
 test('an object result is JSON-serialized and parsed on the host', async () => {
@@ -93,7 +106,8 @@ test('a promise result is settled by running pending jobs', async () => {
   const r = await lane.exec(req('(async () => { const a = await Promise.resolve(20); return a + 22 })()'));
   assert.equal(r.result, 42);
   const rej = await lane.exec(req('Promise.reject(new TypeError("nope"))'));
-  assert.deepEqual(rej.error, { code: 'GUEST_TRAP', message: 'nope' });
+  assert.equal(rej.error?.code, 'GUEST_EXCEPTION');
+  assert.equal(rej.error?.message, 'TypeError: nope');
   const never = await lane.exec(req('new Promise(() => {})'));
   assert.equal(never.error?.code, 'GUEST_TRAP');
 });

@@ -40,10 +40,11 @@ test('process, require, Buffer and friends are absent', async () => {
   const r = await lane.exec(req('[typeof process, typeof require, typeof module, typeof Buffer, typeof std, typeof os, typeof WebAssembly, typeof setTimeout]'));
   assert.deepEqual(r.result, ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined']);
   const p = await lane.exec(req(`process.env.MEMBRANE_ESCAPE_SECRET`));
-  assert.equal(p.error?.code, 'GUEST_TRAP');
+  assert.equal(p.error?.code, 'GUEST_EXCEPTION');
+  assert.equal(p.error?.details?.['name'], 'ReferenceError');
   harmless(p);
   const w = await lane.exec(req(`require('fs').writeFileSync(${JSON.stringify(marker)}, 'x')`));
-  assert.equal(w.error?.code, 'GUEST_TRAP');
+  assert.equal(w.error?.code, 'GUEST_EXCEPTION');
   harmless(w);
 });
 
@@ -52,7 +53,8 @@ test("import('fs') fails: there is no module loader", async () => {
   assert.equal(r.ok, false);
   harmless(r);
   const s = await lane.exec(req(`import fs from 'fs'; 1`));
-  assert.equal(s.error?.code, 'GUEST_TRAP');
+  assert.equal(s.error?.code, 'GUEST_EXCEPTION');
+  assert.equal(s.error?.details?.['name'], 'SyntaxError');
 });
 
 test('globalThis walking finds only the language, console and context', async () => {
@@ -122,7 +124,7 @@ test('a memory bomb ends with MEMORY_LIMIT', async () => {
   const r = await lane.exec(req('let a=[]; for(;;) a.push(new Array(1e6).fill(1))', { memoryBytes: 32 * 1024 * 1024, fuel: Number.MAX_SAFE_INTEGER, timeoutMs: 10_000 }));
   assert.equal(r.error?.code, 'MEMORY_LIMIT', JSON.stringify(r.error));
   const s = await lane.exec(req('let s = "x"; for(;;) s += s', { fuel: Number.MAX_SAFE_INTEGER }));
-  assert.ok(['MEMORY_LIMIT', 'GUEST_TRAP'].includes(s.error?.code ?? ''), JSON.stringify(s.error));
+  assert.ok(['MEMORY_LIMIT', 'GUEST_EXCEPTION'].includes(s.error?.code ?? ''), JSON.stringify(s.error));
 });
 
 test('deep recursion ends with STACK_OVERFLOW, or is a catchable error', async () => {

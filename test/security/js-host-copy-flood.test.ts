@@ -32,10 +32,12 @@ test('a result of 6 Mi characters is dropped with a warning, the call still succ
   assert.ok(r.warnings.some((w) => /larger than 4194304 characters/.test(w)), JSON.stringify(r.warnings));
 });
 
-test('an uncaught error with a 16 MiB message arrives cut to 2 000 characters', async () => {
+test('an uncaught error with a 16 MiB message arrives cut to 4 KiB', async () => {
   const r = await js("throw new Error('z'.repeat(16 * 1024 * 1024))");
-  assert.equal(r.error?.code, 'GUEST_TRAP');
-  assert.ok(r.error!.message.length <= 2000, String(r.error!.message.length));
+  assert.equal(r.error?.code, 'GUEST_EXCEPTION');
+  const message = r.error!.details!['message'] as string;
+  assert.equal(message.length, 4096);
+  assert.ok(Buffer.byteLength(r.error!.message) <= 4096 + 'Error: '.length, String(r.error!.message.length));
 });
 
 test('a 12 MiB kv.put is refused TOO_LARGE without being carried', async () => {

@@ -1,6 +1,6 @@
 // The JS lane's half of issue #12 finding 5: a snippet that installs `Error.prepareStackTrace`,
 // reads `.stack` from its own errors, from a refused power call or from a failed host function,
-// sees QuickJS frames of `snippet.js` and `membrane:prelude` only — never a CallSite of the
+// sees QuickJS frames of `<snippet>` and `membrane:prelude` only — never a CallSite of the
 // host, a host path or a host message.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -10,7 +10,7 @@ const engine = testEngine({ poolSize: 1 });
 const HOST = /\/work\/|\/home\/|\/tmp\/|node_modules|file:\/\/|\.[cm]?[jt]s:\d|wasm-function|worker_threads|node:/;
 
 function assertNoHostDetail(r: object): void {
-  const all = JSON.stringify(r).replace(/(snippet\.js|membrane:prelude):\d+(:\d+)?/g, '');
+  const all = JSON.stringify(r).replace(/(<snippet>|membrane:prelude):\d+(:\d+)?/g, '');
   assert.ok(!HOST.test(all), `host detail visible: ${all.slice(0, 2000)}`);
 }
 
@@ -26,10 +26,10 @@ test('Error.prepareStackTrace is never handed host CallSites', async () => {
   });
   assert.equal(r.ok, true, JSON.stringify(r.error));
   const [own, power, seen] = r.result as [string, string[], unknown[]];
-  assert.match(own, /snippet\.js/);
+  assert.match(own, /<snippet>/);
   assert.equal(power[0], 'MembraneError');
   assert.doesNotMatch(power[2]!, /at (?!call |put |<eval>)/, 'only prelude and snippet frames');
-  for (const frames of seen) for (const f of frames as string[]) assert.match(f, /^(snippet\.js|membrane:prelude|undefined)$/);
+  for (const frames of seen) for (const f of frames as string[]) assert.match(f, /^(<snippet>|membrane:prelude|undefined)$/);
   assertNoHostDetail(r);
 });
 
@@ -49,7 +49,7 @@ test('hostile console values and a null dereference show no host frame or messag
 
 test('an uncaught error and a syntax error report snippet-relative text only', async () => {
   const thrown = await engine.exec({ language: 'js', profile: 'compute', code: 'function f() { throw new RangeError("deep") } f()' });
-  assert.equal(thrown.error?.code, 'GUEST_TRAP');
+  assert.equal(thrown.error?.code, 'GUEST_EXCEPTION');
   assertNoHostDetail(thrown);
   const syntax = await engine.exec({ language: 'ts', profile: 'compute', code: 'let x: = ;' });
   assert.equal(syntax.ok, false);

@@ -8,7 +8,9 @@
  * numbers (a late answer to an earlier call is discarded, never mistaken for this one), the
  * snippet's fuel used so far (sent beside the request, never inside the guest's JSON) and the
  * bounded wait: slices of at most `POWER_WAIT_SLICE_MS`, ending at the call's deadline or when
- * the main thread raises the interrupt flag — then the call answers TIMEOUT.
+ * the main thread raises the interrupt flag (at the deadline, or at once on a cancel: the host
+ * also notifies the power signal, so the wait wakes without finishing its slice) — then the call
+ * answers TIMEOUT, and the meter stops the snippet with the flag's reason.
  * Invariant: `call` always returns an answer (JSON text of `PowerAnswer`), and never waits past
  * the deadline.
  *

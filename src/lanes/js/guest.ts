@@ -18,7 +18,8 @@
  *
  * Bounds: nothing larger than its cap is handed to the host — console writes stop at what is left
  * of the stream's output limit (the host answers each write with it), the result's JSON at
- * MAX_RESULT_CHARS, names and messages at 100 and MAX_MESSAGE_CHARS — so a snippet cannot make
+ * MAX_RESULT_CHARS, an exception's name, message and stack text at report.ts's bounds (cut inside
+ * QuickJS with a `slice` captured before the snippet ran) — so a snippet cannot make
  * the host copy its whole linear memory.
  *
  * Does not protect against: a snippet whose own `toJSON` or getters run during serialization —
@@ -27,6 +28,7 @@
 
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten-core';
 import { POWER_ERROR_MESSAGES } from '../powers.ts';
+import { MAX_EXCEPTION_MESSAGE_BYTES, MAX_EXCEPTION_NAME_CHARS, MAX_STACK_TEXT_CHARS } from './report.ts';
 
 /** Largest result (serialized JSON) passed back to the host; larger results are dropped. */
 export const MAX_RESULT_CHARS = 4 * 1024 * 1024;
@@ -36,6 +38,8 @@ export const MAX_MESSAGE_CHARS = 2000;
 export const GUEST_PRELUDE = `(write, power, outputLimit) => {
   'use strict';
   const MAX_RESULT = ${MAX_RESULT_CHARS}, MAX_MESSAGE = ${MAX_MESSAGE_CHARS};
+  const MAX_NAME = ${MAX_EXCEPTION_NAME_CHARS}, MAX_EMESSAGE = ${MAX_EXCEPTION_MESSAGE_BYTES}, MAX_STACK = ${MAX_STACK_TEXT_CHARS};
+  const cut = Function.prototype.call.bind(String.prototype.slice);
   const S = String, JS = JSON.stringify, JP = JSON.parse, freeze = Object.freeze, keys = Object.keys;
   const define = Object.defineProperty, ErrorCtor = Error, PromiseCtor = Promise;
   const MESSAGES = freeze(${JSON.stringify(POWER_ERROR_MESSAGES)});
@@ -86,6 +90,7 @@ export const GUEST_PRELUDE = `(write, power, outputLimit) => {
     }
     try { return S(v); } catch { return '[value]'; }
   };
+  const text = (v) => { try { return typeof v === 'string' ? v : S(v); } catch { return ''; } };
   const line = (args) => { let out = ''; for (let i = 0; i < args.length; i++) out += (i ? ' ' : '') + show(args[i]); return out + '\\n'; };
   // What is left of each stream (the host answers every write with it): never hand the host more.
   const room = [0, outputLimit, outputLimit];
@@ -128,32 +133,34 @@ export const GUEST_PRELUDE = `(write, power, outputLimit) => {
       return s.length > MAX_RESULT ? '!the result is larger than ' + MAX_RESULT + ' characters of JSON and was dropped' : '=' + s;
     },
     describe(e) {
-      try {
-        const cut = (n, m) => JS([S(n).slice(0, 100), S(m).slice(0, MAX_MESSAGE)]);
-        if (e instanceof ErrorCtor) return cut(e.name, e.message);
-        if (e !== null && typeof e === 'object' && typeof e.message === 'string') return cut(e.name ?? '', e.message);
-        return cut('', show(e));
-      } catch { return JS(['', 'an exception that cannot be described']); }
+      let isError = false;
+      try { isError = e instanceof ErrorCtor; } catch {}
+      const type = e === null ? 'null' : typeof e;
+      let name = type, message = '', stack = '';
+      if (type === 'object' || type === 'function') {
+        let n, m, s;
+        try { n = e.name; } catch {}
+        try { m = e.message; } catch {}
+        try { s = e.stack; } catch {}
+        if (isError || typeof m === 'string') {
+          name = typeof n === 'string' && n !== '' ? n : isError ? 'Error' : type;
+          message = m === undefined ? '' : text(m);
+          stack = typeof s === 'string' ? s : '';
+        } else {
+          try { message = show(e); } catch { message = '[object]'; }
+        }
+      } else message = text(e);
+      return [cut(name, 0, MAX_NAME), cut(message, 0, MAX_EMESSAGE), cut(stack, 0, MAX_STACK)];
     },
   });
 }`;
 
-/** Name and message of a thrown value (`helpers` null: read plain properties, for our own code). */
-export function describeError(ctx: QuickJSContext, err: QuickJSHandle, helpers: QuickJSHandle | null): { name: string; message: string } {
+/**
+ * The message of an error thrown by our own code (the TypeScript stripper) — plain properties,
+ * read without the prelude. A snippet's exceptions are read by report.ts through `describe`.
+ */
+export function describeError(ctx: QuickJSContext, err: QuickJSHandle, _helpers: null): { name: string; message: string } {
   try {
-    if (helpers) {
-      const fn = ctx.getProp(helpers, 'describe');
-      const r = ctx.callFunction(fn, ctx.undefined, err);
-      fn.dispose();
-      if (!r.error) {
-        const parsed: unknown = JSON.parse(ctx.getString(r.value));
-        r.value.dispose();
-        if (Array.isArray(parsed) && typeof parsed[0] === 'string' && typeof parsed[1] === 'string') {
-          return { name: parsed[0].slice(0, 100), message: parsed[1].slice(0, MAX_MESSAGE_CHARS) };
-        }
-      } else r.error.dispose();
-      return { name: '', message: 'uncaught exception' };
-    }
     const m = ctx.getProp(err, 'message');
     const message = ctx.typeof(m) === 'string' ? ctx.getString(m) : 'error';
     m.dispose();

@@ -17,7 +17,8 @@
  * allocation counter is off (under emscripten it counts 8 bytes per allocation, whatever its
  * size): the linear memory's maximum is the one wall. What the host copies out of the instance
  * is bounded before the copy: the result (MAX_RESULT_CHARS), each console write (the output
- * limit), a power request (MAX_POWER_FRAME_BYTES) and error messages (MAX_MESSAGE_CHARS).
+ * limit), a power request (MAX_POWER_FRAME_BYTES) and an uncaught exception's report (report.ts).
+ * Evaluation itself — top-level await, settling a promise result — is snippet.ts's.
  * Invariant: an interpreter is never reused — not its context, runtime or linear memory.
  *
  * Does not protect against: the snippet mislabelling its own failure (throwing a hand-made
@@ -32,7 +33,9 @@ import type { ExecJob } from './protocol.ts';
 import type { ExecResult } from '../types.ts';
 import { FuelStop, LaneMeter } from './meter.ts';
 import { OutputSink } from './output.ts';
-import { GUEST_PRELUDE, describeError, readResult } from './guest.ts';
+import { GUEST_PRELUDE, describeError } from './guest.ts';
+import { classifyHost, syntaxFailure, type Failure } from './report.ts';
+import { evaluateSnippet } from './snippet.ts';
 import { createLinearMemory, guardHeapGrowth } from './heap.ts';
 import { MAX_POWER_FRAME_BYTES } from '../powers.ts';
 
@@ -190,29 +193,6 @@ function stringLength(ctx: QuickJSContext, s: QuickJSHandle): number {
   }
 }
 
-type Failure = { readonly code: string; readonly message: string };
-const MEMORY_STOP: Failure = { code: 'MEMORY_LIMIT', message: 'the snippet reached its memory limit' };
-
-/** Map an uncaught guest error (its name and message) to a SandboxError code. */
-function classify(name: string, message: string): Failure {
-  if (name === 'InternalError' && /out of memory/i.test(message)) return MEMORY_STOP;
-  if (name === 'InternalError' && /stack overflow/i.test(message)) return { code: 'STACK_OVERFLOW', message: 'the snippet overflowed its stack' };
-  return { code: 'GUEST_TRAP', message: message === '' ? name || 'uncaught exception' : message };
-}
-
-/** Map a host-side exception out of the interpreter (a stop, or the wasm itself failing). */
-function classifyHost(e: unknown, budget: number): Failure {
-  if (e instanceof FuelStop) {
-    if (e.reason === 'MEMORY_LIMIT') return MEMORY_STOP;
-    return e.reason === 'TIMEOUT'
-      ? { code: 'TIMEOUT', message: 'the call ran past its wall-clock budget' }
-      : { code: 'FUEL_EXHAUSTED', message: `the call used its whole fuel budget of ${budget}` };
-  }
-  if (e instanceof RangeError && /call stack/i.test(e.message)) return { code: 'STACK_OVERFLOW', message: 'the snippet overflowed the thread stack' };
-  if (e instanceof WebAssembly.RuntimeError) return { code: 'GUEST_TRAP', message: `the interpreter trapped: ${e.message.slice(0, 200)}` };
-  return { code: 'INTERNAL', message: 'internal error' };
-}
-
 /** Run one job in `it`, which must never be used again afterwards. */
 export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: number, powerCall: PowerCall | null = null): ExecResult {
   const { ctx, rt, meter, sink } = it;
@@ -257,7 +237,7 @@ export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: nu
 }
 
 function run(it: Interpreter, job: ExecJob, warnings: string[], setResult: (v: unknown) => void): Failure | null {
-  const { ctx, rt, helpers } = it;
+  const { ctx, helpers } = it;
   const call = (name: string, ...args: QuickJSHandle[]) => {
     const fn = ctx.getProp(helpers, name);
     try {
@@ -287,50 +267,11 @@ function run(it: Interpreter, job: ExecJob, warnings: string[], setResult: (v: u
     const out = t.ctx.callFunction(t.transform, t.ctx.undefined, arg);
     arg.dispose();
     if (out.error) {
-      const d = describeError(t.ctx, out.error, null);
-      return { code: 'GUEST_TRAP', message: `TypeScript: ${d.message}` };
+      return syntaxFailure(describeError(t.ctx, out.error, null).message);
     }
     source = t.ctx.getString(out.value);
     out.value.dispose();
   }
 
-  const evaluated = ctx.evalCode(source, 'snippet.js', { type: 'global' });
-  if (evaluated.error) {
-    const d = describeError(ctx, evaluated.error, helpers);
-    return classify(d.name, d.message);
-  }
-  let value = evaluated.value;
-  // A promise result is settled by running pending jobs (bounded by the meter).
-  for (;;) {
-    const state = ctx.getPromiseState(value);
-    if (state.type === 'rejected') {
-      const d = describeError(ctx, state.error, helpers);
-      return classify(d.name, d.message);
-    }
-    if (state.type === 'fulfilled') {
-      if (!state.notAPromise) {
-        value.dispose();
-        value = state.value;
-      }
-      break;
-    }
-    const ran = rt.executePendingJobs(64);
-    const n = ran.error ? (ran.error.dispose(), 1) : ran.value;
-    if (n === 0) return { code: 'GUEST_TRAP', message: 'the result is a promise that never settles' };
-  }
-  drainJobs(rt);
-  readResult(ctx, helpers, value, warnings, setResult);
-  value.dispose();
-  return null;
-}
-
-function drainJobs(rt: QuickJSRuntime): void {
-  for (;;) {
-    const ran = rt.executePendingJobs(64);
-    if (ran.error) {
-      ran.error.dispose();
-      continue;
-    }
-    if (ran.value === 0) return;
-  }
+  return evaluateSnippet(it, source, warnings, setResult);
 }

@@ -20,6 +20,12 @@
  * `powers` server; an ungranted cap's global is absent, never a stub. A granted cap without a lane
  * power (or any cap, when the request has no server) is named in `warnings`.
  *
+ * Controls (../controls.ts, call.ts): `signal` — aborted before the call runs or while it waits,
+ * nothing runs; while it runs, the interpreter is stopped (slot.ts) and the call answers CANCELLED
+ * within CANCEL_SETTLE_MS; `onStdout`/`onStderr` — the job streams its output while it runs (only
+ * then: a call without callbacks posts nothing extra), delivered through OutputTaps of the lane's
+ * output limit, all before the result.
+ *
  * Does not protect against: slow calls delaying later ones by up to those calls' own timeouts
  * (a call's deadline starts when it runs; its wait in the queue is bounded by the same timeout).
  */
@@ -32,7 +38,8 @@ import type { ExecRequest, ExecResult } from '../types.ts';
 import { DEFAULT_OUTPUT_LIMIT_BYTES } from './output.ts';
 import type { ExecJob, JsWorkerData } from './protocol.ts';
 import { lanePowerCaps, type PowerServer } from '../powers.ts';
-import { WorkerSlot } from './slot.ts';
+import { WorkerSlot, type RunControls } from './slot.ts';
+import { controlledCall } from './call.ts';
 import { LaneGate } from '../gate.ts';
 import { PROFILES } from '../../policy/profiles.ts';
 
@@ -186,20 +193,23 @@ export class JsLane {
       fuel: Math.max(0, Math.floor(req.fuel)),
       memoryBytes: pageFloor(memoryBytes),
       powers: req.powers === undefined ? [] : [...powers, ...(req.hostPowers ?? [])],
+      ...(req.onStdout || req.onStderr ? { stream: { stdout: req.onStdout !== undefined, stderr: req.onStderr !== undefined } } : {}),
     };
     // The gate admits one call per worker; the rest wait (bounded), none past its own timeout.
-    return this.gate.run(job.timeoutMs, () => this.runOnIdleSeat(job, req.powers ?? null, warnings));
+    return controlledCall(req, this.outputLimitBytes, (controls) =>
+      this.gate.run(job.timeoutMs, () => this.runOnIdleSeat(job, req.powers ?? null, warnings, controls), req.signal),
+    );
   }
 
   /** Run on an idle worker (the gate guarantees one), preferring one with a ready interpreter. */
-  private async runOnIdleSeat(job: ExecJob, server: PowerServer | null, warnings: readonly string[]): Promise<ExecResult> {
+  private async runOnIdleSeat(job: ExecJob, server: PowerServer | null, warnings: readonly string[], controls: RunControls): Promise<ExecResult> {
     const seat = this.seats.find((x) => !x.busy && (x.current?.ready.js ?? 0) > 0) ?? this.seats.find((x) => !x.busy);
     if (!seat) return failed('INTERNAL', 'the JS lane admitted a call with no idle worker');
     seat.busy = true;
     let r: ExecResult;
     try {
       const slot = await this.getSlot(seat);
-      r = await slot.run(job, server);
+      r = await slot.run(job, server, controls);
       if (!slot.alive && seat.slot) {
         // Terminated at the backstop (or died): the next call on this seat gets a fresh worker.
         seat.slot = null;

@@ -5,7 +5,8 @@
  * Owns: the refill import and QuickJS's interrupt handler. While the interpreter is being
  * pre-initialized (our own code: runtime, context, console, the TypeScript stripper) the meter
  * grants freely and counts nothing. `begin()` arms it for the snippet: each refill then checks,
- * in order, an earlier stop, the main thread's interrupt flag, the call's deadline and its fuel
+ * in order, an earlier stop, the main thread's interrupt flag (INTERRUPT_CANCELLED stops the call
+ * CANCELLED, INTERRUPT_DEADLINE TIMEOUT), the call's deadline and its fuel
  * budget, and grants the next chunk (10 000 units first, doubling up to 1e6). The fuel the
  * snippet's commands spent is charged in (`charge`): one budget covers both, so a refill after the
  * total passed it is FUEL_EXHAUSTED, and `used()` includes the charges. A stop *throws* out
@@ -25,7 +26,11 @@ export const MAX_CHUNK = 1_000_000;
 /** Grants while pre-initializing: our own code, not the snippet's. */
 const SETUP_CHUNK = 100_000_000n;
 
-export type StopReason = 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'MEMORY_LIMIT';
+export type StopReason = 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'MEMORY_LIMIT' | 'CANCELLED';
+
+/** Values of the interrupt flag (protocol.ts): the main thread stores the first reason only. */
+export const INTERRUPT_DEADLINE = 1;
+export const INTERRUPT_CANCELLED = 2;
 
 /** Thrown out of the refill import; never reaches the snippet as a value it can inspect. */
 export class FuelStop extends Error {
@@ -96,22 +101,30 @@ export class LaneMeter {
     else if (this.stopped === null) this.stopped = 'MEMORY_LIMIT';
   }
 
-  private timeUp(): boolean {
-    return Atomics.load(this.interrupt, 0) !== 0 || performance.now() >= this.deadline;
+  /** Why the call must stop now (the interrupt flag first: a cancel is not a timeout), or null. */
+  private timeUp(): StopReason | null {
+    const flag = Atomics.load(this.interrupt, 0);
+    if (flag === INTERRUPT_CANCELLED) return 'CANCELLED';
+    return flag !== 0 || performance.now() >= this.deadline ? 'TIMEOUT' : null;
   }
 
   /** QuickJS's interrupt handler: true ends the evaluation with an uncatchable error. */
   readonly shouldInterrupt = (): boolean => {
     if (!this.armed) return false;
     if (this.stopped) return true;
-    if (this.timeUp()) this.stopped = 'TIMEOUT';
+    this.stopped = this.timeUp();
     return this.stopped !== null;
   };
+
+  /** Called at each of the snippet's refills that goes on (the output stream's flush, stream.ts). */
+  onRefill: (() => void) | null = null;
 
   private refill(current: bigint): bigint {
     if (!this.armed) return current + SETUP_CHUNK;
     if (this.stopped) throw new FuelStop(this.stopped);
-    if (this.timeUp()) throw new FuelStop((this.stopped = 'TIMEOUT'));
+    const stop = this.timeUp();
+    if (stop) throw new FuelStop((this.stopped = stop));
+    this.onRefill?.();
     const c = Number(current);
     if (this.granted + this.charged - c > this.budget) throw new FuelStop((this.stopped = 'FUEL_EXHAUSTED'));
     const give = Math.min(Math.max(this.next, -c), this.budget - this.granted - this.charged);

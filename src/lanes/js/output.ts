@@ -16,6 +16,9 @@ export class OutputSink {
   private readonly bytes: Record<Stream, number> = { stdout: 0, stderr: 0 };
   private readonly dropped: Record<Stream, number> = { stdout: 0, stderr: 0 };
 
+  /** Told each piece of text as it is kept (the live stream, stream.ts); null: nobody listens. */
+  listener: ((stream: Stream, text: string) => void) | null = null;
+
   constructor(
     private readonly limitBytes: number,
     readonly failOnLimit = false,
@@ -27,6 +30,7 @@ export class OutputSink {
     if (n <= room) {
       this.parts[stream].push(text);
       this.bytes[stream] += n;
+      this.listener?.(stream, text);
       return;
     }
     if (room > 0) {
@@ -34,6 +38,7 @@ export class OutputSink {
       const kept = Buffer.from(text).subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
       this.parts[stream].push(kept);
       this.bytes[stream] += Buffer.byteLength(kept);
+      this.listener?.(stream, kept);
     }
     this.dropped[stream] += n - Math.max(0, room);
     this.bytes[stream] = Math.max(this.bytes[stream], this.limitBytes);

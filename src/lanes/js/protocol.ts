@@ -8,6 +8,10 @@
  * shared so a replacement worker need not rewrite it) cross the boundary — never a handle into
  * an interpreter.
  *
+ * Output: a job that asked for streaming (`stream`) has its kept stdout/stderr posted as
+ * `{ kind: 'output', id, fd, text }` while it runs, always before its `result` (one channel, in
+ * order), and their concatenation per stream is the result's `stdout`/`stderr`.
+ *
  * Powers (src/lanes/powers.ts): the worker, blocked inside a snippet's power call, posts
  * `{ kind: 'power', id, seq, request, fuelUsed }` (request: JSON text; fuelUsed: the snippet's raw
  * fuel so far, from its meter); the host answers on the dedicated
@@ -39,7 +43,10 @@ export interface JsWorkerData {
   readonly failOnOutputLimit: boolean;
   /** The memory limit the worker's pools start with (then: the limits of recent jobs). */
   readonly memoryBytes: number;
-  /** Int32[1]: the main thread sets it to 1 at the current job's deadline. */
+  /**
+   * Int32[1]: the main thread sets it to 1 at the current job's deadline, to 2 when its caller
+   * aborted (meter.ts INTERRUPT_*) — whichever comes first; reset to 0 when a job starts.
+   */
   readonly interrupt: SharedArrayBuffer;
   /** The worker's end of the power answers' channel (transferred at spawn). */
   readonly powerPort: MessagePort;
@@ -64,6 +71,8 @@ export interface ExecJob {
   readonly memoryBytes: number;
   /** Granted caps whose powers the snippet gets (src/lanes/powers.ts LANE_POWERS), then granted host caps. */
   readonly powers: readonly (string | HostPower)[];
+  /** Post the output of these streams while the job runs (`output` messages); absent: none. */
+  readonly stream?: { readonly stdout: boolean; readonly stderr: boolean };
 }
 
 export type HostToWorker =
@@ -76,6 +85,7 @@ export type WorkerToHost =
   | { readonly v: 1; readonly kind: 'result'; readonly id: number; readonly result: ExecResult }
   | { readonly v: 1; readonly kind: 'pool'; readonly js: number; readonly ts: number }
   | { readonly v: 1; readonly kind: 'warmed'; readonly id: number }
+  | { readonly v: 1; readonly kind: 'output'; readonly id: number; readonly fd: 1 | 2; readonly text: string }
   | { readonly v: 1; readonly kind: 'power'; readonly id: number; readonly seq: number; readonly request: string; readonly fuelUsed: number };
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
@@ -108,6 +118,8 @@ export function parseWorkerMessage(x: unknown): WorkerToHost | null {
       return typeof x['js'] === 'number' && typeof x['ts'] === 'number' ? { v: 1, kind: 'pool', js: x['js'], ts: x['ts'] } : null;
     case 'warmed':
       return typeof x['id'] === 'number' ? { v: 1, kind: 'warmed', id: x['id'] } : null;
+    case 'output':
+      return typeof x['id'] === 'number' && (x['fd'] === 1 || x['fd'] === 2) && typeof x['text'] === 'string' ? { v: 1, kind: 'output', id: x['id'], fd: x['fd'], text: x['text'] } : null;
     case 'power':
       return typeof x['id'] === 'number' && typeof x['seq'] === 'number' && typeof x['request'] === 'string'
         ? { v: 1, kind: 'power', id: x['id'], seq: x['seq'], request: x['request'], fuelUsed: typeof x['fuelUsed'] === 'number' && x['fuelUsed'] >= 0 ? x['fuelUsed'] : 0 }

@@ -2,10 +2,12 @@
  * The main thread's end of one JS-lane worker: spawning it (empty environment, no stdio of its
  * own, bounded heap and stack), running one job at a time on it, and the time wall's backstop.
  *
- * Owns: the deadline. At `timeoutMs` the interrupt flag is raised (the interpreter stops at its
- * next fuel refill or interrupt check, and the worker lives on); if no result has arrived
- * `TERMINATE_GRACE_MS` later, the worker is terminated — a runaway never keeps a core — and the
- * slot reports itself dead so the lane replaces it.
+ * Owns: the deadline and the caller's abort. At `timeoutMs` the interrupt flag is raised (the
+ * interpreter stops at its next fuel refill or interrupt check, and the worker lives on); if no
+ * result has arrived `TERMINATE_GRACE_MS` later, the worker is terminated — a runaway never keeps
+ * a core — and the slot reports itself dead so the lane replaces it. An abort does the same with
+ * the CANCELLED reason (and wakes a power wait at once), its grace counted from the abort.
+ * Output: a streaming job's `output` messages go to the run's `onOutput`, all before its result.
  * Powers: while a job runs, the worker's power requests (protocol.ts) are handed to that job's
  * `PowerServer` and answered on the power port; a request for any other job, or when the job has
  * no server, answers DENIED. Every request is answered (the worker's own wait is bounded).
@@ -19,8 +21,17 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ExecResult } from '../types.ts';
 import { answerPowerFrame, encodeAnswer, type PowerServer } from '../powers.ts';
 import { parseWorkerMessage, type ExecJob, type HostToWorker, type JsWorkerData, type PowerReply } from './protocol.ts';
+import { INTERRUPT_CANCELLED, INTERRUPT_DEADLINE } from './meter.ts';
+import { CANCELLED_MESSAGE } from '../controls.ts';
 
 export const TERMINATE_GRACE_MS = 200;
+
+/** What a caller gives one run besides the job: its abort signal and where live output goes. */
+export interface RunControls {
+  readonly signal?: AbortSignal | undefined;
+  /** A piece of the job's kept output (only when the job asked for streaming), before its result. */
+  readonly onOutput?: ((fd: 1 | 2, text: string) => void) | undefined;
+}
 /** V8 heap of the worker; the interpreters' linear memories are outside it (capped per call). */
 export const WORKER_HEAP_MB = 256;
 export const WORKER_STACK_MB = 4;
@@ -40,6 +51,7 @@ const failure = (code: string, message: string, t0: number, warnings: string[] =
 export class WorkerSlot {
   private nextId = 1;
   private readonly pending = new Map<number, (r: ExecResult) => void>();
+  private readonly outputs = new Map<number, (fd: 1 | 2, text: string) => void>();
   private readonly warming = new Map<number, () => void>();
   private readonly flag: Int32Array;
   private readonly powerFlag: Int32Array;
@@ -118,6 +130,8 @@ export class WorkerSlot {
     } else if (m.kind === 'warmed') {
       this.warming.get(m.id)?.();
       this.warming.delete(m.id);
+    } else if (m.kind === 'output') {
+      this.outputs.get(m.id)?.(m.fd, m.text);
     } else if (m.kind === 'power') {
       void this.power(m.id, m.seq, m.request, m.fuelUsed);
     }
@@ -160,29 +174,55 @@ export class WorkerSlot {
     });
   }
 
-  /** Run one job (its powers served by `server`); the caller runs at most one at a time per slot. */
-  run(job: ExecJob, server: PowerServer | null = null): Promise<ExecResult> {
+  /** Stop the running job: `reason` in the interrupt flag (unless one is there), a power wait woken. */
+  private interrupt(reason: number): void {
+    Atomics.compareExchange(this.flag, 0, 0, reason);
+    Atomics.notify(this.powerFlag, 0);
+  }
+
+  /**
+   * Run one job (its powers served by `server`); the caller runs at most one at a time per slot.
+   * An abort of `controls.signal` stops it CANCELLED: the interpreter at its next refill or
+   * interrupt check, a power wait at once (its request is no longer served); if no result arrives
+   * TERMINATE_GRACE_MS after the abort, the worker is terminated.
+   */
+  run(job: ExecJob, server: PowerServer | null = null, controls: RunControls = {}): Promise<ExecResult> {
     const t0 = performance.now();
     if (!this.alive) return Promise.resolve(failure('INTERNAL', 'the JS lane worker exited', t0));
+    const { signal, onOutput } = controls;
+    if (signal?.aborted) return Promise.resolve(failure('CANCELLED', CANCELLED_MESSAGE, t0));
     const id = this.nextId++;
     this.serving = { id, server, deadline: Date.now() + job.timeoutMs };
     this.busy = true;
     Atomics.store(this.flag, 0, 0);
     return new Promise<ExecResult>((resolve) => {
-      const raise = setTimeout(() => Atomics.store(this.flag, 0, 1), job.timeoutMs);
-      const backstop = setTimeout(() => {
-        this.pending.delete(id);
-        settle(failure('TIMEOUT', 'the call ran past its wall-clock budget', t0, ['the interpreter did not stop at its deadline; its worker was terminated']));
-        void this.terminate();
-      }, job.timeoutMs + TERMINATE_GRACE_MS);
+      const raise = setTimeout(() => this.interrupt(INTERRUPT_DEADLINE), job.timeoutMs);
+      const stopAt = (ms: number, code: string, message: string, warning: string): ReturnType<typeof setTimeout> =>
+        setTimeout(() => {
+          this.pending.delete(id);
+          settle(failure(code, message, t0, [warning]));
+          void this.terminate();
+        }, ms);
+      let backstop = stopAt(job.timeoutMs + TERMINATE_GRACE_MS, 'TIMEOUT', 'the call ran past its wall-clock budget', 'the interpreter did not stop at its deadline; its worker was terminated');
+      const onAbort = (): void => {
+        this.interrupt(INTERRUPT_CANCELLED);
+        // The job's power requests are no longer served (one in flight is answered to nobody).
+        if (this.serving?.id === id) this.serving = { ...this.serving, server: null };
+        clearTimeout(backstop);
+        backstop = stopAt(TERMINATE_GRACE_MS, 'CANCELLED', CANCELLED_MESSAGE, 'the interpreter did not stop when cancelled; its worker was terminated');
+      };
       const settle = (r: ExecResult): void => {
         if (this.serving?.id === id) this.serving = null;
         clearTimeout(raise);
         clearTimeout(backstop);
+        signal?.removeEventListener('abort', onAbort);
+        this.outputs.delete(id);
         this.busy = false;
         resolve(r);
       };
       this.pending.set(id, settle);
+      if (onOutput && job.stream) this.outputs.set(id, onOutput);
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.post({ v: 1, kind: 'exec', id, job });
     });
   }

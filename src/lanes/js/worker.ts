@@ -6,8 +6,9 @@
  * linear-memory maximum is that job's memory limit (a job whose limit has no ready interpreter
  * makes one: a pool miss).
  *
- * A job's power calls block this thread on the power bridge (bridge.ts), bounded by its deadline;
- * a command's fuel, charged on its answer, goes into the job's meter.
+ * A job's power calls block this thread on the power bridge (bridge.ts), bounded by its deadline
+ * and woken by a cancel; a command's fuel, charged on its answer, goes into the job's meter. A job
+ * that asked for streaming posts its output while it runs (stream.ts), always before its result.
  * Invariant: an interpreter leaves the pool at most once and is dropped after its job, whatever
  * happened. The thread has an empty environment and no stdio of its own (see slot.ts).
  *
@@ -19,6 +20,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { InterpreterTooLarge, evaluate, prepare, type Interpreter, type PrepareConfig } from './interpreter.ts';
 import { loadInstrumentedQuickJS } from './module.ts';
 import { PowerBridge } from './bridge.ts';
+import { OutputStream } from './stream.ts';
 import { MIN_PAGES, PAGE } from './heap.ts';
 import { answerFuel } from '../powers.ts';
 import { JS_LANE_PROTOCOL_VERSION, type HostToWorker, type JsWorkerData, type WorkerToHost } from './protocol.ts';
@@ -165,10 +167,18 @@ async function main(): Promise<void> {
         // Only a limit an interpreter fits in becomes a pooled one.
         useLimit(limit);
         const deadline = performance.now() + m.job.timeoutMs;
+        // Live output, only when the caller listens (stream.ts): the plain path stays as it was.
+        const stream = m.job.stream && (m.job.stream.stdout || m.job.stream.stderr) ? new OutputStream(m.id, m.job.stream, send) : null;
+        if (stream) {
+          it.sink.listener = stream.push;
+          it.meter.onRefill = stream.tick;
+        }
         // A command's answer carries its charge: one budget for the snippet and what it runs.
         const powerCall =
           m.job.powers.length > 0
             ? (power: string, args: string | { readonly oversized: number }): string => {
+                // What it wrote before waiting on the host is seen while it waits.
+                stream?.flush();
                 const answer = bridge.call(m.id, power, args, deadline, it.meter.used());
                 it.meter.charge(answerFuel(answer));
                 // A power that ran into the deadline ends the snippet TIMEOUT, whatever it does with the error.
@@ -176,7 +186,9 @@ async function main(): Promise<void> {
                 return answer;
               }
             : null;
-        send({ v: 1, kind: 'result', id: m.id, result: evaluate(it, m.job, pooled !== undefined, t0, powerCall) });
+        const result = evaluate(it, m.job, pooled !== undefined, t0, powerCall);
+        stream?.flush();
+        send({ v: 1, kind: 'result', id: m.id, result });
       })
       .catch(failed)
       .finally(() => {
