@@ -5,7 +5,7 @@
  *
  * Owns: `CallControls` (the options), `OutputTap` (one stream's callback, bounded and decoded),
  * `cancelled()` (the one CANCELLED error) and `abortedBefore()` (a signal aborted before the call
- * started: nothing runs).
+ * started: nothing runs) and `unlessAborted()` (a wait the caller may give up).
  * Invariant: a tap delivers at most `limitBytes` UTF-8 bytes per stream, in order, never
  * splitting a character; a callback that throws is dropped for the rest of the call and never
  * reaches the guest or ends the call; the abort's `reason` never travels into a result (it is
@@ -41,6 +41,32 @@ export function cancelled(): SandboxError {
 /** A signal already aborted when the call would start: the call ends CANCELLED without running. */
 export function abortedBefore(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true;
+}
+
+/**
+ * `promise`, unless `signal` aborts first: then CANCELLED at once (the work behind `promise` goes
+ * on — e.g. a lane's interpreter pool still starts for the next call; its outcome is dropped).
+ */
+export function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(cancelled());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 /**

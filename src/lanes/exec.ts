@@ -26,7 +26,7 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 import { resolveVfs } from '../storage/index.ts';
 import { checkName } from '../policy/names.ts';
 import { hostCapGlobal } from '../policy/host-caps.ts';
-import { abortedBefore, cancelled, type CallControls } from './controls.ts';
+import { abortedBefore, cancelled, unlessAborted, type CallControls } from './controls.ts';
 
 /**
  * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
@@ -198,7 +198,8 @@ export async function runExec(
     warnings = policy.warnings;
     if (policy.requestedProfile !== policy.profile) audit(tenant, policy.requestedProfile, policy.profile);
     if (abortedBefore(opts.signal)) throw cancelled();
-    const started = await lane(language, opts.onProgress);
+    // A lane's first start (its interpreter pool) can take seconds: a caller who gives up meanwhile is answered at once.
+    const started = await unlessAborted(lane(language, opts.onProgress), opts.signal);
     if (abortedBefore(opts.signal)) throw cancelled();
     const server = policy.caps.length > 0 || policy.hostCaps.length > 0 ? powers(tenant, policy, opts.vfs) : null;
     const defined = config.hostFunctions ?? {};

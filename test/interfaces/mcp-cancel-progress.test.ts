@@ -34,6 +34,8 @@ interface Transport {
 
 const transports: Record<'stdio' | 'http', Transport> = {} as Record<'stdio' | 'http', Transport>;
 let server: Server;
+const engineDir = mkdtempSync(join(tmpdir(), 'membrane-mcp-cancel-http-'));
+const engine = testEngine({ poolSize: 1, brokers: { databaseFile: join(engineDir, 'engine.sqlite') } });
 
 before(async () => {
   // stdio: `membrane mcp`, its log lines on stderr.
@@ -54,8 +56,6 @@ before(async () => {
   };
 
   // streamable HTTP: handleMcpRequest with a logger that keeps the lines.
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-mcp-cancel-http-'));
-  const engine = testEngine({ poolSize: 1, brokers: { databaseFile: join(dir, 'engine.sqlite') } });
   const lines: Record<string, unknown>[] = [];
   const log = { info: (f: Record<string, unknown>, m: string) => lines.push({ ...f, msg: m }), warn: (f: Record<string, unknown>, m: string) => lines.push({ ...f, msg: m }) };
   server = createServer((req, res) => {
@@ -70,13 +70,13 @@ before(async () => {
   const httpClient = new Client({ name: 'membrane-test', version: '1.0.0' });
   await httpClient.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${addr.port}/mcp`)));
   transports.http = { client: httpClient, calls: () => lines.filter((l) => l['msg'] === 'mcp tool call') };
-  after(() => engine.close());
 });
 
 after(async () => {
   await transports.stdio?.client.close();
   await transports.http?.client.close();
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  await engine.close();
 });
 
 async function until<T>(what: string, probe: () => T | undefined, limitMs: number): Promise<T> {

@@ -12,6 +12,7 @@ import { SandboxError, exitCodeFor } from '../../errors.ts';
 import { UsageError, parse, printJson, str } from './args.ts';
 import { limitFlags } from './units.ts';
 import { cliCall } from './live.ts';
+import { exceptionWhere } from '../exception-text.ts';
 
 export async function execCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
@@ -70,7 +71,7 @@ export async function execCommand(argv: string[]): Promise<number> {
     else {
       for (const w of r.warnings) process.stderr.write(`membrane: warning: ${w}\n`);
       if (r.ok && r.result !== undefined) process.stdout.write(`${JSON.stringify(r.result)}\n`);
-      if (!r.ok && r.error) process.stderr.write(`membrane: ${r.error.code}: ${r.error.message}\n`);
+      if (!r.ok && r.error) process.stderr.write(`membrane: ${r.error.code}: ${r.error.message}${exceptionWhere(r.error.details)}\n`);
     }
     return r.ok ? 0 : exitCodeFor(r.error?.code as Parameters<typeof exitCodeFor>[0]);
   } finally {

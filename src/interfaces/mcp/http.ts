@@ -5,7 +5,9 @@
  * Owns: one fresh `McpServer` + `StreamableHTTPServerTransport` (`sessionIdGenerator: undefined`,
  * JSON responses — an event stream only for a call that carries a `progressToken`, so its
  * progress notifications can precede its result) per request, both closed when the response
- * ends (closing aborts a tool call still running: the client went away, the guest is cancelled); `GET` and `DELETE` (a
+ * ends (closing aborts a tool call still running: the client went away, the guest is cancelled);
+ * a `notifications/cancelled` for a call in flight (sent in a POST of its own) closes that call's
+ * server the same way and answers the call with a CANCELLED JSON-RPC error; `GET` and `DELETE` (a
  * standalone event stream, session teardown) are 405 — a stateless server has no session to
  * stream on or end.
  * Invariant: nothing survives a request — no session id, no server, no transport — so one
@@ -48,6 +50,46 @@ function asksForProgress(body: unknown): boolean {
 }
 
 /**
+ * Requests in flight, by engine, tenant and JSON-RPC id. A stateless server sees a client's
+ * `notifications/cancelled` in a POST of its own, on a fresh server that never saw the call: this
+ * is how it reaches the request it names. A tenant can only reach its own requests (the key holds
+ * the tenant its token authenticated as); entries leave when their response closes.
+ */
+const inFlight = new WeakMap<object, Map<string, () => void>>();
+
+function callsOf(ctx: McpContext): Map<string, () => void> {
+  let m = inFlight.get(ctx.engine);
+  if (!m) inFlight.set(ctx.engine, (m = new Map()));
+  return m;
+}
+
+const keyOf = (tenant: string, id: string | number): string => `${tenant}\u0000${typeof id}:${String(id)}`;
+
+/** The ids of the JSON-RPC requests (not notifications) in a message or a batch. */
+function requestIds(body: unknown): (string | number)[] {
+  const messages = Array.isArray(body) ? body : [body];
+  const ids: (string | number)[] = [];
+  for (const m of messages) {
+    if (typeof m !== 'object' || m === null) continue;
+    const { id, method } = m as { id?: unknown; method?: unknown };
+    if (typeof method === 'string' && (typeof id === 'string' || typeof id === 'number')) ids.push(id);
+  }
+  return ids;
+}
+
+/** Cancel the caller's in-flight requests that `notifications/cancelled` messages in `body` name. */
+function cancelNamed(ctx: McpContext, body: unknown): void {
+  const messages = Array.isArray(body) ? body : [body];
+  for (const m of messages) {
+    if (typeof m !== 'object' || m === null || (m as { method?: unknown }).method !== 'notifications/cancelled') continue;
+    const params = (m as { params?: unknown }).params;
+    const id = typeof params === 'object' && params !== null ? (params as { requestId?: unknown }).requestId : undefined;
+    if (typeof id !== 'string' && typeof id !== 'number') continue;
+    callsOf(ctx).get(keyOf(ctx.tenant, id))?.();
+  }
+}
+
+/**
  * Serve one MCP request. `body` is the already-parsed JSON body (POST); `ctx` is the grant of the
  * authenticated caller (plus, optionally, the command registry and a logger).
  */
@@ -69,6 +111,23 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
     void server.close().catch(() => undefined);
   };
   res.on('close', close);
+  cancelNamed(ctx, body);
+  const ids = requestIds(body);
+  const calls = callsOf(ctx);
+  const cancel = (): void => {
+    // Closing this request's own server aborts its handler: the guest ends CANCELLED at once.
+    close();
+    if (!res.headersSent) {
+      const id = ids.length === 1 ? ids[0]! : null;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: ERROR_TABLE.CANCELLED.mcpCode, message: `CANCELLED: ${ERROR_TABLE.CANCELLED.message}`, data: { code: 'CANCELLED' } } }));
+    } else if (!res.writableEnded) res.end();
+  };
+  const keys = ids.map((id) => keyOf(ctx.tenant, id));
+  for (const k of keys) calls.set(k, cancel);
+  res.once('close', () => {
+    for (const k of keys) if (calls.get(k) === cancel) calls.delete(k);
+  });
   try {
     await server.connect(transport);
     await transport.handleRequest(req, res, body);

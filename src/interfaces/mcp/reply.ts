@@ -19,6 +19,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ERROR_TABLE, isErrorCode, toSandboxError } from '../../errors.ts';
 import type { ErrorResult } from './schemas.ts';
+import { exceptionWhere } from '../exception-text.ts';
 
 /** A public error: code, message, the code's MCP number and JSON details. */
 export function publicError(e: unknown): ErrorResult {
@@ -57,7 +58,7 @@ export function renderOutcome(o: {
   readonly warnings: readonly string[];
 }): string {
   const parts: string[] = [];
-  if (!o.ok && o.error) parts.push(`error: ${o.error.code}: ${o.error.message}`);
+  if (!o.ok && o.error) parts.push(`error: ${o.error.code}: ${o.error.message}${exceptionWhere(o.error.details)}`);
   if (o.stdout) parts.push(`stdout:\n${o.stdout}`);
   if (o.stderr) parts.push(`stderr:\n${o.stderr}`);
   if (o.exitCode !== undefined) parts.push(`exit code: ${o.exitCode}`);
