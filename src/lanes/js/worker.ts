@@ -18,6 +18,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { InterpreterTooLarge, evaluate, prepare, type Interpreter, type PrepareConfig } from './interpreter.ts';
 import { loadInstrumentedQuickJS } from './module.ts';
+import { loadStripper } from './strip-module.ts';
+import type { StripperModule } from './strip-module.ts';
 import { PowerBridge } from './bridge.ts';
 import { MIN_PAGES, PAGE } from './heap.ts';
 import { answerFuel } from '../powers.ts';
@@ -110,6 +112,9 @@ function fillSoon(cfg: PrepareConfig): void {
   });
 }
 
+/** The TypeScript stripper, rewritten and compiled once, when the first TS interpreter is made. */
+let stripperModule: Promise<StripperModule> | null = null;
+
 async function main(): Promise<void> {
   if (!port) return;
   let cfg: PrepareConfig;
@@ -120,7 +125,7 @@ async function main(): Promise<void> {
       interrupt: new Int32Array(data.interrupt),
       outputLimitBytes: data.outputLimitBytes,
       failOnOutputLimit: data.failOnOutputLimit,
-      transpilerPath: data.transpilerPath,
+      stripper: () => (stripperModule ??= loadStripper(data.stripperPath, data.cacheDir)),
     };
     send({ v: 1, kind: 'ready', module });
   } catch (e) {
