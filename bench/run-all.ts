@@ -13,6 +13,7 @@ import { shellLatency } from './shell.ts';
 import { brokers } from './brokers.ts';
 import { hostFunction } from './host-function.ts';
 import { jsLane, jsLanePowers } from './js-lane.ts';
+import { tsStrip } from './ts-strip.ts';
 import { pythonLane } from './python-lane.ts';
 import { sqliteBinding } from './sqlite-binding.ts';
 
@@ -31,5 +32,6 @@ await brokers();
 await hostFunction();
 await jsLane();
 await jsLanePowers();
+await tsStrip();
 await pythonLane();
 await sqliteBinding();

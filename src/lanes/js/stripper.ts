@@ -18,6 +18,8 @@
  * parameter properties (`constructor(public x: number)`), `<T>x` assertions — and invalid
  * syntax fail GUEST_EXCEPTION, name `SyntaxError`, with swc's message and the snippet's line and
  * column (1-based) in `details.stack[0]`.
+ * Preparation strips a fixed text of ours once, unmetered (swc's first-use setup), like the
+ * interpreter's own preparation; the caller's strip is the instance's second and last.
  * Invariant: a stripper is never reused — a caller's source never shares an instance, a memory
  * or a value table with another caller's.
  *
@@ -33,6 +35,8 @@ import { GROW_FAILED_EXPORT } from '../../wasm/limits.ts';
 import type { ErrorDetails } from '../../errors.ts';
 
 const PAGE = 65536;
+/** Stripped once when an instance is made (before any caller's source), so the call does not pay swc's first-use setup. */
+const STRIPPER_WARMUP = 'interface W { a?: number }\nconst w = <T,>(x: T): T => x;\nclass C<T> implements W { a?: number; m(b: T = 1 as T): void {} }\nw<W>({} as W);';
 
 export interface StripFailure {
   readonly code: string;
@@ -68,6 +72,8 @@ export class Stripper {
     });
     meter.attach(instance.exports);
     glue.bind(instance.exports);
+    // swc initializes lazily on its first strip; do it now, unmetered, on our own text.
+    if (!glue.strip(STRIPPER_WARMUP).ok) throw new Error('the TypeScript stripper failed its warm-up');
     return new Stripper(glue, meter, instance.exports);
   }
 
