@@ -1,6 +1,7 @@
 /**
  * The JS lane's worker thread (bundled to dist/js-lane-worker.cjs): compiles the instrumented
- * QuickJS once, keeps pools of pre-initialized, never-used interpreters per language and memory
+ * QuickJS once (and the TypeScript stripper, strip-module.ts, when the first TS interpreter is
+ * made — a TS interpreter carries a stripper instance of its own), keeps pools of pre-initialized, never-used interpreters per language and memory
  * limit (refilled in the background, one interpreter per macrotask so a request is never stuck
  * behind a whole refill), and runs one job at a time, each in an interpreter of its own whose
  * linear-memory maximum is that job's memory limit (a job whose limit has no ready interpreter
