@@ -6,7 +6,9 @@ import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
 import { LaneMeter } from '../../src/lanes/js/meter.ts';
-import { STRIP_MEMORY_IMPORT, loadStripper, type StripperModule } from '../../src/lanes/js/strip-module.ts';
+import { readFileSync } from 'node:fs';
+import { STRIP_MEMORY_IMPORT, definedMemoryPages, extractStripperWasm, loadStripper, type StripperModule } from '../../src/lanes/js/strip-module.ts';
+import { parseModule } from '../../src/wasm/module.ts';
 import { Stripper, type StripResult } from '../../src/lanes/js/stripper.ts';
 import type { ExecRequest } from '../../src/lanes/types.ts';
 
@@ -120,4 +122,7 @@ test('the stripper module has no memory of its own and imports only the glue, th
   assert.deepEqual(imports.filter((i) => i.kind === 'memory'), [{ module: STRIP_MEMORY_IMPORT.module, name: STRIP_MEMORY_IMPORT.name, kind: 'memory' }]);
   assert.deepEqual([...new Set(imports.map((i) => i.module))].sort(), ['__wbindgen_placeholder__', 'membrane:fuel', 'membrane:strip']);
   assert.ok(WebAssembly.Module.exports(stripper.module).some((e) => e.name === '__membrane_fuel'));
+  const stock = extractStripperWasm(readFileSync(createRequire(import.meta.url).resolve('@swc/wasm-typescript'), 'utf8'));
+  assert.equal(definedMemoryPages(stock), parseModule(stock).memories[0]!.limits.min);
+  assert.equal(stripper.initialPages, definedMemoryPages(stock));
 });

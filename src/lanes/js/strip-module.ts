@@ -23,7 +23,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { readCachedWasm, writeCacheFile } from '../../storage/cache-file.ts';
 import { FUEL_REWRITER_VERSION, FUEL_IMPORT_MODULE, FUEL_IMPORT_NAME, instrumentFuel } from '../../wasm/fuel/index.ts';
-import { Writer } from '../../wasm/bytes.ts';
+import { Reader, Writer } from '../../wasm/bytes.ts';
 import { SectionId, encodeModule, findSection, parseModule } from '../../wasm/module.ts';
 import { applyLimits, MAX_MEMORY32_PAGES } from '../../wasm/limits.ts';
 import { writeLimits } from '../../wasm/types.ts';
@@ -83,9 +83,25 @@ export function assertStripperImports(module: WebAssembly.Module): void {
 /** Rewrite (or read from the cache) and compile the stripper in `packageFile` (the package's main file). */
 export async function loadStripper(packageFile: string, cacheDir: string | null): Promise<StripperModule> {
   const stock = extractStripperWasm(readFileSync(packageFile, 'utf8'));
-  const memories = parseModule(stock).memories;
-  if (memories.length !== 1) throw new Error('the TypeScript stripper must define exactly one memory');
-  return { module: await compileStripper(stock, cacheDir), initialPages: memories[0]!.limits.min };
+  return { module: await compileStripper(stock, cacheDir), initialPages: definedMemoryPages(stock) };
+}
+
+/** The initial pages of the module's one defined memory, read from its memory section alone. */
+export function definedMemoryPages(bytes: Uint8Array): number {
+  const r = new Reader(bytes, 8);
+  while (!r.atEnd()) {
+    const id = r.u8();
+    const size = r.u32();
+    if (id === SectionId.MEMORY) {
+      const s = r.sub(size, 'memory');
+      if (s.u32() !== 1) break;
+      const flags = s.u8();
+      if ((flags & ~0x01) !== 0) break;
+      return s.u32();
+    }
+    r.skip(size);
+  }
+  throw new Error('the TypeScript stripper must define exactly one plain 32-bit memory');
 }
 
 async function compileStripper(stock: Uint8Array, cacheDir: string | null): Promise<WebAssembly.Module> {
