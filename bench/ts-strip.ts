@@ -23,6 +23,7 @@ import type { ExecRequest } from '../src/lanes/types.ts';
 import { median, printTable, quantile } from './lib.ts';
 
 const N = 60;
+const WARMUP = 30;
 const TARGET_MS = 2;
 
 /** The i-th snippet in TypeScript and in JavaScript (the same program), and its result. */
@@ -97,8 +98,8 @@ export async function tsStrip(): Promise<void> {
 
   const lane = new JsLane({ poolSize: 2, cacheDir: false });
   await lane.warm();
-  // Warm-up calls (JIT, first strips) with snippets outside the timed range.
-  for (let i = 0; i < 10; i++) {
+  // Warm-up calls (JIT tiers, first strips) with snippets outside the timed range.
+  for (let i = 0; i < WARMUP; i++) {
     await lane.exec(req('js', snippet(10_000 + i).js));
     await lane.exec(req('ts', snippet(10_000 + i).ts));
   }
