@@ -14,6 +14,7 @@ import { brokers } from './brokers.ts';
 import { hostFunction } from './host-function.ts';
 import { jsLane, jsLanePowers } from './js-lane.ts';
 import { jsStream } from './js-stream.ts';
+import { tsStrip } from './ts-strip.ts';
 import { pythonLane } from './python-lane.ts';
 import { sqliteBinding } from './sqlite-binding.ts';
 
@@ -33,5 +34,6 @@ await hostFunction();
 await jsLane();
 await jsLanePowers();
 await jsStream();
+await tsStrip();
 await pythonLane();
 await sqliteBinding();

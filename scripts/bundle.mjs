@@ -3,8 +3,8 @@
 // of milliseconds instead of the ~300 ms a TypeScript loader costs), dist/rewrite-worker.cjs (the
 // module rewriter's thread), dist/cli.mjs (the CLI) and
 // dist/query-child.mjs (the vfs_query child process, found beside the bundle that spawns it),
-// dist/js-lane-worker.cjs (the JS lane's worker thread) and dist/js-transpiler.js (sucrase as a
-// plain script with no imports, evaluated only inside QuickJS by the JS lane, never on the host).
+// and dist/js-lane-worker.cjs (the JS lane's worker thread; its TypeScript stripper is a wasm module
+// read from @swc/wasm-typescript in node_modules at run time, so it has no bundle of its own).
 // Outputs are written to a temporary name and renamed, so concurrent builders never see a torn file.
 import { build } from 'esbuild';
 import { readdirSync, statSync, renameSync, mkdirSync, existsSync } from 'node:fs';
@@ -23,7 +23,6 @@ const TARGETS = [
   // The Python lane's interpreter child; it loads Pyodide from node_modules at run time.
   { entry: 'src/lanes/python/child.mjs', out: 'dist/python-child.mjs', format: 'esm' },
   { entry: 'src/lanes/js/worker.ts', out: 'dist/js-lane-worker.cjs', format: 'cjs' },
-  { entry: 'src/lanes/js/transpiler.ts', out: 'dist/js-transpiler.js', format: 'iife', globalName: '__membraneTranspiler', guest: true },
 ];
 
 function newestSource(dir) {
@@ -42,7 +41,7 @@ export async function ensureBuilt() {
   return outputs();
 }
 
-/** Only the JS lane's two outputs (so the lane starts even while another target is broken). */
+/** Only the JS lane's output (so the lane starts even while another target is broken). */
 export async function ensureJsLaneBuilt() {
   await buildStale(TARGETS.filter((t) => t.out.startsWith('dist/js-')));
   return outputs();
@@ -55,12 +54,6 @@ async function buildStale(targets) {
     if (existsSync(out) && statSync(out).mtimeMs >= newest) continue;
     mkdirSync(dirname(out), { recursive: true });
     const tmp = `${out}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    if (t.guest) {
-      // Guest code: self-contained, no Node built-ins, no banner (it never runs on the host).
-      await build({ entryPoints: [join(root, t.entry)], outfile: tmp, bundle: true, platform: 'neutral', mainFields: ['module', 'main'], target: 'es2020', format: t.format, globalName: t.globalName, minify: true, logLevel: 'error' });
-      renameSync(tmp, out);
-      continue;
-    }
     await build({
       entryPoints: [join(root, t.entry)],
       outfile: tmp,
@@ -89,7 +82,6 @@ function outputs() {
     rewriteWorker: join(root, 'dist/rewrite-worker.cjs'),
     cli: join(root, 'dist/cli.mjs'),
     jsWorker: join(root, 'dist/js-lane-worker.cjs'),
-    jsTranspiler: join(root, 'dist/js-transpiler.js'),
   };
 }
 

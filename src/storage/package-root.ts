@@ -2,7 +2,7 @@
  * Where Membrane's own files are: the directory of its package.json, found by walking up from
  * this module (from src/ under tsx, from dist/ in the built package), and the built files in
  * dist/ that run in their own threads or processes (the guest worker, the rewriter's worker, the
- * JS lane's worker and its in-QuickJS transpiler).
+ * JS lane's worker).
  *
  * Invariant: the directory returned holds a package.json named "membrane"; otherwise it throws.
  * Running from dist/ (an installed package) nothing is ever written into the package: a missing
@@ -39,14 +39,12 @@ export interface BuiltFiles {
   readonly worker: string;
   readonly rewriteWorker: string;
   readonly jsWorker: string;
-  readonly jsTranspiler: string;
 }
 
 const BUILT: Readonly<Record<keyof BuiltFiles, string>> = {
   worker: 'worker.cjs',
   rewriteWorker: 'rewrite-worker.cjs',
   jsWorker: 'js-lane-worker.cjs',
-  jsTranspiler: 'js-transpiler.js',
 };
 
 /** True when this module runs from the built package (dist/), not from the TypeScript sources. */
@@ -59,7 +57,7 @@ let jsOnly: Promise<BuiltFiles> | null = null;
 
 /**
  * The built files. From dist/ they are only looked up; from src/ the stale ones are rebuilt first
- * (`jsLaneOnly` rebuilds just the JS lane's two, so that lane starts while another target is broken).
+ * (`jsLaneOnly` rebuilds just the JS lane's worker, so that lane starts while another target is broken).
  */
 export function builtFiles(options: { jsLaneOnly?: boolean } = {}): Promise<BuiltFiles> {
   if (runningFromDist()) {

@@ -33,9 +33,10 @@ test('TypeScript is stripped inside the sandbox: const x: number = 2; x * 21 →
   assert.equal(i.result, 8, JSON.stringify(i));
 });
 
-test('a TypeScript syntax error is a GUEST_EXCEPTION named SyntaxError', async () => {
-  const r = await lane.exec(req('const x: = ;', { language: 'ts' }));
+test('a TypeScript syntax error is a GUEST_EXCEPTION SyntaxError at its line and column', async () => {
+  const r = await lane.exec(req('const a = 1;\nconst x: = ;', { language: 'ts' }));
   assert.equal(r.error?.code, 'GUEST_EXCEPTION');
+  assert.deepEqual(r.error?.details?.['stack'], [{ file: '<snippet>', line: 2, column: 10, function: '' }]);
   assert.equal(r.error?.details?.['name'], 'SyntaxError');
 });
 

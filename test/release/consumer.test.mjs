@@ -1,6 +1,6 @@
 // The package as a user gets it: `npm pack` → `npm install ./membrane-*.tgz` into a fresh temp
-// project → (a) a plain .mjs imports 'membrane' and runs a wasm call, a JS snippet and a Python
-// snippet; (b) a strict NodeNext TypeScript consumer type-checks against the shipped declarations
+// project → (a) a plain .mjs imports 'membrane' and runs a wasm call, a JS snippet, a TypeScript
+// snippet (its stripper read from the installed @swc/wasm-typescript) and a Python snippet; (b) a strict NodeNext TypeScript consumer type-checks against the shipped declarations
 // with skipLibCheck off; (c) `npx membrane` runs a module and answers --version/--help; a script
 // that never closes its engine exits; and nothing is written into node_modules while it runs.
 // Plain JavaScript, so any Node runs it without a loader: .ci/run runs
@@ -101,7 +101,7 @@ test('the tarball carries the built package and nothing of the workshop', () => 
   assert.equal(pkg.exports['.'].types, './dist/types/index.d.ts');
 });
 
-test('a plain .mjs imports it and runs a wasm call, a JS snippet and a Python snippet', () => {
+test('a plain .mjs imports it and runs a wasm call, a JS, a TypeScript and a Python snippet', () => {
   const app = join(dir, 'app');
   writeFileSync(
     join(app, 'main.mjs'),
@@ -113,9 +113,10 @@ const engine = createEngine();
 const r = await engine.run(add, { invoke: 'add', args: [40, 2] });
 const echo = await engine.run(readFileSync(new URL('./node_modules/membrane/commands/bin/echo.wasm', import.meta.url)), { argv: ['hello', 'consumer'] });
 const js = await engine.exec({ language: 'js', code: 'console.log([1, 2, 3].map((x) => x * 2).join(","))' });
+const ts = await engine.exec({ language: 'ts', code: 'interface P { x: number } const p: P = { x: 21 }; p.x * 2' });
 const py = await engine.exec({ language: 'python', code: 'print(sum(range(10)))' });
 await engine.close();
-console.log(JSON.stringify({ add: r.result, echo: echo.stdout, js: js.ok ? js.stdout : js.error, py: py.ok ? py.stdout : py.error, err: typeof SandboxError }));
+console.log(JSON.stringify({ add: r.result, echo: echo.stdout, js: js.ok ? js.stdout : js.error, ts: ts.ok ? ts.result : ts.error, py: py.ok ? py.stdout : py.error, err: typeof SandboxError }));
 `,
   );
   const r = spawnSync(process.execPath, ['main.mjs'], { cwd: app, env, encoding: 'utf8', timeout: 180_000 });
@@ -124,6 +125,7 @@ console.log(JSON.stringify({ add: r.result, echo: echo.stdout, js: js.ok ? js.st
   assert.equal(out.add, 42);
   assert.equal(out.echo, 'hello consumer\n');
   assert.equal(out.js, '2,4,6\n');
+  assert.equal(out.ts, 42, JSON.stringify(out.ts));
   assert.equal(out.py, '45\n');
   assert.equal(out.err, 'function');
 });

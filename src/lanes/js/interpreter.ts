@@ -8,9 +8,11 @@
  * copy parsed from JSON, non-writable). No `std`/`os` modules, no module loader, no host object.
  * Powers: only the job's granted caps (`job.powers`) become globals (`kv`, `fetch`, …; guest.ts);
  * an ungranted one is absent, never a stub. Each power call goes through the host function
- * `power`, which hands it to the job's `PowerCall` (the bridge to the main thread, bridge.ts). For TypeScript, a second runtime in the same instance holds
- * sucrase (loaded during preparation, so its load is not metered); stripping the snippet's types
- * runs inside the wasm and its fuel counts toward the call.
+ * `power`, which hands it to the job's `PowerCall` (the bridge to the main thread, bridge.ts).
+ * TypeScript: a TS interpreter comes with a never-used TypeScript stripper of its own (stripper.ts:
+ * swc's strip-only transform as a wasm guest with the call's memory limit, fuel and deadline),
+ * which turns the snippet into JavaScript with the same lines and columns before it is evaluated;
+ * its fuel counts toward the call.
  * Space: the instance's linear memory is created for one memory limit (`prepare`'s
  * `limitBytes`, the call's memory) and can never grow past it (heap.ts); a refused growth stops
  * the call MEMORY_LIMIT even when the snippet catches QuickJS's "out of memory". QuickJS's own
@@ -25,7 +27,6 @@
  * `InternalError('out of memory')` reads as MEMORY_LIMIT); it only fools its own result.
  */
 
-import { readFileSync } from 'node:fs';
 import * as releaseSyncModule from '@jitl/quickjs-wasmfile-release-sync';
 import { newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten-core';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten-core';
@@ -33,11 +34,13 @@ import type { ExecJob } from './protocol.ts';
 import type { ExecResult } from '../types.ts';
 import { FuelStop, LaneMeter } from './meter.ts';
 import { OutputSink } from './output.ts';
-import { GUEST_PRELUDE, describeError } from './guest.ts';
-import { classifyHost, syntaxFailure, type Failure } from './report.ts';
+import { GUEST_PRELUDE } from './guest.ts';
+import { classifyHost, type Failure } from './report.ts';
 import { evaluateSnippet } from './snippet.ts';
 import { createLinearMemory, guardHeapGrowth } from './heap.ts';
 import { MAX_POWER_FRAME_BYTES } from '../powers.ts';
+import { Stripper, StripperTooLarge } from './stripper.ts';
+import type { StripperModule } from './strip-module.ts';
 
 // Node loads the variant's ESM build, whose default export is the variant itself.
 const RELEASE_SYNC = (releaseSyncModule as unknown as { default: QuickJSSyncVariant }).default;
@@ -53,7 +56,8 @@ export interface Interpreter {
   readonly ctx: QuickJSContext;
   /** `{ setContext, stringify, describe }`, kept host-side (never a global). */
   readonly helpers: QuickJSHandle;
-  readonly transpiler: { readonly rt: QuickJSRuntime; readonly ctx: QuickJSContext; readonly transform: QuickJSHandle } | null;
+  /** A TS interpreter's never-used stripper; dropped (null) once it has stripped the snippet. */
+  stripper: Stripper | null;
   /** Where the host function `power` sends a call: set by `evaluate` for its one job. */
   readonly powers: { call: PowerCall | null };
   /** The limit its linear memory was created for: it runs only calls with exactly this limit. */
@@ -79,11 +83,9 @@ export interface PrepareConfig {
   readonly interrupt: Int32Array;
   readonly outputLimitBytes: number;
   readonly failOnOutputLimit: boolean;
-  readonly transpilerPath: string;
+  /** The compiled TypeScript stripper, loaded on the first TS interpreter's preparation. */
+  readonly stripper: () => Promise<StripperModule>;
 }
-
-let transpilerSource: string | null = null;
-const TRANSPILER_WARMUP = 'const f = <T,>(x: T): T => x; class A<T> { p?: T; m(a: number = 1): void {} } [1].map((x) => x * 2); f(async () => 1);';
 
 export async function prepare(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number): Promise<Interpreter> {
   const meter = new LaneMeter(cfg.interrupt);
@@ -145,22 +147,16 @@ async function build(kind: 'js' | 'ts', cfg: PrepareConfig, limitBytes: number, 
   factory.dispose();
   write.dispose();
   power.dispose();
-  let transpiler: Interpreter['transpiler'] = null;
+  let stripper: Stripper | null = null;
   if (kind === 'ts') {
-    transpilerSource ??= readFileSync(cfg.transpilerPath, 'utf8');
-    const trt = mod.newRuntime();
-    const tctx = trt.newContext();
-    tctx.unwrapResult(tctx.evalCode(transpilerSource, 'membrane:transpiler')).dispose();
-    const transform = tctx.unwrapResult(tctx.evalCode('globalThis.__membraneTranspiler.transform', 'membrane:transpiler'));
-    tctx.unwrapResult(tctx.evalCode('delete globalThis.__membraneTranspiler')).dispose();
-    // Sucrase initializes lazily on its first parse (arrows, generics, classes); do it now,
-    // unmetered, so the snippet pays only for its own transform.
-    const warmup = tctx.newString(TRANSPILER_WARMUP);
-    tctx.unwrapResult(tctx.callFunction(transform, tctx.undefined, warmup)).dispose();
-    warmup.dispose();
-    transpiler = { rt: trt, ctx: tctx, transform };
+    try {
+      stripper = Stripper.create(await cfg.stripper(), cfg.interrupt, limitBytes);
+    } catch (e) {
+      if (e instanceof StripperTooLarge || e instanceof RangeError) throw new InterpreterTooLarge(limitBytes);
+      throw e;
+    }
   }
-  return { kind, meter, sink, rt, ctx, helpers, transpiler, powers, limitBytes };
+  return { kind, meter, sink, rt, ctx, helpers, stripper, powers, limitBytes };
 }
 
 /** What the snippet sees when one of our host functions fails: a fixed error, never the host's message. */
@@ -205,10 +201,6 @@ export function evaluate(it: Interpreter, job: ExecJob, poolHit: boolean, t0: nu
   rt.setMemoryLimit(-1);
   rt.setMaxStackSize(MAX_GUEST_STACK_BYTES);
   rt.setInterruptHandler(meter.shouldInterrupt);
-  if (it.transpiler) {
-    it.transpiler.rt.setMemoryLimit(-1);
-    it.transpiler.rt.setInterruptHandler(meter.shouldInterrupt);
-  }
   it.powers.call = powerCall;
   meter.begin(job.fuel, performance.now() + job.timeoutMs);
   try {
@@ -261,16 +253,12 @@ function run(it: Interpreter, job: ExecJob, warnings: string[], setResult: (v: u
 
   let source = job.code;
   if (job.language === 'ts') {
-    const t = it.transpiler;
-    if (!t) return { code: 'INTERNAL', message: 'no TypeScript transpiler in this interpreter' };
-    const arg = t.ctx.newString(job.code);
-    const out = t.ctx.callFunction(t.transform, t.ctx.undefined, arg);
-    arg.dispose();
-    if (out.error) {
-      return syntaxFailure(describeError(t.ctx, out.error, null).message);
-    }
-    source = t.ctx.getString(out.value);
-    out.value.dispose();
+    const stripper = it.stripper;
+    if (!stripper) return { code: 'INTERNAL', message: 'no TypeScript stripper in this interpreter' };
+    it.stripper = null;
+    const stripped = stripper.strip(job.code, it.meter);
+    if (!stripped.ok) return stripped.failure;
+    source = stripped.code;
   }
 
   return evaluateSnippet(it, source, warnings, setResult);

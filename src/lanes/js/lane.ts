@@ -82,9 +82,8 @@ const failed = (code: string, message: string): ExecResult => ({
   poolHit: false,
 });
 
-async function bundles(): Promise<{ worker: string; transpiler: string }> {
-  const out = await builtFiles({ jsLaneOnly: true });
-  return { worker: out.jsWorker, transpiler: out.jsTranspiler };
+async function workerFile(): Promise<string> {
+  return (await builtFiles({ jsLaneOnly: true })).jsWorker;
 }
 
 interface Seat {
@@ -121,11 +120,12 @@ export class JsLane {
   private getSlot(seat: Seat): Promise<WorkerSlot> {
     if (seat.slot) return seat.slot;
     const p = (async () => {
-      const b = await bundles();
+      const file = await workerFile();
+      const resolve = createRequire(import.meta.url).resolve;
       const data: Omit<JsWorkerData, 'powerPort' | 'powerSignal'> = {
         v: 1,
-        wasmPath: createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm'),
-        transpilerPath: b.transpiler,
+        wasmPath: resolve('@jitl/quickjs-wasmfile-release-sync/wasm'),
+        stripperPath: resolve('@swc/wasm-typescript'),
         cacheDir: this.cacheDir,
         compiled: this.module,
         poolSize: this.poolSize,
@@ -135,7 +135,7 @@ export class JsLane {
         memoryBytes: this.poolMemoryBytes,
         interrupt: new SharedArrayBuffer(4),
       };
-      const slot = await WorkerSlot.spawn(b.worker, data, () => {});
+      const slot = await WorkerSlot.spawn(file, data, () => {});
       this.module = slot.module;
       seat.current = slot;
       return slot;

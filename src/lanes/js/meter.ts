@@ -1,14 +1,16 @@
 /**
- * The JS lane's fuel meter: the host half of `membrane:fuel.refill` for one QuickJS wasm instance
- * (the work and time walls, DESIGN §3), running in the lane's worker thread.
+ * The JS lane's fuel meter: the host half of `membrane:fuel.refill` for one wasm instance — a
+ * QuickJS interpreter or a TypeScript stripper (the work and time walls, DESIGN §3) — running in
+ * the lane's worker thread.
  *
  * Owns: the refill import and QuickJS's interrupt handler. While the interpreter is being
- * pre-initialized (our own code: runtime, context, console, the TypeScript stripper) the meter
+ * pre-initialized (our own code: runtime, context, console) the meter
  * grants freely and counts nothing. `begin()` arms it for the snippet: each refill then checks,
  * in order, an earlier stop, the main thread's interrupt flag (INTERRUPT_CANCELLED stops the call
  * CANCELLED, INTERRUPT_DEADLINE TIMEOUT), the call's deadline and its fuel
  * budget, and grants the next chunk (10 000 units first, doubling up to 1e6). The fuel the
- * snippet's commands spent is charged in (`charge`): one budget covers both, so a refill after the
+ * snippet's commands and the TypeScript stripper (its own meter, given `remaining()`) spent is
+ * charged in (`charge`): one budget covers all of it, so a refill after the
  * total passed it is FUEL_EXHAUSTED, and `used()` includes the charges. A stop *throws* out
  * of the import, which unwinds the wasm; every later refill throws again and the interrupt
  * handler keeps answering "interrupt", so a snippet cannot catch its way past a stop. A refused
@@ -82,6 +84,11 @@ export class LaneMeter {
     if (!this.armed || !this.global) return 0;
     if (this.stopped) return this.stopped === 'FUEL_EXHAUSTED' ? Math.max(this.budget, this.charged) : this.granted + this.charged;
     return Math.max(0, this.granted - Number(this.global.value as bigint)) + this.charged;
+  }
+
+  /** What is left for work done on the snippet's behalf in another instance (the TypeScript stripper). */
+  remaining(): { readonly budget: number; readonly deadline: number } {
+    return { budget: Math.max(0, this.budget - this.used()), deadline: this.deadline };
   }
 
   /**

@@ -32,12 +32,12 @@ export interface JsWorkerData {
   readonly v: typeof JS_LANE_PROTOCOL_VERSION;
   /** The stock QuickJS wasm file (instrumented in the worker unless `compiled` is given). */
   readonly wasmPath: string;
-  /** The bundled TypeScript stripper, evaluated inside QuickJS only (dist/js-transpiler.js). */
-  readonly transpilerPath: string;
+  /** `@swc/wasm-typescript`'s main file: its inlined wasm is the TypeScript stripper (strip-module.ts). */
+  readonly stripperPath: string;
   readonly cacheDir: string | null;
   readonly compiled: WebAssembly.Module | null;
   readonly poolSize: number;
-  /** Also keep pre-initialized TypeScript interpreters (sucrase loaded). */
+  /** Also keep pre-initialized TypeScript interpreters (each with a never-used stripper). */
   readonly wantTs: boolean;
   readonly outputLimitBytes: number;
   readonly failOnOutputLimit: boolean;

@@ -1,6 +1,7 @@
 /**
  * The JS lane's worker thread (bundled to dist/js-lane-worker.cjs): compiles the instrumented
- * QuickJS once, keeps pools of pre-initialized, never-used interpreters per language and memory
+ * QuickJS once (and the TypeScript stripper, strip-module.ts, when the first TS interpreter is
+ * made — a TS interpreter carries a stripper instance of its own), keeps pools of pre-initialized, never-used interpreters per language and memory
  * limit (refilled in the background, one interpreter per macrotask so a request is never stuck
  * behind a whole refill), and runs one job at a time, each in an interpreter of its own whose
  * linear-memory maximum is that job's memory limit (a job whose limit has no ready interpreter
@@ -19,6 +20,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { InterpreterTooLarge, evaluate, prepare, type Interpreter, type PrepareConfig } from './interpreter.ts';
 import { loadInstrumentedQuickJS } from './module.ts';
+import { loadStripper } from './strip-module.ts';
+import type { StripperModule } from './strip-module.ts';
 import { PowerBridge } from './bridge.ts';
 import { OutputStream } from './stream.ts';
 import { MIN_PAGES, PAGE } from './heap.ts';
@@ -112,6 +115,9 @@ function fillSoon(cfg: PrepareConfig): void {
   });
 }
 
+/** The TypeScript stripper, rewritten and compiled once, when the first TS interpreter is made. */
+let stripperModule: Promise<StripperModule> | null = null;
+
 async function main(): Promise<void> {
   if (!port) return;
   let cfg: PrepareConfig;
@@ -122,7 +128,7 @@ async function main(): Promise<void> {
       interrupt: new Int32Array(data.interrupt),
       outputLimitBytes: data.outputLimitBytes,
       failOnOutputLimit: data.failOnOutputLimit,
-      transpilerPath: data.transpilerPath,
+      stripper: () => (stripperModule ??= loadStripper(data.stripperPath, data.cacheDir)),
     };
     send({ v: 1, kind: 'ready', module });
   } catch (e) {
