@@ -70,15 +70,15 @@ let stack: string = '';
 try { fail({ x: 1 } as Point); } catch (e: unknown) { stack = (e as Error).stack ?? ''; }
 stack`;
 
-test('a TS snippet whose line 5 throws: the stripped code throws on line 5, and QuickJS says snippet.js:5', async () => {
+test('a TS snippet whose line 5 throws: the stripped code throws on line 5, and QuickJS says <snippet>:5', async () => {
   const lines = code(THROWS_ON_LINE_5).split('\n');
   assert.equal(lines.length, THROWS_ON_LINE_5.split('\n').length);
   assert.match(lines[4]!, /^\s+throw new Error\('boom ' \+ p\.x\);$/);
   assert.match(lines[7]!, /^try \{ fail\(\{ x: 1 \}\s+\); \}/);
   const r = await lane.exec(req(THROWS_ON_LINE_5));
   assert.equal(r.ok, true, JSON.stringify(r.error));
-  assert.match(String(r.result), /at fail \(snippet\.js:5:/);
-  assert.match(String(r.result), /snippet\.js:8:/);
+  assert.match(String(r.result), /at fail \(<snippet>:5:/);
+  assert.match(String(r.result), /<snippet>:8:/);
 });
 
 test('TypeScript that needs code generated is a GUEST_EXCEPTION SyntaxError naming the construct, line and column', async () => {
