@@ -13,7 +13,7 @@ import { shellLatency } from './shell.ts';
 import { brokers } from './brokers.ts';
 import { hostFunction } from './host-function.ts';
 import { jsLane, jsLanePowers } from './js-lane.ts';
-import { pythonLane } from './python-lane.ts';
+import { pythonControls, pythonLane } from './python-lane.ts';
 import { sqliteBinding } from './sqlite-binding.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
@@ -32,4 +32,5 @@ await hostFunction();
 await jsLane();
 await jsLanePowers();
 await pythonLane();
+await pythonControls();
 await sqliteBinding();
