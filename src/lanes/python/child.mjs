@@ -414,8 +414,9 @@ process.on('message', (m) => {
   meter.deadline = performance.now() + m.timeoutMs;
   bridge.max = m.maxFrameBytes;
   // A wall that stops Python inside an event-loop callback (top-level await) unwinds to here.
+  // A stray rejection the snippet caused is not an end; a wall's is.
   process.on('uncaughtException', () => answer(m, null));
-  process.on('unhandledRejection', () => answer(m, null));
+  process.on('unhandledRejection', () => meter.fault !== null && answer(m, null));
   let started = null;
   try {
     if (m.powers.length > 0) powerDevice(pyodide.FS);

@@ -17,11 +17,11 @@
  * stays GUEST_TRAP with its line); CANCELLED when the request's signal aborts — while waiting for
  * an interpreter (nothing runs; an interpreter that arrives later goes back to the pool) or
  * while the snippet runs (the child is SIGKILLed at once, as at the deadline; the pool refills);
- * TIMEOUT when the deadline passes (the child stops
- * itself at its next fuel refill or deadline timer, or is SIGKILLed `KILL_GRACE_MS` later); FUEL_EXHAUSTED past the
- * budget; MEMORY_LIMIT when the heap would pass the call's cap (caught or not), when the child's
- * resident set grew by more than the call's memory, or when its V8 heap aborted; INTERNAL for
- * anything else, with no host stack or path.
+ * TIMEOUT when the deadline passes (the child stops itself at its next fuel refill or deadline
+ * timer, or is SIGKILLed `KILL_GRACE_MS` later); FUEL_EXHAUSTED past the budget; MEMORY_LIMIT
+ * when the heap would pass the call's cap (caught or not), when the child's resident set grew by
+ * more than the call's memory, or when its V8 heap aborted; INTERNAL for anything else, with no
+ * host stack or path.
  *
  * Streaming: `onStdout`/`onStderr` are relayed while the snippet runs (relay.ts); a killed
  * call's stdout/stderr are what was streamed before it was killed.
@@ -70,6 +70,23 @@ export const MAX_POOL_SIZE = 16;
 
 const TIER_WARNING = 'python: bubblewrap is not available; the interpreter runs in the weaker `os_process` tier (permission model only, no namespaces: the network is reachable if every other layer fails)';
 const FUEL_WARNING = 'python: fuel instrumentation of Pyodide failed; the call ran without fuel metering (the deadline is still enforced by killing the interpreter)';
+
+const ABORTED: unique symbol = Symbol('aborted');
+/** `p`'s value, or ABORTED as soon as `signal` aborts (p is left to settle on its own). */
+async function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof ABORTED> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return ABORTED;
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<typeof ABORTED>((resolve) => {
+    onAbort = () => resolve(ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
 
 export class PythonLane {
   private readonly poolSize: number;
@@ -155,7 +172,10 @@ export class PythonLane {
     else this.misses++;
     this.refill();
     try {
-      await child.ready;
+      if ((await untilAborted(child.ready, signal)) === ABORTED) {
+        this.giveBack(child);
+        return fail('CANCELLED', CANCELLED_MESSAGE, { poolHit: hit });
+      }
     } catch {
       child.kill();
       return fail('INTERNAL', 'the python interpreter failed to start', { poolHit: hit });
@@ -243,26 +263,19 @@ export class PythonLane {
    * used, so it goes back to the pool (or is killed when the lane is closed).
    */
   private async takeUnless(signal: AbortSignal | undefined): Promise<{ child: PythonChild; hit: boolean } | null> {
-    if (signal === undefined) return this.take();
-    if (signal.aborted) return null;
+    if (signal?.aborted) return null;
     const taking = this.take();
-    let onAbort: () => void = () => undefined;
-    const aborted = new Promise<null>((resolve) => {
-      onAbort = () => resolve(null);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-    const first = await Promise.race([taking, aborted]);
-    signal.removeEventListener('abort', onAbort);
-    if (first !== null) return first;
+    const first = await untilAborted(taking, signal);
+    if (first !== ABORTED) return first;
     void taking.then(({ child }) => this.giveBack(child));
     return null;
   }
 
-  /** An unused child back to the pool. */
+  /** An unused child back to the pool, if the pool has room for it (else it is killed). */
   private giveBack(child: PythonChild): void {
     child.ready.then(
       () => {
-        if (this.closed || !child.alive) return child.kill();
+        if (this.closed || !child.alive || this.ready.length + this.booting.size >= this.poolSize) return child.kill();
         this.ready.push(child);
         child.hold(false);
       },
