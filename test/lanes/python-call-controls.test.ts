@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import type { ExecOptions } from '../../src/index.ts';
+import { PythonLane } from '../../src/lanes/python/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
@@ -122,13 +123,15 @@ test('top-level await: the last expression is still the result', async () => {
   assert.deepEqual(r.result, [42, [2, 4]], JSON.stringify(r.error));
 });
 
-test('top-level await that never finishes ends TIMEOUT at the deadline', async () => {
-  await poolFull();
-  const t0 = performance.now();
-  const r = await py('import asyncio\nawait asyncio.Future()', { timeoutMs: 1000 });
-  const ms = performance.now() - t0;
-  assert.equal(r.error?.code, 'TIMEOUT', JSON.stringify(r.error));
-  assert.ok(ms >= 900 && ms < 1000 + LOAD_SLACK_MS, `ended after ${ms.toFixed(0)} ms`);
+test('top-level await that never finishes, or spins after an await, ends TIMEOUT at the deadline', async () => {
+  for (const code of ['import asyncio\nawait asyncio.Future()', 'import asyncio\nawait asyncio.sleep(0)\nwhile True: pass']) {
+    await poolFull();
+    const t0 = performance.now();
+    const r = await py(code, { timeoutMs: 1000 });
+    const ms = performance.now() - t0;
+    assert.equal(r.error?.code, 'TIMEOUT', `${code}: ${JSON.stringify(r.error)}`);
+    assert.ok(ms >= 900 && ms < 1000 + LOAD_SLACK_MS, `${code}: ended after ${ms.toFixed(0)} ms`);
+  }
 });
 
 test("tracebacks: raise on line 3 → TypeError at the deepest snippet frame's line 3; only snippet frames", async () => {
@@ -165,4 +168,22 @@ test('tracebacks: an exception after a top-level await, and a chained one, read 
   assert.equal(d.name, 'ValueError');
   assert.equal(d.stack[0]?.line, 6);
   assert.match(d.traceback, /ZeroDivisionError: division by zero\n\nThe above exception was the direct cause of the following exception:\n\nTraceback \(most recent call last\):\n {2}File "<snippet>", line 6, in <module>\n/);
+});
+
+test('the lane itself: an abort while its interpreter still boots (no pool) answers CANCELLED without waiting for the boot', async () => {
+  const lane = new PythonLane({ poolSize: 0, cacheDir: false });
+  try {
+    lane.stats(); // prepares the instrumented wasm (synchronously, untimed)
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    const t0 = performance.now();
+    const r = await lane.exec({ language: 'python', code: "print('ran')", timeoutMs: LONG_MS, fuel: 1e12, memoryBytes: 64 << 20, caps: [], signal: ac.signal });
+    const ms = performance.now() - t0;
+    assert.equal(r.error?.code, 'CANCELLED', JSON.stringify(r.error));
+    assert.equal(r.stdout, '');
+    // A boot takes seconds (and more on a loaded machine); the answer came with the abort.
+    assert.ok(ms < 50 + LOAD_SLACK_MS, `answered after ${ms.toFixed(0)} ms`);
+  } finally {
+    await lane.close();
+  }
 });
