@@ -5,7 +5,12 @@
  * already loaded interpreter (warm, reused: what the lane refuses to do).
  *
  * Warm samples wait for the pool to refill between calls (untimed), so each one is a pool hit.
- * Run directly: `node --import tsx bench/python-lane.ts`.
+ *
+ * Call controls (issue #15), each against its baseline in the same run: the first streamed
+ * stdout chunk of a snippet that prints and then works ~200 ms, against the time to its result;
+ * and abort → settled for a snippet spinning after a print (aborted when the print arrives),
+ * against the timeout overshoot of the same snippet (how long past its budget the call settles).
+ * Run directly: `node --import tsx bench/python-lane.ts` (`--controls` runs only those).
  */
 
 import { PythonLane } from '../src/lanes/python/index.ts';
@@ -33,6 +38,51 @@ async function unhardened(): Promise<{ cold: number[]; warm: number[] }> {
     warm.push(performance.now() - t);
   }
   return { cold, warm };
+}
+
+const CONTROL_RUNS = 6;
+const WORK_200MS = "print('started')\nimport time\nt = time.time()\nwhile time.time() - t < 0.2: pass\n1";
+const SPIN = "print('go')\nwhile True: pass";
+const OVERSHOOT_BUDGET_MS = 300;
+
+/** Streaming and cancellation latencies, each with its same-run baseline. */
+export async function pythonControls(): Promise<void> {
+  const lane = new PythonLane({ poolSize: 2 });
+  const firstChunk: number[] = [];
+  const toResult: number[] = [];
+  const cancel: number[] = [];
+  const overshoot: number[] = [];
+  for (let i = 0; i < CONTROL_RUNS; i++) {
+    await lane.warm();
+    let first = -1;
+    const t = performance.now();
+    const r = await lane.exec({ ...REQ, code: WORK_200MS, onStdout: () => void (first < 0 && (first = performance.now() - t)) });
+    toResult.push(performance.now() - t);
+    if (r.result !== 1 || first < 0) throw new Error(`unexpected streaming result: ${JSON.stringify(r)}`);
+    firstChunk.push(first);
+
+    await lane.warm();
+    const ac = new AbortController();
+    let abortedAt = 0;
+    const c = await lane.exec({ ...REQ, code: SPIN, signal: ac.signal, onStdout: () => void (abortedAt === 0 && ((abortedAt = performance.now()), ac.abort())) });
+    cancel.push(performance.now() - abortedAt);
+    if (c.error?.code !== 'CANCELLED') throw new Error(`unexpected cancel result: ${JSON.stringify(c)}`);
+
+    await lane.warm();
+    const t2 = performance.now();
+    const o = await lane.exec({ ...REQ, code: SPIN, timeoutMs: OVERSHOOT_BUDGET_MS });
+    overshoot.push(performance.now() - t2 - OVERSHOOT_BUDGET_MS);
+    if (o.error?.code !== 'TIMEOUT') throw new Error(`unexpected timeout result: ${JSON.stringify(o)}`);
+  }
+  const tier = lane.stats().tier;
+  await lane.close();
+  const row = (what: string, xs: number[], vs?: string, target?: string) => ({ what, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), unit: 'ms' as const, ...(vs ? { vs } : {}), ...(target ? { target } : {}) });
+  printTable(`python lane call controls, tier ${tier} (${CONTROL_RUNS} samples each, warm pool)`, [
+    row('print, then ~200 ms of work: time to result', toResult),
+    row('  … first streamed stdout chunk', firstChunk, 'print, then ~200 ms of work: time to result', 'before the result'),
+    row(`spin after a print: timeout overshoot (${OVERSHOOT_BUDGET_MS} ms budget)`, overshoot),
+    row('  … abort → settled', cancel, `spin after a print: timeout overshoot (${OVERSHOOT_BUDGET_MS} ms budget)`, '≤ 50 ms'),
+  ]);
 }
 
 export async function pythonLane(): Promise<void> {
@@ -73,4 +123,7 @@ export async function pythonLane(): Promise<void> {
   ]);
 }
 
-if (process.argv[1]?.endsWith('python-lane.ts')) await pythonLane();
+if (process.argv[1]?.endsWith('python-lane.ts')) {
+  if (!process.argv.includes('--controls')) await pythonLane();
+  await pythonControls();
+}

@@ -15,7 +15,7 @@ import { hostFunction } from './host-function.ts';
 import { jsLane, jsLanePowers } from './js-lane.ts';
 import { jsStream } from './js-stream.ts';
 import { tsStrip } from './ts-strip.ts';
-import { pythonLane } from './python-lane.ts';
+import { pythonControls, pythonLane } from './python-lane.ts';
 import { sqliteBinding } from './sqlite-binding.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
@@ -36,4 +36,5 @@ await jsLanePowers();
 await jsStream();
 await tsStrip();
 await pythonLane();
+await pythonControls();
 await sqliteBinding();

@@ -39,13 +39,15 @@ test('context is visible and read-only', async () => {
   const r = await lane.exec(req("[context['a'], context['b'][1], type(context).__name__]", { context: { a: 5, b: [1, 2] } }));
   assert.deepEqual(r.result, [5, 2, 'mappingproxy']);
   const w = await lane.exec(req("context['a'] = 1", { context: { a: 5 } }));
-  assert.equal(w.error?.code, 'GUEST_TRAP');
+  assert.equal(w.error?.code, 'GUEST_EXCEPTION');
   assert.match(w.error?.message ?? '', /TypeError/);
 });
 
-test('an exception → GUEST_TRAP with its last line', async () => {
+test('an exception → GUEST_EXCEPTION with its last line and the snippet frame', async () => {
   const r = await lane.exec(req("raise ValueError('nope')"));
-  assert.deepEqual(r.error, { code: 'GUEST_TRAP', message: 'ValueError: nope' });
+  assert.equal(r.error?.code, 'GUEST_EXCEPTION');
+  assert.equal(r.error?.message, 'ValueError: nope');
+  assert.deepEqual(r.error?.details?.['stack'], [{ file: '<snippet>', line: 1, column: 1, function: '<module>' }]);
 });
 
 test('membrane has an attribute per granted cap and none for others; its calls reach the power server', async () => {

@@ -125,6 +125,6 @@ except JsException:
   assert.match(printed.stdout, /JsException/);
   assertNoHostDetail(printed);
   const uncaught = await run(`${PRELUDE}\nO.constructor('z')`);
-  assert.equal(uncaught.error?.code, 'GUEST_TRAP');
+  assert.equal(uncaught.error?.code, 'GUEST_EXCEPTION');
   assertNoHostDetail(uncaught);
 });

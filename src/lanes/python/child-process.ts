@@ -2,10 +2,12 @@
  * One interpreter child, seen from the host: spawn it (spawn.ts), wait for `ready`, send it one
  * exec, collect the one answer, and make sure it is gone afterwards.
  *
- * Owns: locating child.mjs (beside this module under tsx, or `python-child.mjs` beside the bundle
- * in dist/), the boot bound, the deadline kill (SIGKILL at the call's deadline plus
- * `KILL_GRACE_MS`, for code that never reaches a fuel refill) and the death of the child after
- * its one call.
+ * Owns: locating child.mjs (beside this module under tsx, with the modules it imports, or
+ * `python-child.mjs` beside the bundle in dist/), the boot bound, the deadline kill (SIGKILL at
+ * the call's deadline plus `KILL_GRACE_MS`, for code that never reaches a fuel refill), the
+ * cancel kill (SIGKILL as soon as the call's signal aborts), the relay of `output` messages
+ * (a child that streams more than the cap, or a stream it was not asked for, is killed) and the
+ * death of the child after its one call.
  *
  * Powers: the child's fd 4 is a pipe of length-prefixed frames (protocol.ts); while its one exec
  * runs, each request frame (with the fuel the child says its snippet has used) is handed to the
@@ -21,7 +23,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Duplex } from 'node:stream';
 import { MAX_POWER_FRAME_BYTES, answerPowerFrame, encodeAnswer, type PowerAnswer, type PowerServer } from '../powers.ts';
 
@@ -29,6 +31,7 @@ import { MAX_POWER_FRAME_BYTES, answerPowerFrame, encodeAnswer, type PowerAnswer
 const REQUEST_HEAD_BYTES = 12;
 import { parseChildMessage, type ChildMessage, type ExecMessage } from './protocol.ts';
 import type { ChildCommand } from './spawn.ts';
+import type { OutputRelay } from './relay.ts';
 
 /** How long a child may take to load and harden Pyodide. */
 export const BOOT_TIMEOUT_MS = 60_000;
@@ -36,7 +39,13 @@ export const BOOT_TIMEOUT_MS = 60_000;
 export const KILL_GRACE_MS = 200;
 
 export type ResultMessage = Extract<ChildMessage, { kind: 'result' }>;
-export type ExecAnswer = ResultMessage | { readonly kind: 'killed'; readonly reason: 'TIMEOUT' | 'DIED' | 'OUT_OF_MEMORY' };
+export type ExecAnswer = ResultMessage | { readonly kind: 'killed'; readonly reason: 'TIMEOUT' | 'DIED' | 'OUT_OF_MEMORY' | 'CANCELLED' };
+
+/** What a call adds to its exec: the caller's signal (kill at once → CANCELLED) and its output relay. */
+export interface ExecControls {
+  readonly signal?: AbortSignal | undefined;
+  readonly relay?: OutputRelay | undefined;
+}
 /** V8 aborts a process whose JavaScript heap passed `--max-old-space-size` (SIGABRT; 128 + 6 through bubblewrap). */
 const abortedForMemory = (code: number | null, signal: NodeJS.Signals | null): boolean => signal === 'SIGABRT' || code === 134;
 
@@ -46,6 +55,13 @@ export function childScript(): string {
     if (existsSync(p)) return p;
   }
   throw new Error('python lane: child script not found');
+}
+
+/** The modules child.mjs imports, when it runs unbundled (dist/python-child.mjs has them inside). */
+export const CHILD_MODULES = ['./child-driver.mjs', './child-output.mjs'];
+export function childModules(script: string): string[] {
+  if (!script.endsWith('/child.mjs')) return [];
+  return CHILD_MODULES.map((name) => fileURLToPath(new URL(name, pathToFileURL(script))));
 }
 
 export class PythonChild {
@@ -126,11 +142,16 @@ export class PythonChild {
     return !this.dead;
   }
 
-  /** Run the one exec this child will ever serve (its powers served by `server`); the child is dead when this resolves. */
-  exec(msg: ExecMessage, server: PowerServer | null = null): Promise<ExecAnswer> {
+  /**
+   * Run the one exec this child will ever serve (its powers served by `server`); the child is dead
+   * when this resolves. `controls.signal` aborting kills it at once (CANCELLED); `output` messages
+   * go to `controls.relay`, and the rest of the result's output is relayed before this resolves.
+   */
+  exec(msg: ExecMessage, server: PowerServer | null = null, controls: ExecControls = {}): Promise<ExecAnswer> {
     if (this.used) throw new Error('python child reused');
     this.used = true;
     this.hold(true);
+    const { signal, relay } = controls;
     this.servePowers(server, Date.now() + msg.timeoutMs);
     return new Promise<ExecAnswer>((resolve) => {
       let settled = false;
@@ -138,14 +159,25 @@ export class PythonChild {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         this.kill();
+        if (a.kind === 'result') relay?.finish(a);
+        else relay?.end();
         resolve(a);
       };
+      const onAbort = (): void => finish({ kind: 'killed', reason: 'CANCELLED' });
       const timer = setTimeout(() => finish({ kind: 'killed', reason: 'TIMEOUT' }), msg.timeoutMs + KILL_GRACE_MS);
       this.onMessage = (m) => {
         if (m.kind === 'result' && m.id === msg.id) finish(m);
+        else if (m.kind === 'output' && m.id === msg.id) {
+          // More than it was asked for, or past the cap: the child is not following the protocol.
+          const fine = (m.stdout === undefined || relay?.push('stdout', m.stdout) === true) && (m.stderr === undefined || relay?.push('stderr', m.stderr) === true);
+          if (!fine) finish({ kind: 'killed', reason: 'DIED' });
+        }
       };
       this.onExit = () => finish({ kind: 'killed', reason: this.outOfMemory ? 'OUT_OF_MEMORY' : 'DIED' });
+      if (signal?.aborted) return finish({ kind: 'killed', reason: 'CANCELLED' });
+      signal?.addEventListener('abort', onAbort, { once: true });
       if (this.dead) finish({ kind: 'killed', reason: 'DIED' });
       else this.proc.send(msg, (err) => err && finish({ kind: 'killed', reason: 'DIED' }));
     });

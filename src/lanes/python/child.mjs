@@ -5,8 +5,11 @@
 // Owns: loading Pyodide from its package directory (never the network: no package is ever
 // loaded), hardening it before any guest code exists, and running exactly ONE snippet. Speaks the
 // versioned protocol of protocol.ts over the IPC channel: `{ v: 1, kind: 'ready' }` once
-// hardened, then one `{ v: 1, kind: 'exec', ... }` in, one `{ v: 1, kind: 'result', ... }` out,
-// then exit. A child is never reused.
+// hardened, then one `{ v: 1, kind: 'exec', ... }` in, `output` messages while it runs when the
+// exec asks to stream (child-output.mjs), one `{ v: 1, kind: 'result', ... }` out, then exit. A
+// child is never reused. The snippet itself is compiled and run, and its exception read, by the
+// Python driver in child-driver.mjs; a top-level-await snippet is a task on Pyodide's event loop,
+// awaited here, with a timer at the deadline (nothing refills fuel while it waits).
 //
 // Invariant, before any guest code runs: `jsglobals` is an empty null-prototype object; the `js`
 // and `pyodide_js` modules are unregistered and absent from `sys.modules` (no module holds a
@@ -18,7 +21,8 @@
 // V8 CallSite or host path reaches Python; the wasm is the fuel-instrumented module
 // (when given) whose refill enforces the call's budget and deadline. The process was started
 // with `--disallow-code-generation-from-strings`, so a host `Function`/`eval` reached through a
-// proxy throws. Errors carry Python's last exception line, never a host stack or host path.
+// proxy throws. Errors carry the snippet's frames only, never a host stack or host path (the
+// paths this process knows are replaced in everything it reports).
 //
 // Powers (layer 6): when the call grants caps with lane powers, a character device
 // `/dev/membrane` exists in Pyodide's in-memory FS and the `membrane` module has one attribute
@@ -35,9 +39,12 @@
 // this process is confined.
 
 import { constants as fsConstants, readFileSync, readSync, writeSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+import { dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { DRIVER_PY, hostPathScrubber } from './child-driver.mjs';
+import { createOutput } from './child-output.mjs';
 
 // The collector for the memory guard, made in a context of its own: never on this global.
 setFlagsFromString('--expose-gc');
@@ -66,6 +73,7 @@ function refill(current) {
   const now = performance.now();
   if (now > meter.deadline) throw new Stop((meter.fault = 'TIMEOUT'));
   if (now >= resident.nextCheck && overResident(now)) throw new Stop((meter.fault = 'MEMORY_LIMIT'));
+  output.tick(now);
   if (meter.granted + meter.charged - c > meter.budget) throw new Stop((meter.fault = 'FUEL_EXHAUSTED'));
   const give = Math.min(Math.max(meter.next, -c), meter.budget - meter.granted - meter.charged);
   meter.next = Math.min(meter.next * 2, meter.chunk);
@@ -218,34 +226,8 @@ function sealErrorStacks() {
   Object.freeze(Error);
 }
 
-/** Captured output, capped per stream; the rest is counted, not kept. */
-function sink() {
-  return { chunks: [], kept: 0, dropped: 0, limit: 1 << 20 };
-}
-const out = { stdout: sink(), stderr: sink() };
-function writer(s) {
-  return {
-    write(buf) {
-      const room = s.limit - s.kept;
-      if (room > 0) {
-        const take = buf.length <= room ? buf : buf.subarray(0, room);
-        s.chunks.push(Buffer.from(take));
-        s.kept += take.length;
-      }
-      if (buf.length > room) s.dropped += buf.length - Math.max(room, 0);
-      return buf.length;
-    },
-  };
-}
-function drain(s) {
-  // Cut at a UTF-8 boundary: a truncated multi-byte character is dropped, not mangled.
-  let b = Buffer.concat(s.chunks);
-  let end = b.length;
-  if (s.dropped > 0) while (end > 0 && (b[end - 1] & 0xc0) === 0x80) end--;
-  if (s.dropped > 0 && end > 0 && b[end - 1] >= 0xc0) end--;
-  if (end !== b.length && s.dropped > 0) b = b.subarray(0, end);
-  return b.toString('utf8');
-}
+/** Captured output (capped per stream), streamed to the parent when the call asks (child-output.mjs). */
+const output = createOutput((msg) => process.send(msg));
 
 const { loadPyodide } = await import(pathToFileURL(`${pyodideDir}/pyodide.mjs`).href);
 const factory = (await import(pathToFileURL(`${pyodideDir}/pyodide.asm.mjs`).href)).default;
@@ -297,8 +279,8 @@ const pyodide = await loadPyodide({
 if (metered && meter.global === null) throw new Error('instrumented module lost its fuel counter');
 sealErrorStacks();
 pyodide._module.__emscripten_system = () => -1;
-pyodide.setStdout(writer(out.stdout));
-pyodide.setStderr(writer(out.stderr));
+pyodide.setStdout(output.stdout);
+pyodide.setStderr(output.stderr);
 pyodide.unregisterJsModule('pyodide_js');
 pyodide.unregisterJsModule('js');
 
@@ -389,38 +371,37 @@ def _membrane_module(powers, max_frame, messages):
             setattr(mod, c['global'], host)
         elif c in makers: setattr(mod, c, makers[c]())
     return mod
-def _membrane_run(code, context_json, powers_json, max_frame, messages_json, max_result):
-    from pyodide.code import eval_code
-    powers = json.loads(powers_json)
-    sys.modules['membrane'] = _membrane_module(powers, max_frame, json.loads(messages_json))
-    g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(json.loads(context_json))}
-    for c in powers:
-        if isinstance(c, dict): g[c['global']] = getattr(sys.modules['membrane'], c['global'])
-    try:
-        value = eval_code(code, g)
-    except BaseException as e:
-        sys.stdout.flush(); sys.stderr.flush()
-        line = traceback.format_exception_only(type(e), e)[-1].strip()
-        kind = 'MemoryError' if isinstance(e, MemoryError) else 'SystemExit' if isinstance(e, SystemExit) else 'error'
-        return json.dumps({'ok': False, 'kind': kind, 'message': line[:2000]})
-    sys.stdout.flush(); sys.stderr.flush()
-    if value is None:
-        return json.dumps({'ok': True})
-    try:
-        text = json.dumps({'ok': True, 'result': _thaw(value)}, default=repr)
-    except Exception as e:
-        text = json.dumps({'ok': True, 'result': repr(value)[:max_result], 'warning': 'result is not JSON-serializable; its repr was returned'})
-    if len(text) > max_result:
-        return json.dumps({'ok': True, 'warning': f'the result is larger than {max_result} characters of JSON and was dropped'})
-    return text
 `);
+pyodide.runPython(DRIVER_PY);
 const run = pyodide.globals.get('_membrane_run');
 pyodide.runPython('del _membrane_run');
+
+/** Known host paths, removed from everything the child reports. */
+const scrub = hostPathScrubber([pyodideDir, dirname(fileURLToPath(import.meta.url)), metered ? dirname(wasmFile) : null]);
+
+/** Answer the one exec (once): the outcome, unless a wall stopped the snippet, then exit. */
+let answered = false;
+function answer(m, text) {
+  if (answered) return;
+  answered = true;
+  let outcome;
+  try {
+    outcome = typeof text === 'string' ? JSON.parse(text) : { ok: false, kind: 'host' };
+  } catch {
+    outcome = { ok: false, kind: 'host' };
+  }
+  if (meter.fault === null && overResident(performance.now())) meter.fault = 'MEMORY_LIMIT';
+  if (meter.fault === 'MEMORY_LIMIT') outcome = { ok: false, kind: 'MEMORY_LIMIT', message: heap.hit ? 'the heap would pass the cap' : 'the interpreter process grew by more than the call\'s memory' };
+  else if (meter.fault !== null) outcome = { ok: false, kind: meter.fault };
+  else if (heap.hit && !outcome.ok) outcome = { ok: false, kind: 'MemoryError', message: outcome.message ?? outcome.exception?.message };
+  output.flush();
+  process.send({ v: 1, kind: 'result', id: m.id, outcome: outcome.ok ? outcome : scrub(outcome), ...output.collect(), fuelUsed: fuelUsed(), metered }, () => process.exit(0));
+}
 
 process.on('message', (m) => {
   if (served || m === null || typeof m !== 'object' || m.v !== 1 || m.kind !== 'exec') return;
   served = true;
-  out.stdout.limit = out.stderr.limit = m.outputLimitBytes;
+  output.configure({ id: m.id, limit: m.outputLimitBytes, stdout: m.streamStdout, stderr: m.streamStderr });
   heap.cap = m.memoryBytes;
   resident.limit = process.memoryUsage.rss() + m.memoryBytes;
   resident.nextCheck = performance.now() + RESIDENT_CHECK_MS;
@@ -432,34 +413,29 @@ process.on('message', (m) => {
   if (meter.global !== null) meter.global.value = 0n;
   meter.deadline = performance.now() + m.timeoutMs;
   bridge.max = m.maxFrameBytes;
-  let reply;
+  // A wall that stops Python inside an event-loop callback (top-level await) unwinds to here.
+  // A stray rejection the snippet caused is not an end; a wall's is.
+  process.on('uncaughtException', () => answer(m, null));
+  process.on('unhandledRejection', () => meter.fault !== null && answer(m, null));
+  let started = null;
   try {
     if (m.powers.length > 0) powerDevice(pyodide.FS);
-    // Strings and numbers only cross into Python (a JS array would arrive as a JsProxy).
-    const text = run(m.code, m.contextJson, JSON.stringify(m.powers), m.maxFrameBytes, m.powerMessages, MAX_RESULT_CHARS);
-    reply = { outcome: JSON.parse(text) };
+    // Strings, numbers and booleans only cross into Python (a JS array would arrive as a JsProxy).
+    started = run(m.code, m.contextJson, JSON.stringify(m.powers), m.maxFrameBytes, m.powerMessages, MAX_RESULT_CHARS, m.streamStdout === true || m.streamStderr === true);
   } catch {
-    reply = { outcome: { ok: false, kind: 'host' } };
+    started = null;
   }
-  if (meter.fault === null && overResident(performance.now())) meter.fault = 'MEMORY_LIMIT';
-  if (meter.fault === 'MEMORY_LIMIT') reply.outcome = { ok: false, kind: 'MEMORY_LIMIT', message: heap.hit ? 'the heap would pass the cap' : 'the interpreter process grew by more than the call\'s memory' };
-  else if (meter.fault !== null) reply.outcome = { ok: false, kind: meter.fault };
-  else if (heap.hit && !reply.outcome.ok) reply.outcome = { ok: false, kind: 'MemoryError', message: reply.outcome.message };
-  process.send(
-    {
-      v: 1,
-      kind: 'result',
-      id: m.id,
-      outcome: reply.outcome,
-      stdout: drain(out.stdout),
-      stderr: drain(out.stderr),
-      stdoutDropped: out.stdout.dropped,
-      stderrDropped: out.stderr.dropped,
-      fuelUsed: fuelUsed(),
-      metered,
-    },
-    () => process.exit(0),
-  );
+  if (started === null || typeof started === 'string') return answer(m, started);
+  // Top-level await: the snippet is a task on Pyodide's event loop, which runs on this one. While
+  // it waits nothing refills fuel, so the deadline is a timer here too.
+  const timer = setTimeout(() => {
+    if (meter.fault === null) meter.fault = 'TIMEOUT';
+    answer(m, null);
+  }, Math.max(0, meter.deadline - performance.now()) + 1);
+  Promise.resolve(started).then(
+    (text) => answer(m, text),
+    () => answer(m, null),
+  ).finally(() => clearTimeout(timer));
 });
 process.on('disconnect', () => process.exit(0));
 process.send({ v: 1, kind: 'ready', metered });

@@ -12,12 +12,19 @@
  * child's power pipe (child-process.ts), and none for any other cap.
  *
  * Invariant: an interpreter serves exactly one call and is then killed — never reused; a call
- * always resolves to an `ExecResult` (never throws for guest behaviour): a Python exception is
- * GUEST_TRAP with the exception's last line; TIMEOUT when the deadline passes (the child stops
- * itself at its next fuel refill, or is SIGKILLed `KILL_GRACE_MS` later); FUEL_EXHAUSTED past the
- * budget; MEMORY_LIMIT when the heap would pass the call's cap (caught or not), when the child's
- * resident set grew by more than the call's memory, or when its V8 heap aborted; INTERNAL for
- * anything else, with no host stack or path.
+ * always resolves to an `ExecResult` (never throws for guest behaviour): an uncaught Python
+ * exception is GUEST_EXCEPTION with the snippet's frames and traceback (exception.ts; SystemExit
+ * stays GUEST_TRAP with its line); CANCELLED when the request's signal aborts — while waiting for
+ * an interpreter (nothing runs; an interpreter that arrives later goes back to the pool) or
+ * while the snippet runs (the child is SIGKILLed at once, as at the deadline; the pool refills);
+ * TIMEOUT when the deadline passes (the child stops itself at its next fuel refill or deadline
+ * timer, or is SIGKILLed `KILL_GRACE_MS` later); FUEL_EXHAUSTED past the budget; MEMORY_LIMIT
+ * when the heap would pass the call's cap (caught or not), when the child's resident set grew by
+ * more than the call's memory, or when its V8 heap aborted; INTERNAL for anything else, with no
+ * host stack or path.
+ *
+ * Streaming: `onStdout`/`onStderr` are relayed while the snippet runs (relay.ts); a killed
+ * call's stdout/stderr are what was streamed before it was killed.
  *
  * Does not protect against: what a granted broker allows (the engine's brokers decide); the cost of a cold
  * start when the pool is empty (seconds: Pyodide boots its interpreter in each child).
@@ -26,7 +33,11 @@
 import { rmSync } from 'node:fs';
 import type { ExecRequest, ExecResult } from '../types.ts';
 import { MAX_POWER_FRAME_BYTES, POWER_ERROR_MESSAGES, lanePowerCaps } from '../powers.ts';
-import { PythonChild, childScript, type ExecAnswer } from './child-process.ts';
+import { dirname } from 'node:path';
+import { PythonChild, childModules, childScript, type ExecAnswer } from './child-process.ts';
+import { guestExceptionError, pathScrubber } from './exception.ts';
+import { OutputRelay } from './relay.ts';
+import { CANCELLED_MESSAGE } from '../controls.ts';
 import type { ExecMessage } from './protocol.ts';
 import { childCommand, type ChildCommand, type PythonTier } from './spawn.ts';
 import { preparePyodideWasm, pyodideDir, type PreparedWasm } from './wasm-prep.ts';
@@ -59,6 +70,23 @@ export const MAX_POOL_SIZE = 16;
 
 const TIER_WARNING = 'python: bubblewrap is not available; the interpreter runs in the weaker `os_process` tier (permission model only, no namespaces: the network is reachable if every other layer fails)';
 const FUEL_WARNING = 'python: fuel instrumentation of Pyodide failed; the call ran without fuel metering (the deadline is still enforced by killing the interpreter)';
+
+const ABORTED: unique symbol = Symbol('aborted');
+/** `p`'s value, or ABORTED as soon as `signal` aborts (p is left to settle on its own). */
+async function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof ABORTED> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return ABORTED;
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<typeof ABORTED>((resolve) => {
+    onAbort = () => resolve(ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
 
 export class PythonLane {
   private readonly poolSize: number;
@@ -136,16 +164,23 @@ export class PythonLane {
     } catch {
       return fail('INTERNAL', 'context is not JSON-serializable');
     }
-    const { child, hit } = await this.take();
+    const signal = req.signal;
+    const taken = await this.takeUnless(signal);
+    if (taken === null) return fail('CANCELLED', CANCELLED_MESSAGE);
+    const { child, hit } = taken;
     if (hit) this.hits++;
     else this.misses++;
     this.refill();
     try {
-      await child.ready;
+      if ((await untilAborted(child.ready, signal)) === ABORTED) {
+        this.giveBack(child);
+        return fail('CANCELLED', CANCELLED_MESSAGE, { poolHit: hit });
+      }
     } catch {
       child.kill();
       return fail('INTERNAL', 'the python interpreter failed to start', { poolHit: hit });
     }
+    const relay = new OutputRelay(req, this.outputLimit);
     const msg: ExecMessage = {
       v: 1,
       kind: 'exec',
@@ -159,9 +194,11 @@ export class PythonLane {
       fuel: req.fuel,
       memoryBytes: req.memoryBytes,
       outputLimitBytes: this.outputLimit,
+      streamStdout: relay.wants('stdout'),
+      streamStderr: relay.wants('stderr'),
     };
-    const answer = await child.exec(msg, req.powers ?? null);
-    return this.toResult(answer, req, hit, start, warnings);
+    const answer = await child.exec(msg, req.powers ?? null, { signal, relay });
+    return this.toResult(answer, req, hit, start, warnings, relay);
   }
 
   async close(): Promise<void> {
@@ -170,6 +207,12 @@ export class PythonLane {
     this.ready.length = 0;
     this.booting.clear();
     if (this.prep?.wasm?.scratch) rmSync(this.prep.wasm.scratch, { recursive: true, force: true });
+  }
+
+  /** Host paths this lane knows (the Pyodide package, the child's scripts, the prepared wasm), for error text. */
+  private scrub(): (s: string) => string {
+    const wasm = this.prep?.wasm?.file;
+    return pathScrubber([pyodideDir(), dirname(childScript()), wasm ? dirname(wasm) : null]);
   }
 
   private setup(): { wasm: PreparedWasm | null; cmd: ChildCommand } {
@@ -185,7 +228,8 @@ export class PythonLane {
   }
 
   private commandFor(wasm: PreparedWasm | null): ChildCommand {
-    return childCommand({ script: childScript(), pyodideDir: pyodideDir(), wasmFile: wasm?.file ?? null, useBwrap: true });
+    const script = childScript();
+    return childCommand({ script, modules: childModules(script), pyodideDir: pyodideDir(), wasmFile: wasm?.file ?? null, useBwrap: true });
   }
 
   /** A new child; a pool child joins `ready` once booted, a direct one belongs to its caller. */
@@ -212,6 +256,31 @@ export class PythonLane {
   private refill(): void {
     if (this.closed) return;
     while (this.ready.length + this.booting.size < this.poolSize) this.spawn();
+  }
+
+  /**
+   * `take()`, unless `signal` aborts first (null): a child that arrives after that was never
+   * used, so it goes back to the pool (or is killed when the lane is closed).
+   */
+  private async takeUnless(signal: AbortSignal | undefined): Promise<{ child: PythonChild; hit: boolean } | null> {
+    if (signal?.aborted) return null;
+    const taking = this.take();
+    const first = await untilAborted(taking, signal);
+    if (first !== ABORTED) return first;
+    void taking.then(({ child }) => this.giveBack(child));
+    return null;
+  }
+
+  /** An unused child back to the pool, if the pool has room for it (else it is killed). */
+  private giveBack(child: PythonChild): void {
+    child.ready.then(
+      () => {
+        if (this.closed || !child.alive || this.ready.length + this.booting.size >= this.poolSize) return child.kill();
+        this.ready.push(child);
+        child.hold(false);
+      },
+      () => child.kill(),
+    );
   }
 
   /** A ready child (hit), else the first booting one to finish, else a fresh one (miss). */
@@ -241,16 +310,19 @@ export class PythonLane {
     return this.take().then((t) => ({ child: t.child, hit: false }));
   }
 
-  private toResult(a: ExecAnswer, req: ExecRequest, hit: boolean, start: number, warnings: string[]): ExecResult {
+  private toResult(a: ExecAnswer, req: ExecRequest, hit: boolean, start: number, warnings: string[], relay: OutputRelay): ExecResult {
     const base = { poolHit: hit, warnings, durationMs: 0 };
     if (a.kind === 'killed') {
-      const timeout = a.reason === 'TIMEOUT';
-      const error = timeout
-        ? { code: 'TIMEOUT', message: `the call ran past its ${req.timeoutMs} ms budget` }
-        : a.reason === 'OUT_OF_MEMORY'
-          ? { code: 'MEMORY_LIMIT', message: "the interpreter's JavaScript heap passed its cap" }
-          : { code: 'INTERNAL', message: 'the python interpreter died' };
-      return { ...base, ok: false, stdout: '', stderr: '', fuelUsed: 0, error, durationMs: performance.now() - start };
+      const error =
+        a.reason === 'CANCELLED'
+          ? { code: 'CANCELLED', message: CANCELLED_MESSAGE }
+          : a.reason === 'TIMEOUT'
+            ? { code: 'TIMEOUT', message: `the call ran past its ${req.timeoutMs} ms budget` }
+            : a.reason === 'OUT_OF_MEMORY'
+              ? { code: 'MEMORY_LIMIT', message: "the interpreter's JavaScript heap passed its cap" }
+              : { code: 'INTERNAL', message: 'the python interpreter died' };
+      // A killed child's output is what it streamed before (nothing when the call did not stream).
+      return { ...base, ok: false, stdout: relay.text('stdout'), stderr: relay.text('stderr'), fuelUsed: 0, error, durationMs: performance.now() - start };
     }
     if (a.stdoutDropped > 0) warnings.push(`stdout truncated at ${this.outputLimit} bytes (${a.stdoutDropped} bytes dropped)`);
     if (a.stderrDropped > 0) warnings.push(`stderr truncated at ${this.outputLimit} bytes (${a.stderrDropped} bytes dropped)`);
@@ -271,7 +343,9 @@ export class PythonLane {
               ? { code: 'MEMORY_LIMIT', message: `${o.message ?? 'the snippet reached its memory limit'} (${req.memoryBytes} bytes)` }
             : o.kind === 'host'
               ? { code: 'INTERNAL', message: 'the python interpreter failed' }
-              : { code: 'GUEST_TRAP', message: o.message ?? 'the snippet raised an exception' };
+              : o.kind === 'exception'
+                ? guestExceptionError(o.exception, this.scrub())
+                : { code: 'GUEST_TRAP', message: o.message ?? 'the snippet raised an exception' };
     return { ...base, ok: false, ...io, error, durationMs: performance.now() - start };
   }
 }

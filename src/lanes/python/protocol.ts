@@ -6,6 +6,10 @@
  * until `parseChildMessage` has checked its shape and bounded its sizes; anything else is
  * treated as a dead child (INTERNAL), never thrown into the host.
  *
+ * Between `exec` and `result` the child may send `output` messages (only for the streams the
+ * exec asked for; relay.ts bounds them); an uncaught exception's outcome carries its report
+ * (exception.ts checks and cuts it).
+ *
  * Powers travel on a separate pipe (the child's fd 4), not this IPC channel: frames of a 4-byte
  * big-endian length and JSON (a `PowerRequest` up, a `PowerAnswer` down), one request at a time,
  * each at most `maxFrameBytes` (child-process.ts kills a child that sends a bigger one). A request
@@ -20,6 +24,7 @@
  */
 
 import type { HostPower } from '../powers.ts';
+import { parseGuestException, type GuestException } from './exception.ts';
 
 export interface ExecMessage {
   readonly v: 1;
@@ -37,12 +42,17 @@ export interface ExecMessage {
   readonly fuel: number;
   readonly memoryBytes: number;
   readonly outputLimitBytes: number;
+  /** Send stdout / stderr as `output` messages while the snippet runs (only when the caller listens). */
+  readonly streamStdout: boolean;
+  readonly streamStderr: boolean;
 }
 
 /** How the snippet ended, as the child saw it. */
 export type ChildOutcome =
   | { readonly ok: true; readonly result?: unknown; readonly warning?: string }
-  | { readonly ok: false; readonly kind: 'error' | 'MemoryError' | 'MEMORY_LIMIT' | 'SystemExit' | 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'host'; readonly message?: string };
+  | { readonly ok: false; readonly kind: 'exception'; readonly exception: GuestException }
+  | { readonly ok: false; readonly kind: PlainFailure; readonly message?: string };
+type PlainFailure = 'MemoryError' | 'MEMORY_LIMIT' | 'SystemExit' | 'TIMEOUT' | 'FUEL_EXHAUSTED' | 'host';
 
 export type ChildMessage =
   | { readonly v: 1; readonly kind: 'ready'; readonly metered: boolean }
@@ -57,10 +67,12 @@ export type ChildMessage =
       readonly stderrDropped: number;
       readonly fuelUsed: number;
       readonly metered: boolean;
-    };
+    }
+  /** Output written while the snippet runs (only the streams the exec asked for). */
+  | { readonly v: 1; readonly kind: 'output'; readonly id: number; readonly stdout?: string; readonly stderr?: string };
 
-const KINDS: ReadonlySet<string> = new Set(['error', 'MemoryError', 'MEMORY_LIMIT', 'SystemExit', 'TIMEOUT', 'FUEL_EXHAUSTED', 'host']);
-/** Longest exception line passed on. */
+const KINDS: ReadonlySet<string> = new Set(['MemoryError', 'MEMORY_LIMIT', 'SystemExit', 'TIMEOUT', 'FUEL_EXHAUSTED', 'host']);
+/** Longest message (MemoryError, SystemExit, a warning) passed on. */
 export const MAX_MESSAGE_CHARS = 2000;
 
 function nonNegative(x: unknown): x is number {
@@ -74,9 +86,13 @@ function parseOutcome(o: unknown): ChildOutcome | null {
     const warning = typeof r['warning'] === 'string' ? r['warning'].slice(0, MAX_MESSAGE_CHARS) : undefined;
     return { ok: true, ...('result' in r ? { result: r['result'] } : {}), ...(warning ? { warning } : {}) };
   }
+  if (r['ok'] === false && r['kind'] === 'exception') {
+    const exception = parseGuestException(r['exception']);
+    return exception === null ? null : { ok: false, kind: 'exception', exception };
+  }
   if (r['ok'] !== false || typeof r['kind'] !== 'string' || !KINDS.has(r['kind'])) return null;
   const message = typeof r['message'] === 'string' ? r['message'].slice(0, MAX_MESSAGE_CHARS) : undefined;
-  return { ok: false, kind: r['kind'] as Extract<ChildOutcome, { ok: false }>['kind'], ...(message !== undefined ? { message } : {}) };
+  return { ok: false, kind: r['kind'] as PlainFailure, ...(message !== undefined ? { message } : {}) };
 }
 
 /** Check one IPC message from a child; null for anything malformed or oversized. */
@@ -85,6 +101,12 @@ export function parseChildMessage(m: unknown, maxOutputChars: number): ChildMess
   const r = m as Record<string, unknown>;
   if (r['v'] !== 1) return null;
   if (r['kind'] === 'ready') return { v: 1, kind: 'ready', metered: r['metered'] === true };
+  if (r['kind'] === 'output' && typeof r['id'] === 'number') {
+    const { stdout, stderr } = r;
+    if (stdout !== undefined && (typeof stdout !== 'string' || stdout.length > maxOutputChars)) return null;
+    if (stderr !== undefined && (typeof stderr !== 'string' || stderr.length > maxOutputChars)) return null;
+    return { v: 1, kind: 'output', id: r['id'], ...(stdout !== undefined ? { stdout } : {}), ...(stderr !== undefined ? { stderr } : {}) };
+  }
   if (r['kind'] !== 'result' || typeof r['id'] !== 'number') return null;
   const outcome = parseOutcome(r['outcome']);
   const { stdout, stderr } = r;

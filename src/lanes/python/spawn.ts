@@ -4,13 +4,14 @@
  *
  * Owns: the child's argv. Always: an empty environment (Node adds only its IPC channel's fd
  * number), Node's permission model with reads limited to the Pyodide package, the child script
- * and the instrumented wasm — no `--allow-fs-write`, `--allow-child-process`, `--allow-worker`
- * or `--allow-addons` — `--disallow-code-generation-from-strings`, a capped V8 heap, no
+ * (and, unbundled, the modules it imports) and the instrumented wasm — no `--allow-fs-write`,
+ * `--allow-child-process`, `--allow-worker` or `--allow-addons` —
+ * `--disallow-code-generation-from-strings`, a capped V8 heap, no
  * inspector. When `/usr/bin/bwrap` (or `bwrap` on PATH) works: every namespace unshared (no
  * network, own PIDs, IPC, UTS, user), all capabilities dropped, death with the parent (the
  * new session — no controlling terminal — and process group come from the spawn, so the host can
  * kill the whole tree), and a filesystem that holds only the system's library directories, Node's binary and
- * those three read-only paths, plus an empty private /tmp, /dev and /proc — no /etc, no /home,
+ * those read-only paths, plus an empty private /tmp, /dev and /proc — no /etc, no /home,
  * no project tree. Tier `os_process+bwrap`; without bwrap, tier `os_process` and a warning.
  *
  * Invariant: the argv is built only from paths the host chose; nothing from a request reaches it.
@@ -65,9 +66,13 @@ export interface ChildCommand {
  */
 export const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
 
-/** Build the command for one child: `node [flags] child.mjs <pyodideDir> <wasm|->`. */
-export function childCommand(opts: { script: string; pyodideDir: string; wasmFile: string | null; useBwrap: boolean }): ChildCommand {
+/**
+ * Build the command for one child: `node [flags] child.mjs <pyodideDir> <wasm|->`. `modules` are
+ * the files the script imports when it is not bundled (readable and bound like the script).
+ */
+export function childCommand(opts: { script: string; modules?: readonly string[]; pyodideDir: string; wasmFile: string | null; useBwrap: boolean }): ChildCommand {
   const script = realpathSync(opts.script);
+  const modules = (opts.modules ?? []).map((m) => realpathSync(m));
   const pyDir = realpathSync(opts.pyodideDir);
   const wasm = opts.wasmFile === null ? null : realpathSync(opts.wasmFile);
   const node = realpathSync(process.execPath);
@@ -75,6 +80,7 @@ export function childCommand(opts: { script: string; pyodideDir: string; wasmFil
     PERMISSION_FLAG,
     `--allow-fs-read=${pyDir}/`,
     `--allow-fs-read=${script}`,
+    ...modules.map((m) => `--allow-fs-read=${m}`),
     ...(wasm === null ? [] : [`--allow-fs-read=${wasm}`]),
     '--disallow-code-generation-from-strings',
     `--max-old-space-size=${CHILD_HEAP_MB}`,
@@ -95,6 +101,7 @@ export function childCommand(opts: { script: string; pyodideDir: string; wasmFil
   const nodeDir = dirname(node);
   if (!SYSTEM_DIRS.some((d) => nodeDir === d || nodeDir.startsWith(`${d}/`))) fsArgs.push('--ro-bind', nodeDir, nodeDir);
   fsArgs.push('--ro-bind', pyDir, pyDir, '--ro-bind', script, script);
+  for (const m of modules) fsArgs.push('--ro-bind', m, m);
   if (wasm !== null) fsArgs.push('--ro-bind', wasm, wasm);
   const args = [
     '--unshare-all',
