@@ -50,7 +50,7 @@ export async function cancelAndStream(): Promise<void> {
   // (b) a line, then ~200 ms of work: calibrate the work on this machine first.
   let n = 20;
   for (let i = 0; i < 5; i++) {
-    const probe = await engine.run(g, { invoke: 'line_then_work', args: [n] }); // V8 tiers up meanwhile
+    const probe = await engine.run(g, { invoke: 'line_then_work', args: [n], profile: 'network' }); // V8 tiers up meanwhile
     n = Math.max(1, Math.round((n * 200) / Math.max(1, probe.durationMs)));
   }
   const first: number[] = [];
@@ -58,7 +58,7 @@ export async function cancelAndStream(): Promise<void> {
   for (let i = 0; i < 20; i++) {
     let at = 0;
     const t0 = performance.now();
-    const r = await engine.run(g, { invoke: 'line_then_work', args: [n], onStdout: () => (at ||= performance.now()) });
+    const r = await engine.run(g, { invoke: 'line_then_work', args: [n], profile: 'network', onStdout: () => (at ||= performance.now()) });
     whole.push(performance.now() - t0);
     first.push(at - t0);
     if (!r.ok || at === 0) throw new Error(`unexpected ${JSON.stringify(r)}`);
