@@ -33,7 +33,11 @@ export interface HostFunctionContext {
   readonly instance: string;
   readonly cap: string;
   readonly function: string;
-  /** Fires when the calling call reaches its deadline, its principal is revoked or its job ends. */
+  /**
+   * Fires when the calling call reaches its deadline (reason: a TIMEOUT SandboxError), its
+   * principal is revoked (REVOKED), or it is cancelled by its caller's signal or its job ends
+   * (CANCELLED).
+   */
   readonly signal: AbortSignal;
   /** The calling call's deadline, as a `Date.now()` time. */
   readonly deadline: number;

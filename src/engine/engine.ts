@@ -4,8 +4,11 @@
  * Owns: `run` (a fresh instance per call, disposed after), `start` (a persistent instance on a
  * dedicated worker), `info`, `close`; the time wall's enforcement (a call that passes its
  * deadline is interrupted at its next fuel refill, or its worker is terminated and replaced — the
- * runaway never keeps a core); the instance-count bound; spawned processes (a registered command
- * run as its caller, one level deeper, killable) and the query service `vfs_query` uses.
+ * runaway never keeps a core); a caller's `signal` (lanes/controls.ts: aborted before the run,
+ * nothing runs; during it, it ends like a timeout, CANCELLED) and streamed output
+ * (`onStdout`/`onStderr`, bridge/stream-sink.ts); the instance-count bound; spawned processes (a
+ * registered command run as its caller, one level deeper, killable) and the query service
+ * `vfs_query` uses.
  * Invariant: nothing is instantiated before the linker accepted every import; every guest runs
  * in a worker thread with an empty environment, captured stdio and bounded resources; every
  * job's host calls go through one HostServices job that is ended when the job ends.
@@ -43,6 +46,9 @@ import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
 import { AuditLog } from '../storage/audit.ts';
+import { cancelled } from '../lanes/controls.ts';
+import { CallWatch, notRun, withStreamed } from './call-controls.ts';
+import { StreamSink } from './bridge/stream-sink.ts';
 import type { Database } from '../storage/sqlite.ts';
 
 
@@ -75,6 +81,7 @@ export class Engine {
   private readonly lanes: Lanes;
   private readonly starting = new Set<string>();
   private runs = 0;
+  private jobs = 0;
   private execs = 0;
   private closed = false;
 
@@ -124,16 +131,22 @@ export class Engine {
     const t0 = performance.now();
     let policy: PolicyConfig | null = null;
     let scratch: string | null = null;
+    let mounted: ReturnType<typeof mountForRun> = null;
+    // The caller's signal (and a spawned process's caller's): aborted before a worker is handed
+    // out, nothing runs (CANCELLED, fuelUsed 0); during the run it stops like a timeout, CANCELLED.
+    const watch = new CallWatch(opts.signal, inherited?.signal);
     try {
       this.assertOpen();
       policy = inherited?.policy ?? resolvePolicy(opts, this.config);
       const id = checkName('id', opts.id ?? `run-${++this.runs}`);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
+      if (opts.signal?.aborted) return notRun(policy, t0);
       if (!inherited) this.auditFallback(policy, tenant, id);
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       const { entry, isCommand } = chooseEntry(prepared, opts);
-      const mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
+      if (opts.signal?.aborted) throw cancelled();
+      mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
       else if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
@@ -142,14 +155,20 @@ export class Engine {
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
       }
       // Waiting for a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
-      const handle = await this.pool.acquire(policy.timeoutMs);
+      const handle = await this.pool.acquire(policy.timeoutMs, opts.signal);
+      if (opts.signal?.aborted) {
+        this.pool.release(handle);
+        throw cancelled();
+      }
       const startedAt = performance.now();
       const deadline = startedAt + policy.timeoutMs;
-      handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: 1, module: prepared.module, spec, entry, budget: budgetOf(policy) });
+      const jobId = ++this.jobs;
+      const sink = StreamSink.for(jobId, opts, this.config.outputLimitBytes);
+      handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: jobId, module: prepared.module, spec, entry, budget: budgetOf(policy), stream: sink !== null });
       let awaited;
       const job = this.services.job({ tenant, instance: id, policy, spec });
       try {
-        awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), inherited?.signal);
+        awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), watch.signal, sink);
       } catch (e) {
         void this.pool.discard(handle); // a broken frame: the worker is not trusted again
         throw e;
@@ -158,20 +177,27 @@ export class Engine {
       }
       if (awaited.kind === 'done') this.pool.release(handle);
       else void this.pool.discard(handle);
-      const result = fromAwaited(awaited, {
-        profile: policy.profile,
-        warnings: policy.warnings,
-        isCommand,
-        timeoutMs: policy.timeoutMs,
-        startedAt,
-        outputLimitBytes: this.config.outputLimitBytes,
-      });
+      const result = withStreamed(
+        fromAwaited(awaited, {
+          profile: policy.profile,
+          warnings: policy.warnings,
+          isCommand,
+          timeoutMs: policy.timeoutMs,
+          startedAt,
+          outputLimitBytes: this.config.outputLimitBytes,
+          cancelled: watch.cancelledBy(deadline),
+        }),
+        awaited,
+        sink,
+      );
       const withBytes = opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout, stdoutTruncated: awaited.frame.stdoutTruncated } : result;
       return mounted ? mounted.finish(withBytes) : withBytes;
     } catch (e) {
       const err = toSandboxError(e);
-      return failure(err, { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);
+      const r = failure(err, { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);
+      return mounted ? mounted.finish(r) : r; // a failed run writes nothing back; its private copy goes
     } finally {
+      watch.dispose();
       if (scratch) removeDatabase(scratch);
     }
   }
@@ -239,6 +265,7 @@ export class Engine {
         engine: this.config,
         acquire: () => this.pool.acquireDedicated(),
         hostHandler: job.handle,
+        onCallStopped: () => job.interrupt(),
         onGone: () => {
           job.end();
           this.instances.delete(id);

@@ -3,8 +3,10 @@
  *
  * Owns: booting (instantiate + `_initialize`), the call queue, per-call narrowing (a call may
  * lower the timeout, never raise it), the instance's counters for `info()`, and what a timeout
- * does to it: `retire` → INSTANCE_DEAD for every later call; `restart` → a fresh worker and a
- * fresh instance (state is lost, by design: a runaway's state is not trusted).
+ * or a cancel does to it: `retire` → INSTANCE_DEAD for every later call; `restart` → a fresh
+ * worker and a fresh instance (state is lost, by design: a runaway's state is not trusted). A
+ * call's signal aborted while it waits in the queue only takes it out of the queue (nothing ran);
+ * a cancelled call settles as soon as the guest stopped, and the next call waits for the recovery.
  * Invariant: at most one call is in flight on the worker; after `stop()` no call runs.
  *
  * Does not protect against: a caller that queues unbounded calls; each queued call holds only
@@ -21,6 +23,8 @@ import { failure, fromAwaited, type RunResult } from './results.ts';
 import { parseArgs, type ArgValue } from './values.ts';
 import type { HostHandler, WorkerHandle } from './bridge/worker-handle.ts';
 import type { CallControls } from '../lanes/controls.ts';
+import { CallWatch, notRun, withStreamed } from './call-controls.ts';
+import { StreamSink } from './bridge/stream-sink.ts';
 
 export type InstanceState = 'starting' | 'running' | 'dead' | 'stopped';
 
@@ -51,6 +55,8 @@ export interface InstanceDeps {
   readonly engine: EngineConfig;
   readonly acquire: () => Promise<WorkerHandle>;
   readonly hostHandler: HostHandler;
+  /** A call was stopped (deadline, cancel): what it started through the host stops too. */
+  readonly onCallStopped?: () => void;
   readonly onGone: () => void;
 }
 
@@ -63,6 +69,8 @@ export class Instance {
   private job = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private pending = 0;
+  /** Retiring or restarting after a cancelled call (the call itself has settled already). */
+  private recovering: Promise<void> | null = null;
   private readonly exports: ReadonlyMap<string, { params: readonly string[]; results: readonly string[] }>;
   readonly warnings: readonly string[];
 
@@ -84,6 +92,10 @@ export class Instance {
     w.post({ v: PROTOCOL_VERSION, kind: 'load', job: ++this.job, module: this.d.prepared.module, spec: this.d.spec, budget: budgetOf(this.d.policy) });
     const a = await w.awaitDone(startedAt + this.d.policy.timeoutMs, this.d.hostHandler, graceFor(this.d.prepared));
     const r = fromAwaited(a, this.resultContext(this.d.policy.timeoutMs, startedAt));
+    if (this.state === 'stopped') {
+      await w.terminate(); // stopped while (re)starting: the fresh worker is not kept
+      throw new SandboxError('INSTANCE_DEAD', `instance "${this.d.id}" was stopped`, { id: this.d.id });
+    }
     if (!r.ok) {
       await w.terminate();
       this.state = 'dead';
@@ -95,19 +107,54 @@ export class Instance {
     this.state = 'running';
   }
 
-  /** Call an export. Calls are serialized; each gets the instance's budget unless lowered. */
+  /**
+   * Call an export. Calls are serialized; each gets the instance's budget unless lowered. A call
+   * whose `signal` aborts before its turn leaves the queue (CANCELLED, nothing ran).
+   */
   call(name: string, args: readonly ArgValue[] = [], opts: CallOptions = {}): Promise<RunResult> {
-    // Calls run one at a time, in arrival order; an idle instance starts the call at once.
-    const next = this.pending === 0 ? this.callNow(name, args, opts) : this.queue.then(() => this.callNow(name, args, opts));
+    const signal = opts.signal;
+    if (!signal) {
+      // The hot path: calls run one at a time, in arrival order; an idle instance starts at once.
+      const next = this.pending === 0 ? this.callNow(name, args, opts) : this.queue.then(() => this.callNow(name, args, opts));
+      this.pending++;
+      const settled = next.finally(() => this.pending--);
+      this.queue = settled.catch(() => {});
+      return settled;
+    }
+    const t0 = performance.now();
+    if (signal.aborted) return Promise.resolve(notRun(this.d.policy, t0));
+    let started = false;
+    const settled = this.enqueue(() =>
+      signal.aborted ? Promise.resolve(notRun(this.d.policy, t0)) : this.callNow(name, args, opts, () => (started = true)),
+    );
+    if (started) return settled;
+    // Still waiting (its turn, or the instance's recovery): an abort now takes it out of the line.
+    return new Promise<RunResult>((resolve) => {
+      const leave = (): void => {
+        if (!started) resolve(notRun(this.d.policy, t0));
+      };
+      signal.addEventListener('abort', leave, { once: true });
+      void settled.then((r) => {
+        signal.removeEventListener('abort', leave);
+        resolve(r);
+      });
+    });
+  }
+
+  /** `call`'s queue, for a call with a signal. */
+  private enqueue(run: () => Promise<RunResult>): Promise<RunResult> {
+    const next = this.pending === 0 ? run() : this.queue.then(run);
     this.pending++;
     const settled = next.finally(() => this.pending--);
     this.queue = settled.catch(() => {});
     return settled;
   }
 
-  private async callNow(name: string, args: readonly ArgValue[], opts: CallOptions): Promise<RunResult> {
+  private async callNow(name: string, args: readonly ArgValue[], opts: CallOptions, onStart?: () => void): Promise<RunResult> {
     const t0 = performance.now();
     let policy = this.d.policy;
+    if (this.recovering) await this.recovering;
+    onStart?.();
     try {
       if (opts.timeoutMs !== undefined || opts.fuel !== undefined) {
         policy = narrowPolicy(this.d.policy, {
@@ -123,40 +170,60 @@ export class Instance {
         throw new SandboxError('POLICY_INVALID', `the module has no exported function "${String(name).slice(0, 64)}"`, { export: String(name).slice(0, 64) });
       }
       const wire = parseArgs(name, sig.params, args);
+      if (opts.signal?.aborted) return notRun(policy, t0);
       const w = this.worker;
       const startedAt = performance.now();
+      const deadline = startedAt + policy.timeoutMs;
+      const job = ++this.job;
+      const sink = StreamSink.for(job, opts, this.d.engine.outputLimitBytes);
+      const watch = opts.signal ? new CallWatch(opts.signal) : null;
       this.calls++;
-      w.postCall({ v: PROTOCOL_VERSION, kind: 'call', job: ++this.job, export: name, args: wire, budget: budgetOf(policy) });
+      w.postCall({ v: PROTOCOL_VERSION, kind: 'call', job, export: name, args: wire, budget: budgetOf(policy), stream: sink !== null });
       let a;
       try {
-        a = await w.awaitDone(startedAt + policy.timeoutMs, this.d.hostHandler, graceFor(this.d.prepared));
+        a = await w.awaitDone(deadline, this.d.hostHandler, graceFor(this.d.prepared), opts.signal, sink);
       } catch (e) {
         await this.afterFailure(); // a broken frame: the worker is not trusted again
         throw e;
+      } finally {
+        watch?.dispose();
       }
-      const r = fromAwaited(a, this.resultContext(policy.timeoutMs, startedAt, policy.warnings));
+      const cancelled = watch !== null && watch.cancelledBy(deadline);
+      const r = withStreamed(fromAwaited(a, this.resultContext(policy.timeoutMs, startedAt, policy.warnings, cancelled)), a, sink);
       this.fuelUsed += r.fuelUsed;
       if (a.kind === 'done') this.memoryBytes = a.frame.memoryBytes;
-      // A call stopped at its deadline leaves guest state half-updated: retire or restart.
-      if (a.kind !== 'done' || r.error?.code === 'TIMEOUT') await this.afterFailure();
+      // A call stopped at its deadline or cancelled leaves guest state half-updated: retire or
+      // restart. A cancelled call settles now; the next call waits for the recovery.
+      if (r.error?.code === 'CANCELLED') this.recover();
+      else if (a.kind !== 'done' || r.error?.code === 'TIMEOUT') await this.afterFailure();
       return r;
     } catch (e) {
       return failure(toSandboxError(e), { profile: policy.profile, warnings: policy.warnings }, performance.now() - t0);
     }
   }
 
+  /** Retire or restart in the background; later calls (and `stop`) wait for it. */
+  private recover(): void {
+    const done = this.afterFailure().finally(() => {
+      if (this.recovering === done) this.recovering = null;
+    });
+    this.recovering = done;
+  }
+
   /** The worker timed out or died: retire, or restart with fresh state. */
   private async afterFailure(): Promise<void> {
     if (this.state === 'stopped') return;
+    this.d.onCallStopped?.();
     const w = this.worker;
     this.worker = null;
-    this.state = 'dead';
+    const restart = this.d.engine.onTimeout === 'restart';
+    this.state = restart ? 'starting' : 'dead';
     if (w) await w.terminate().catch(() => {});
-    if (this.d.engine.onTimeout === 'restart') {
+    if (restart && this.state === 'starting') {
       try {
         await this.boot();
       } catch {
-        this.state = 'dead';
+        if ((this.state as InstanceState) !== 'stopped') this.state = 'dead';
       }
     }
   }
@@ -182,10 +249,11 @@ export class Instance {
     this.d.onGone();
     // Terminate first: an in-flight call ends now with INSTANCE_DEAD instead of running on.
     if (w) await w.terminate().catch(() => {});
+    await this.recovering?.catch(() => {});
     await this.queue.catch(() => {});
   }
 
-  private resultContext(timeoutMs: number, startedAt: number, warnings = this.d.policy.warnings) {
+  private resultContext(timeoutMs: number, startedAt: number, warnings = this.d.policy.warnings, cancelled = false) {
     return {
       profile: this.d.policy.profile,
       warnings,
@@ -193,6 +261,7 @@ export class Instance {
       timeoutMs,
       startedAt,
       outputLimitBytes: this.d.engine.outputLimitBytes,
+      cancelled,
     };
   }
 }

@@ -7,7 +7,8 @@
  * never exceed `maxWorkers`; a waiter for a worker waits at most its call's own timeout (and
  * never past `acquireTimeoutMs`) and then fails with OVERLOADED — a declared, retryable refusal:
  * nothing ran — rather than queueing forever; a worker is handed out once the housekeeping
- * of its last job is done (or `acquireTimeoutMs` passed), so that work never eats a job's time.
+ * of its last job is done (or `acquireTimeoutMs` passed), so that work never eats a job's time;
+ * a waiter whose caller's signal aborts leaves the queue at once (CANCELLED, nothing ran).
  *
  * Does not protect against: the host running out of memory because the operator allowed many
  * workers with large guest memories; size the pool for the machine.
@@ -15,6 +16,7 @@
 
 import { SandboxError } from '../errors.ts';
 import { WorkerHandle, type WorkerLimits } from './bridge/worker-handle.ts';
+import { cancelled } from '../lanes/controls.ts';
 
 export interface PoolConfig {
   readonly file: () => Promise<string>;
@@ -57,9 +59,11 @@ export class WorkerPool {
    * A worker for one fresh run. When every worker is busy (at `maxWorkers`, none starting) it
    * waits at most `waitMs` (the call's own timeout) for one to be free, then OVERLOADED; a worker
    * still starting for it (a cold pool, a replacement) is waited for up to `acquireTimeoutMs`.
+   * `signal` aborting before a worker is handed out rejects with CANCELLED.
    */
-  async acquire(waitMs = this.config.acquireTimeoutMs): Promise<WorkerHandle> {
+  async acquire(waitMs = this.config.acquireTimeoutMs, signal?: AbortSignal): Promise<WorkerHandle> {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
+    if (signal?.aborted) throw cancelled();
     const bound = Math.max(1, Math.min(waitMs, this.config.acquireTimeoutMs));
     const h = this.takeIdle();
     if (h) {
@@ -68,7 +72,7 @@ export class WorkerPool {
     }
     if (this.live + this.spawning < this.config.maxWorkers) this.spawnOne();
     const starting = this.spawning > this.waiters.length;
-    return this.waitForWorker(starting ? this.config.acquireTimeoutMs : bound).then((w) => this.ready(w, bound));
+    return this.waitForWorker(starting ? this.config.acquireTimeoutMs : bound, signal).then((w) => this.ready(w, bound));
   }
 
   /**
@@ -82,13 +86,30 @@ export class WorkerPool {
     return h;
   }
 
-  private waitForWorker(waitMs: number): Promise<WorkerHandle> {
+  private waitForWorker(waitMs: number, signal?: AbortSignal): Promise<WorkerHandle> {
     return new Promise<WorkerHandle>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const leave = (err: Error): void => {
         this.waiters = this.waiters.filter((w) => w.timer !== timer);
-        reject(new SandboxError('OVERLOADED', `every guest worker is busy: none became free within the call's ${Math.round(waitMs)} ms; nothing ran`, { maxWorkers: this.config.maxWorkers, waitedMs: Math.round(waitMs) }));
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      const onAbort = (): void => leave(cancelled());
+      const timer = setTimeout(() => {
+        leave(new SandboxError('OVERLOADED', `every guest worker is busy: none became free within the call's ${Math.round(waitMs)} ms; nothing ran`, { maxWorkers: this.config.maxWorkers, waitedMs: Math.round(waitMs) }));
       }, waitMs);
-      this.waiters.push({ resolve, reject, timer });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push({
+        resolve: (h) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(h);
+        },
+        reject: (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+        timer,
+      });
     });
   }
 

@@ -12,6 +12,7 @@
 import { SandboxError, type SerializedError } from '../errors.ts';
 import type { Awaited } from './bridge/worker-handle.ts';
 import { renderResults, type ResultValue } from './values.ts';
+import { cancelled } from '../lanes/controls.ts';
 
 export interface RunResult {
   readonly ok: boolean;
@@ -41,6 +42,12 @@ export interface ResultContext {
   readonly timeoutMs: number;
   readonly startedAt: number;
   readonly outputLimitBytes: number;
+  /**
+   * The caller's signal aborted before the deadline: a job stopped by the interrupt (or whose
+   * worker was terminated) ends CANCELLED instead of TIMEOUT. A job that finished first keeps
+   * its own result.
+   */
+  readonly cancelled?: boolean;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: false });
@@ -61,11 +68,11 @@ export function failure(err: SandboxError, ctx: Pick<ResultContext, 'profile' | 
 
 export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
   const durationMs = round(performance.now() - ctx.startedAt);
-  if (a.kind === 'timeout') return failure(timeoutError(ctx.timeoutMs, durationMs), ctx, durationMs);
+  if (a.kind === 'timeout') return failure(stopped(ctx, durationMs), ctx, durationMs);
   if (a.kind === 'dead') return failure(a.error, ctx, durationMs);
   const { frame } = a;
   const warnings = [...ctx.warnings];
-  const o = frame.outcome.ok || frame.outcome.error.code !== 'TIMEOUT' ? frame.outcome : { ...frame.outcome, error: timeoutError(ctx.timeoutMs, durationMs).toPublic() };
+  const o = frame.outcome.ok || frame.outcome.error.code !== 'TIMEOUT' ? frame.outcome : { ...frame.outcome, error: stopped(ctx, durationMs).toPublic() };
   const stdout = decode(a.stdout, frame.stdoutTruncated, 'stdout', ctx.outputLimitBytes, warnings);
   const stderr = decode(a.stderr, frame.stderrTruncated, 'stderr', ctx.outputLimitBytes, warnings);
   const base = {
@@ -82,6 +89,11 @@ export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
     return ctx.isCommand ? { ok: true, ...exit, ...base } : { ok: true, result: renderResults(o.values), ...base };
   }
   return { ok: false, ...exit, ...base, error: o.error };
+}
+
+/** Why a job stopped by the interrupt (or terminated) ended: its caller cancelled it, or its deadline. */
+function stopped(ctx: ResultContext, durationMs: number): SandboxError {
+  return ctx.cancelled === true ? cancelled() : timeoutError(ctx.timeoutMs, durationMs);
 }
 
 function timeoutError(timeoutMs: number, elapsedMs: number): SandboxError {

@@ -12,9 +12,11 @@
  *
  * Invariant: every pointer the guest passes is bounds-checked (EFAULT, via call.ts's guard), every call answers an
  * errno and never throws to the guest except `proc_exit` (which ends the call) and the walls
- * (output limit, and TIMEOUT for a sleep the call's budget cannot hold). Every sleep is an
- * `Atomics.wait` with a bound of at most `SLEEP_SLICE_MS`, re-checking the deadline and the
- * interrupt flag between slices; a sleep never outlasts the call's remaining budget.
+ * (output limit, and TIMEOUT for a sleep the call's budget cannot hold or one the call's
+ * interrupt cut). Every sleep is an `Atomics.wait` with a bound of at most `SLEEP_SLICE_MS`
+ * (in a worker, on the channel's interrupt word, so an interrupt wakes it at once), re-checking
+ * the deadline and the interrupt flag between slices; a sleep never outlasts the call's
+ * remaining budget.
  *
  * Does not protect against: timing side channels through the clocks (they are real clocks).
  */
@@ -66,6 +68,10 @@ export interface WasiContext {
   remainingMs(): number;
   /** The call was interrupted (cancelled or past its deadline): a sleep ends at once. */
   interrupted(): boolean;
+  /** Sleep up to `ms`, waking at once when the call is interrupted (the worker's channel); default a plain bounded wait. */
+  nap?(ms: number): void;
+  /** The guest is about to block (a sleep): hand on output written so far, if a caller streams it. */
+  idle?(): void;
 }
 
 
@@ -192,12 +198,20 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
   };
 }
 
-/** Sleep `ms`, in bounded slices, stopping early when the call is interrupted. */
+/**
+ * Sleep `ms`, in bounded slices; an interrupt (the deadline, a cancel, a host call cut) wakes it
+ * and ends the call there with TIMEOUT, a fault the guest cannot swallow, instead of running on
+ * to its next fuel refill.
+ */
 function sleep(ctx: WasiContext, ms: number): void {
   const end = performance.now() + ms;
   for (let left = ms; left > 0 && !ctx.interrupted(); left = end - performance.now()) {
-    Atomics.wait(sleeper, 0, 0, Math.min(left, SLEEP_SLICE_MS));
+    ctx.idle?.();
+    const slice = Math.min(left, SLEEP_SLICE_MS);
+    if (ctx.nap) ctx.nap(slice);
+    else Atomics.wait(sleeper, 0, 0, slice);
   }
+  if (ctx.interrupted()) throw new GuestFault(new SandboxError('TIMEOUT', 'the call was stopped while the guest slept', {}));
 }
 
 /**

@@ -9,6 +9,9 @@
  * guest makes one write per line; a list of per-write copies cost ~200 bytes of heap per write,
  * enough to exhaust a 64 MiB worker heap with under 1 MiB of output).
  *
+ * A stream may have one `onWrite` listener (a caller streaming the output, engine/worker/
+ * output-forward.ts), told after captured bytes land; it reads them with `peek`.
+ *
  * Does not protect against: a guest that fills its quota with noise; it only bounds the size.
  */
 
@@ -25,6 +28,8 @@ export class CappedStream {
   /** Bytes the guest wrote past the limit (dropped) since the last `resetTruncation`. */
   dropped = 0;
   truncated = false;
+  /** Told after bytes were captured (the worker's output forwarding, while a call streams). */
+  onWrite: (() => void) | null = null;
 
   constructor(
     readonly name: 'stdout' | 'stderr',
@@ -49,12 +54,23 @@ export class CappedStream {
       this.reserve(this.size + take);
       this.buf.set(take === data.length ? data : data.subarray(0, take), this.size);
       this.size += take;
+      if (this.onWrite !== null) this.onWrite();
     }
     return data.length;
   }
 
   writeText(text: string): void {
     this.write(new TextEncoder().encode(text));
+  }
+
+  /** Bytes captured so far from offset `from` on (a view: copy it before the stream changes). */
+  peek(from: number): Uint8Array {
+    return from >= this.size ? EMPTY : this.buf.subarray(from, this.size);
+  }
+
+  /** How many bytes are captured. */
+  get length(): number {
+    return this.size;
   }
 
   /** Everything captured so far (a view of the stream's buffer, which it gives up); clears the stream. */

@@ -47,6 +47,12 @@ const INTERRUPT_WORD = 2;
  * file VFS, whose close may checkpoint the WAL); the pool hands the worker out once it is clear.
  */
 const HOUSEKEEPING_WORD = 3;
+/**
+ * Streamed output (worker → main `output` messages): how many the main thread has taken off its
+ * port. The worker keeps at most a window of them unread (output-forward.ts), so a slow main
+ * thread costs coalescing, never memory.
+ */
+const OUTPUT_ACK_WORD = 4;
 export const INITIAL_CHANNEL_BYTES = 256 * 1024;
 /** The largest frame either side may send: bounds what a guest can make the host buffer. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -81,6 +87,22 @@ export class Channel {
   /** Ask the running job to stop at its next fuel refill (epoch-style interruption). */
   interrupt(): void {
     Atomics.store(this.words, INTERRUPT_WORD, 1);
+    Atomics.notify(this.words, INTERRUPT_WORD); // a guest's sleep (`nap`) ends at once
+  }
+
+  /** Worker side: sleep up to `ms`, waking at once when the job is interrupted. */
+  nap(ms: number): void {
+    if (ms > 0) Atomics.wait(this.words, INTERRUPT_WORD, 0, ms);
+  }
+
+  /** Main side: one streamed-output message was taken off the port. */
+  ackOutput(): void {
+    Atomics.add(this.words, OUTPUT_ACK_WORD, 1);
+  }
+
+  /** Worker side: how many streamed-output messages the main thread has taken so far. */
+  get outputAcked(): number {
+    return Atomics.load(this.words, OUTPUT_ACK_WORD);
   }
 
   clearInterrupt(): void {

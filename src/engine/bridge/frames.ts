@@ -7,7 +7,7 @@
  * details are free-form). Invariant: every decode checks lengths against the frame and the
  * frame against the buffer; a malformed frame is INTERNAL, never an out-of-bounds read.
  *
- *   call:  u8 kind=1 · u32 job · f64 budget ms · f64 budget fuel · u16 nameLen · name (UTF-8) ·
+ *   call:  u8 kind=1 (3: stream its output) · u32 job · f64 budget ms · f64 budget fuel · u16 nameLen · name (UTF-8) ·
  *          u16 argc · argc × value
  *   done:  u8 kind=2 · u8 flags · u32 job · f64 memoryBytes · f64 durationMs · i32 exitCode ·
  *          f64 fuelUsed · u16 n · n × value · u32 len · stdout · u32 len · stderr
@@ -22,6 +22,8 @@ import { PROTOCOL_VERSION, parseDoneFrame, type CallFrame, type DoneFrame, type 
 
 export const FRAME_CALL = 1;
 export const FRAME_DONE = 2;
+/** A call frame (same layout) whose output is streamed while it runs. */
+export const FRAME_CALL_STREAM = 3;
 
 const F_OK = 1;
 const F_EXIT = 2;
@@ -99,7 +101,7 @@ export function writeCall(ch: Channel, f: CallFrame): void {
   const size = 23 + name.length + 2 + f.args.length * 9;
   ch.ensure(size);
   const { data, view } = ch;
-  data[0] = FRAME_CALL;
+  data[0] = f.stream === true ? FRAME_CALL_STREAM : FRAME_CALL;
   view.setUint32(1, f.job, true);
   view.setFloat64(5, f.budget.ms, true);
   view.setFloat64(13, f.budget.fuel, true);
@@ -115,7 +117,8 @@ export function writeCall(ch: Channel, f: CallFrame): void {
 export function readCall(ch: Channel): CallFrame {
   const size = ch.frameLength();
   const { data, view } = ch;
-  if (size < 25 || data[0] !== FRAME_CALL) throw bad('not a call frame');
+  const kind = data[0];
+  if (size < 25 || (kind !== FRAME_CALL && kind !== FRAME_CALL_STREAM)) throw bad('not a call frame');
   const job = view.getUint32(1, true);
   const ms = view.getFloat64(5, true);
   const fuel = view.getFloat64(13, true);
@@ -123,7 +126,7 @@ export function readCall(ch: Channel): CallFrame {
   if (23 + nameLen + 2 > size || !(ms >= 0) || !(fuel >= 0)) throw bad('call header out of range');
   const name = decodeName(data, 23, nameLen);
   const [args] = readValues(view, 23 + nameLen, size);
-  return { v: PROTOCOL_VERSION, kind: 'call', job, export: name, args, budget: { ms, fuel } };
+  return { v: PROTOCOL_VERSION, kind: 'call', job, export: name, args, budget: { ms, fuel }, stream: kind === FRAME_CALL_STREAM };
 }
 
 function decodeName(data: Uint8Array, at: number, len: number): string {

@@ -99,6 +99,12 @@ export interface JobHost {
   readonly handle: HostHandler;
   readonly serving: ServeSlot;
   end(): void;
+  /**
+   * A persistent instance's call was stopped (its deadline, a cancel): what that call started
+   * stops too — brokered calls in flight are aborted, its processes killed, its exec slots
+   * released — and the job serves the instance's next call.
+   */
+  interrupt(): void;
 }
 
 /** The largest answer a served guest may give (serve_respond). */
@@ -141,7 +147,7 @@ export class HostServices {
     let nextPid = 1;
     let ended = false;
     const serving: ServeSlot = { request: null, response: null };
-    const stop = new AbortController();
+    let stop = new AbortController();
     /** An answer too big for the guest's buffer, kept for the retry with the same request. */
     const hold = new RetryHold();
     const ok = (value: number, payload?: Uint8Array): HostReply =>
@@ -290,6 +296,12 @@ export class HostServices {
       end: () => {
         ended = true;
         stop.abort();
+        for (const slot of [...slots]) releaseExec(slot);
+        for (const pid of [...processes.keys()]) reap(pid);
+      },
+      interrupt: () => {
+        stop.abort();
+        stop = new AbortController();
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },

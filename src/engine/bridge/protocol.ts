@@ -15,7 +15,7 @@
 import { SandboxError, isErrorCode, type SerializedError } from '../../errors.ts';
 import type { VfsSpec } from '../../storage/vfs-config.ts';
 
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 export type WasmValue = number | bigint;
 export type WireValue =
@@ -71,7 +71,17 @@ export type Entry =
 
 /** main → worker over postMessage (these carry a WebAssembly.Module, which frames cannot). */
 export type ControlMessage =
-  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'run'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly entry: Entry; readonly budget: Budget }
+  | {
+      readonly v: typeof PROTOCOL_VERSION;
+      readonly kind: 'run';
+      readonly job: number;
+      readonly module: WebAssembly.Module;
+      readonly spec: GuestSpec;
+      readonly entry: Entry;
+      readonly budget: Budget;
+      /** Forward the job's stdout/stderr as it is written (`OutputMessage`s); the result still carries it all. */
+      readonly stream?: boolean;
+    }
   | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget };
 
 /** main → worker over the channel: a call into a loaded instance. */
@@ -82,6 +92,23 @@ export interface CallFrame {
   readonly export: string;
   readonly args: readonly WireValue[];
   readonly budget: Budget;
+  /** Forward the call's stdout/stderr as it is written (frames.ts: its own frame kind). */
+  readonly stream?: boolean;
+}
+
+/**
+ * worker → main over postMessage, only for a job that asked for streaming: the bytes of
+ * stdout/stderr captured since the last message, at their offsets in the job's captured streams
+ * (so the main thread can drop what it already has, and take the rest from the result frame).
+ */
+export interface OutputMessage {
+  readonly v: typeof PROTOCOL_VERSION;
+  readonly kind: 'output';
+  readonly job: number;
+  readonly stdout: Uint8Array | null;
+  readonly stdoutAt: number;
+  readonly stderr: Uint8Array | null;
+  readonly stderrAt: number;
 }
 
 export type Outcome =
@@ -281,6 +308,13 @@ export function parseHostReply(x: unknown): HostReply {
   if (o['ok'] === true && typeof o['value'] === 'number') return o as unknown as HostReply;
   if (o['ok'] === false && typeof o['errno'] === 'number') return o as unknown as HostReply;
   throw invalid('host-reply fields');
+}
+
+export function parseOutputMessage(x: unknown): OutputMessage | null {
+  if (!isObj(x) || x['v'] !== PROTOCOL_VERSION || x['kind'] !== 'output') return null;
+  const part = (b: unknown, at: unknown): boolean => (b === null || b instanceof Uint8Array) && typeof at === 'number' && Number.isSafeInteger(at) && at >= 0;
+  if (typeof x['job'] !== 'number' || !part(x['stdout'], x['stdoutAt']) || !part(x['stderr'], x['stderrAt'])) throw invalid('output fields');
+  return x as unknown as OutputMessage;
 }
 
 export function isControlMessage(x: unknown): x is ControlMessage {

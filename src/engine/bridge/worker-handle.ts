@@ -11,6 +11,9 @@
  * A host call is bounded by the call's deadline too: at the deadline its handler's signal fires
  * (brokers pass it down to their sockets), the worker is answered TIMEOUT with the interrupt word
  * up, and a late answer is never written — the channel only ever carries the current call's reply.
+ * The caller's signal (a cancel, a killed process) is a deadline that comes early, with at most
+ * CANCEL_GRACE_MS for the job to stop by itself. Streamed output arrives as messages, each
+ * acknowledged on the channel, and goes to the current job's sink (stream-sink.ts).
  *
  * Does not protect against: a handler that ignores its signal — it is no longer waited on, but
  * whatever it holds (a socket, a child) lives until its own timeout.
@@ -20,9 +23,11 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
 import { readDone, writeCall } from './frames.ts';
+import type { StreamSink } from './stream-sink.ts';
 import {
   PROTOCOL_VERSION,
   parseHostRequest,
+  parseOutputMessage,
   type CallFrame,
   type CommandModuleMessage,
   type ControlMessage,
@@ -62,6 +67,13 @@ export type HostHandler = (req: HostRequest, blobs: readonly Uint8Array[], handl
  */
 export const HOST_CALL_GRACE_MS = 50;
 
+/**
+ * After the caller's signal aborts (a cancel, a killed process), how long the job has to stop by
+ * itself (its next fuel refill; a host call it was blocked in is answered at once) before its
+ * worker is terminated and replaced: the call settles within this of the abort.
+ */
+export const CANCEL_GRACE_MS = 25;
+
 /** Host calls served even past the deadline: they only release what the call holds (an exec slot, a process). */
 const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']);
 
@@ -83,6 +95,8 @@ export class WorkerHandle {
   private worker!: Worker;
   private deathError: SandboxError | null = null;
   private exited!: Promise<void>;
+  /** Where the current job's streamed output goes (null: the job does not stream). */
+  private sink: StreamSink | null = null;
   alive = false;
 
   private constructor(private readonly limits: WorkerLimits) {}
@@ -143,6 +157,10 @@ export class WorkerHandle {
       w.once('message', () => {
         clearTimeout(timer);
         this.alive = true;
+        // From now on the worker posts only streamed output: each is acknowledged (its window,
+        // output-forward.ts) and handed to the job's sink, if the job still has one.
+        w.on('message', (m: unknown) => this.onOutput(m));
+        w.unref(); // a 'message' listener refs the worker's port: an idle worker must not keep Node alive
         resolve();
       });
       w.once('exit', () => {
@@ -150,6 +168,17 @@ export class WorkerHandle {
         reject(this.deathError ?? new SandboxError('INTERNAL', 'a guest worker exited while starting'));
       });
     });
+  }
+
+  private onOutput(m: unknown): void {
+    this.channel.ackOutput();
+    let msg;
+    try {
+      msg = parseOutputMessage(m);
+    } catch {
+      return; // a malformed message is dropped: the result frame carries the output anyway
+    }
+    if (msg) this.sink?.receive(msg);
   }
 
   /** Hand the worker a compiled command module; it is read before the host reply is. */
@@ -178,18 +207,25 @@ export class WorkerHandle {
    * meanwhile. At the deadline the job is interrupted (a metered guest stops at its next fuel
    * refill and reports TIMEOUT itself, keeping its worker); if no result arrives within
    * `graceMs` after that, the wait ends with `timeout` and the caller terminates the worker.
-   * Leaves the channel IDLE after a result.
+   * Leaves the channel IDLE after a result. `signal` aborting (a cancel, a killed process) is a
+   * deadline that comes early, with a grace of at most CANCEL_GRACE_MS. With a `sink`, the job's
+   * streamed output is delivered as it arrives and completed from the result before this returns.
    */
-  async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0, signal?: AbortSignal): Promise<Awaited> {
+  async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0, signal?: AbortSignal, sink?: StreamSink | null): Promise<Awaited> {
     // A pending Atomics.waitAsync does not keep Node alive by itself, nor does a worker that has
     // exited (stopped or killed mid-call): a timer does, until the call is settled.
     const keepAlive = setInterval(() => {}, 60_000);
-    // An abort (a killed process) is a deadline that came early: wake the wait to notice it.
+    // Wake the wait to notice the abort.
     const wake = (): void => void Atomics.notify(this.channel.words, 0);
     signal?.addEventListener('abort', wake);
+    this.sink = sink ?? null;
     try {
-      return await this.waitLoop(deadline, onHost, graceMs, signal);
+      const a = await this.waitLoop(deadline, onHost, graceMs, signal);
+      if (a.kind === 'done') sink?.finish(a.stdout, a.stderr);
+      return a;
     } finally {
+      this.sink = null;
+      sink?.end();
       signal?.removeEventListener('abort', wake);
       clearInterval(keepAlive);
     }
@@ -263,11 +299,17 @@ export class WorkerHandle {
           void toSandboxError(e);
           reply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -8 };
         }
-        if (reply === null) abort.abort(new SandboxError('TIMEOUT', 'the call reached its deadline inside a host call'));
+        if (reply === null) {
+          abort.abort(
+            signal?.aborted
+              ? new SandboxError('CANCELLED', 'the call was stopped inside a host call')
+              : new SandboxError('TIMEOUT', 'the call reached its deadline inside a host call'),
+          );
+        }
         if (ch.state !== State.HOST_REQ) continue; // died meanwhile
         if (reply === null) {
           ch.interrupt();
-          if (!interrupted) limit = performance.now() + Math.max(graceMs, HOST_CALL_GRACE_MS);
+          if (!interrupted) limit = performance.now() + grace(Math.max(graceMs, HOST_CALL_GRACE_MS), signal);
           interrupted = true;
           ch.write(TIMEOUT_REPLY);
         } else if (reply.ok && reply.payload) {
@@ -288,7 +330,7 @@ export class WorkerHandle {
         if (interrupted || graceMs <= 0) return { kind: 'timeout' };
         ch.interrupt();
         interrupted = true;
-        limit = Math.min(deadline, now) + graceMs;
+        limit = Math.min(deadline, now) + grace(graceMs, signal);
         continue;
       }
       if (now < spinUntil) continue;
@@ -311,6 +353,11 @@ export class WorkerHandle {
   whenExited(): Promise<void> {
     return this.exited;
   }
+}
+
+/** Once the caller's signal aborted, what the job gets to stop by itself is at most CANCEL_GRACE_MS. */
+function grace(ms: number, signal: AbortSignal | undefined): number {
+  return signal?.aborted ? Math.min(ms, CANCEL_GRACE_MS) : ms;
 }
 
 /**

@@ -35,6 +35,8 @@ export class FuelMeter {
     private readonly chunk: number,
     private readonly interrupted: () => boolean,
     private readonly state: CallState,
+    /** Told at every refill (streamed output that is due goes out). */
+    private readonly onRefill: (() => void) | null = null,
   ) {}
 
   attach(global: WebAssembly.Global | null): void {
@@ -83,6 +85,7 @@ export class FuelMeter {
   readonly refill = (current: bigint): bigint => {
     // A guest that caught an earlier stop (wasm catch_all) is stopped again at once.
     this.state.rethrow();
+    if (this.onRefill !== null) this.onRefill();
     if (this.interrupted() || performance.now() >= this.deadline) {
       throw (this.state.fault = new GuestFault(new SandboxError('TIMEOUT', 'the call ran past its budget', {})));
     }

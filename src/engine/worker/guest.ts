@@ -33,6 +33,16 @@ const decoder = new TextDecoder('utf-8', { fatal: false });
 const MAX_LOG_BYTES = 64 * 1024;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 
+/** What the worker lends a guest besides the bridge (main.ts); a nested command shares its caller's. */
+export interface GuestHooks {
+  /** Sleep up to `ms`, waking at once when the job is interrupted (the channel's interrupt word). */
+  readonly nap: (ms: number) => void;
+  /** A fuel refill: streamed output that is due goes out (output-forward.ts). */
+  readonly tick: () => void;
+  /** The guest is about to block (a host call, a sleep): streamed output goes out now. */
+  readonly idle: () => void;
+}
+
 export class Guest {
   readonly memory = new GuestMemory();
   readonly stdout: CappedStream;
@@ -58,12 +68,14 @@ export class Guest {
     bridge: HostBridge,
     private readonly interrupted: () => boolean,
     private readonly sharedVfs: Vfs | null = null,
+    private readonly hooks: GuestHooks | null = null,
   ) {
     // What the guest wrote must be in the database before anything outside this worker (a
     // broker, a process on another worker, the host) can look at it.
     this.host = {
       call: (op, blobs) => {
         this.vfs?.flush();
+        hooks?.idle();
         try {
           return bridge.call(op, blobs);
         } catch (e) {
@@ -74,7 +86,7 @@ export class Guest {
       },
       receiveModule: () => bridge.receiveModule(),
     };
-    this.meter = spec.fuel.metered ? new FuelMeter(spec.fuel.chunk, interrupted, this.state) : null;
+    this.meter = spec.fuel.metered ? new FuelMeter(spec.fuel.chunk, interrupted, this.state, hooks?.tick ?? null) : null;
     this.stdout = new CappedStream('stdout', spec.output.limitBytes, spec.output.failOnLimit);
     this.stderr = new CappedStream('stderr', spec.output.limitBytes, spec.output.failOnLimit);
     this.wasi = {
@@ -88,6 +100,7 @@ export class Guest {
       stdinOffset: 0,
       remainingMs: () => this.deadline - performance.now(),
       interrupted: () => this.interrupted(),
+      ...(hooks ? { nap: hooks.nap, idle: hooks.idle } : {}),
     };
   }
 
@@ -258,7 +271,7 @@ export class Guest {
           throw (this.state.fault = new GuestFault(new SandboxError(code, code === 'TIMEOUT' ? 'the call ran past its budget' : 'the call used its whole fuel budget', {})));
         },
         remainingMs: () => this.deadline - performance.now(),
-        child: (module, spec, vfs) => new Guest(module, spec, this.host, this.interrupted, vfs),
+        child: (module, spec, vfs) => new Guest(module, spec, this.host, this.interrupted, vfs, this.hooks),
       });
       out = { ...out, ...commands.imports() };
     }

@@ -2,7 +2,8 @@
  * The worker thread's entry: the only code that runs on a guest's thread besides the guest.
  *
  * Owns: receiving `run`/`load` control messages, running them, posting results on the channel,
- * serving calls for a loaded (persistent) instance, and forwarding the guest's host calls.
+ * serving calls for a loaded (persistent) instance, forwarding the guest's host calls, and
+ * streaming a job's output when it asked for it (output-forward.ts).
  * Invariant: the worker talks to the host only through the protocol (engine/bridge/protocol.ts) — control
  * messages in, channel frames both ways — and every wait for the host has a bound.
  *
@@ -24,7 +25,8 @@ import {
   type Outcome,
 } from '../bridge/protocol.ts';
 import { readCall, writeDone } from '../bridge/frames.ts';
-import { Guest } from './guest.ts';
+import { Guest, type GuestHooks } from './guest.ts';
+import { OutputForwarder } from './output-forward.ts';
 import type { HostAnswer, HostBridge } from './host-bridge.ts';
 import { GuestFault } from '../../abi/signals.ts';
 
@@ -52,6 +54,12 @@ let currentJob = 0;
 let hostWaitMs = 1000;
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
+/** A job's output on its way to a caller that streams it (posted, never waited for). */
+const forward = new OutputForwarder(
+  (msg, transfer) => port.postMessage(msg, transfer),
+  () => ch.outputAcked,
+);
+const hooks: GuestHooks = { nap: (ms) => ch.nap(ms), tick: forward.tick, idle: forward.idle };
 
 const bridge: HostBridge = {
   call(op: HostOp, blobs: readonly Uint8Array[] = []): HostAnswer {
@@ -82,6 +90,7 @@ const bridge: HostBridge = {
 };
 
 function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number): void {
+  forward.end(); // the result frame carries whatever was not streamed yet
   const frame: DoneFrame = {
     v: PROTOCOL_VERSION,
     kind: 'done',
@@ -128,6 +137,7 @@ function serve(guest: Guest): void {
         continue;
       }
       currentJob = frame.job;
+      forward.begin(frame.job, guest.stdout, guest.stderr, frame.stream === true);
       ch.set(State.RUNNING);
       const outcome = guest.call(frame.export, frame.args, frame.budget);
       postDone(frame.job, guest, outcome, t0);
@@ -147,7 +157,8 @@ port.on('message', (msg: unknown) => {
   currentJob = msg.job;
   hostWaitMs = msg.spec.hostWaitMs;
   ch.set(State.RUNNING);
-  const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted);
+  const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted, null, hooks);
+  forward.begin(msg.job, guest.stdout, guest.stderr, msg.kind === 'run' && msg.stream === true);
   const started = guest.instantiate(msg.budget);
   const rest = (): Budget => ({ ms: Math.max(0, msg.budget.ms - (performance.now() - t0)), fuel: Math.max(0, msg.budget.fuel - guest.fuelUsed) });
   const startFuel = guest.fuelUsed;

@@ -1,0 +1,55 @@
+/**
+ * A run's or call's controls (`signal`, `onStdout`, `onStderr`; lanes/controls.ts is the contract)
+ * as the engine and a persistent instance apply them to one job.
+ *
+ * Owns: `CallWatch` — the signal the job's wait honours (the caller's, and for a spawned process
+ * its caller's too), and whether the caller's own signal aborted before the deadline (then the job
+ * ends CANCELLED, not TIMEOUT); the CANCELLED result of a call that never ran; a terminated job's
+ * result completed with the output it streamed.
+ * Invariant: the abort's `reason` is never read; a call whose signal was aborted before it started
+ * ran nothing and reports `fuelUsed: 0`.
+ *
+ * Does not protect against: nothing beyond the above; the walls are worker-handle.ts's.
+ */
+
+import { cancelled } from '../lanes/controls.ts';
+import type { Awaited } from './bridge/worker-handle.ts';
+import type { StreamSink } from './bridge/stream-sink.ts';
+import { failure, type RunResult } from './results.ts';
+
+export class CallWatch {
+  /** What the job's wait honours: aborting it is a deadline that came early. */
+  readonly signal: AbortSignal | undefined;
+  private abortedAt: number | null = null;
+  private readonly onAbort = (): void => {
+    this.abortedAt ??= performance.now();
+  };
+
+  constructor(
+    private readonly own: AbortSignal | undefined,
+    inherited?: AbortSignal,
+  ) {
+    this.signal = own && inherited ? AbortSignal.any([own, inherited]) : (own ?? inherited);
+    own?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  /** Whether the caller's own signal aborted before `deadline` (`performance.now()` time). */
+  cancelledBy(deadline: number): boolean {
+    return this.abortedAt !== null && this.abortedAt < deadline;
+  }
+
+  dispose(): void {
+    this.own?.removeEventListener('abort', this.onAbort);
+  }
+}
+
+/** A call whose signal aborted before it ran: CANCELLED, nothing ran. */
+export function notRun(ctx: { profile: string; warnings: readonly string[] }, t0: number): RunResult {
+  return failure(cancelled(), ctx, Math.round((performance.now() - t0) * 1000) / 1000);
+}
+
+/** A job that ended without a result frame (terminated, died) still carries what it streamed. */
+export function withStreamed(r: RunResult, a: Awaited, sink: StreamSink | null): RunResult {
+  if (!sink || a.kind === 'done') return r;
+  return { ...r, stdout: sink.text('stdout'), stderr: sink.text('stderr') };
+}
