@@ -9,23 +9,15 @@
  */
 
 import { JsLane } from '../src/lanes/js/index.ts';
-import type { ExecRequest } from '../src/lanes/types.ts';
 import { median, printTable, quantile } from './lib.ts';
+import { jsRequest } from '../test/helpers/js-request.ts';
 
 const N = 30;
 const WORK_MS = 100;
 const SPIN_BEFORE_ABORT_MS = 50;
 const TIMEOUT_MS = 100;
 
-const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({
-  language: 'js',
-  code,
-  timeoutMs: 5000,
-  fuel: Number.MAX_SAFE_INTEGER,
-  memoryBytes: 64 * 1024 * 1024,
-  caps: [],
-  ...more,
-});
+const req = jsRequest;
 
 async function poolFull(lane: JsLane): Promise<void> {
   for (let i = 0; i < 500 && lane.stats().ready < 2; i++) await new Promise((r) => setTimeout(r, 2));

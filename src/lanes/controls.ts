@@ -17,6 +17,7 @@
  */
 
 import { SandboxError } from '../errors.ts';
+import { raceSignal } from '../net/net-error.ts';
 
 export interface CallControls {
   /**
@@ -48,25 +49,7 @@ export function abortedBefore(signal: AbortSignal | undefined): boolean {
  * on — e.g. a lane's interpreter pool still starts for the next call; its outcome is dropped).
  */
 export function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(cancelled());
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(cancelled());
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
+  return signal ? raceSignal(promise, signal, cancelled) : promise;
 }
 
 /**

@@ -117,9 +117,23 @@ export function startDeadline(timeoutMs: number, outer?: AbortSignal): Deadline 
 
 /** `promise`, or the signal's reason as soon as it aborts (the promise itself is not cancelled). */
 export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(toNetError(signal.reason, signal));
+  return raceSignal(promise, signal, () => toNetError(signal.reason, signal));
+}
+
+/**
+ * `promise`, unless `signal` aborts first: then a rejection with `error()` at once (the work
+ * behind `promise` goes on; its outcome is dropped, a rejection included).
+ */
+export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal, error: () => unknown): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(error());
+  }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(toNetError(signal.reason, signal));
+    const onAbort = (): void => {
+      promise.catch(() => undefined);
+      reject(error());
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(
       (v) => {

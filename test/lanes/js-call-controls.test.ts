@@ -9,23 +9,15 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { JsLane } from '../../src/lanes/js/index.ts';
-import type { ExecRequest } from '../../src/lanes/types.ts';
 import { httpServer, type TestServer } from '../net/servers.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { jsRequest } from '../helpers/js-request.ts';
 
 /** The contract: a cancelled call settles within 50 ms of the abort (bench/js-stream.ts measures it). */
 const CANCEL_BOUND_MS = 50 + LOAD_SLACK_MS;
 
 const lane = new JsLane({ poolSize: 2, cacheDir: false, workers: 1 });
-const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({
-  language: 'js',
-  code,
-  timeoutMs: 5000,
-  fuel: Number.MAX_SAFE_INTEGER,
-  memoryBytes: 64 * 1024 * 1024,
-  caps: [],
-  ...more,
-});
+const req = jsRequest;
 
 let engine: Engine;
 let hung: TestServer;

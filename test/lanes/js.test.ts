@@ -3,17 +3,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
 import type { ExecRequest } from '../../src/lanes/types.ts';
+import { jsRequest } from '../helpers/js-request.ts';
 
 const lane = new JsLane({ poolSize: 2, cacheDir: false });
-const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({
-  language: 'js',
-  code,
-  timeoutMs: 5000,
-  fuel: 1e9,
-  memoryBytes: 64 * 1024 * 1024,
-  caps: [],
-  ...more,
-});
+const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => jsRequest(code, { fuel: 1e9, ...more });
 
 before(() => lane.warm());
 after(() => lane.close());

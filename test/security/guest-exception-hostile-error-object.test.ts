@@ -9,17 +9,10 @@ import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
 import type { ExecRequest, ExecResult } from '../../src/lanes/types.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { jsRequest } from '../helpers/js-request.ts';
 
 const lane = new JsLane({ poolSize: 1, cacheDir: false });
-const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({
-  language: 'js',
-  code,
-  timeoutMs: 5000,
-  fuel: Number.MAX_SAFE_INTEGER,
-  memoryBytes: 128 * 1024 * 1024,
-  caps: [],
-  ...more,
-});
+const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => jsRequest(code, { memoryBytes: 128 * 1024 * 1024, ...more });
 before(() => lane.warm());
 after(() => lane.close());
 

@@ -9,18 +9,11 @@ import { JsLane } from '../../src/lanes/js/index.ts';
 import type { ExecRequest } from '../../src/lanes/types.ts';
 import type { PowerServer } from '../../src/lanes/powers.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { jsRequest } from '../helpers/js-request.ts';
 
 const lane = new JsLane({ poolSize: 2, cacheDir: false, workers: 1, maxQueue: 4 });
 const LONG_MS = 60_000;
-const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({
-  language: 'js',
-  code,
-  timeoutMs: LONG_MS,
-  fuel: Number.MAX_SAFE_INTEGER,
-  memoryBytes: 64 * 1024 * 1024,
-  caps: [],
-  ...more,
-});
+const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => jsRequest(code, { timeoutMs: LONG_MS, ...more });
 before(() => lane.warm());
 after(() => lane.close());
 

@@ -7,21 +7,14 @@ import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
 import type { ExecRequest } from '../../src/lanes/types.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { jsRequest } from '../helpers/js-request.ts';
 
 const lane = new JsLane({ poolSize: 1, cacheDir: false });
 const dir = mkdtempSync(join(tmpdir(), 'membrane-js-escape-'));
 const marker = join(dir, 'pwned');
 process.env['MEMBRANE_ESCAPE_SECRET'] = 'hunter2';
 
-const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({
-  language: 'js',
-  code,
-  timeoutMs: 3000,
-  fuel: 1e9,
-  memoryBytes: 32 * 1024 * 1024,
-  caps: [],
-  ...more,
-});
+const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => jsRequest(code, { timeoutMs: 3000, fuel: 1e9, memoryBytes: 32 * 1024 * 1024, ...more });
 
 /** The attack ran without reaching the host: no marker file, no secret in anything it returned. */
 function harmless(r: Awaited<ReturnType<JsLane['exec']>>): void {

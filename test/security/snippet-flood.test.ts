@@ -6,18 +6,11 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
 import { LaneGate } from '../../src/lanes/gate.ts';
-import type { ExecRequest, ExecResult } from '../../src/lanes/types.ts';
+import type { ExecResult } from '../../src/lanes/types.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { jsRequest } from '../helpers/js-request.ts';
 
-const req = (code: string, more: Partial<ExecRequest> = {}): ExecRequest => ({
-  language: 'js',
-  code,
-  timeoutMs: 5000,
-  fuel: Number.MAX_SAFE_INTEGER,
-  memoryBytes: 64 * 1024 * 1024,
-  caps: [],
-  ...more,
-});
+const req = jsRequest;
 
 const lane = new JsLane({ poolSize: 1, cacheDir: false, workers: 2, maxQueue: 3 });
 before(() => lane.warm());
