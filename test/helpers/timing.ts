@@ -6,3 +6,14 @@
  * wall holds. Precise numbers are bench/'s job (`npm run bench`).
  */
 export const LOAD_SLACK_MS = 3_000;
+
+/** CPU time (user + system, ms) this process spends over the next `ms` of wall time: a freed thread spends ~none. */
+export function cpuMsDuring(ms: number): Promise<number> {
+  const before = process.cpuUsage();
+  return new Promise((resolve) =>
+    setTimeout(() => {
+      const d = process.cpuUsage(before);
+      resolve((d.user + d.system) / 1000);
+    }, ms),
+  );
+}

@@ -9,7 +9,7 @@ import type { HostFunctionContext, RunResult } from '../../src/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { hostGuest } from '../helpers/host-functions.ts';
 import { controlsGuest, eventually, sleep } from '../helpers/controls-guest.ts';
-import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { LOAD_SLACK_MS, cpuMsDuring } from '../helpers/timing.ts';
 
 const SETTLE_MS = 50 + LOAD_SLACK_MS;
 const SPIN = { profile: 'network', timeoutMs: 60_000 } as const;
@@ -23,15 +23,6 @@ const hostFunctions = {
   },
 };
 
-function cpuMsDuring(ms: number): Promise<number> {
-  const before = process.cpuUsage();
-  return new Promise((resolve) =>
-    setTimeout(() => {
-      const d = process.cpuUsage(before);
-      resolve((d.user + d.system) / 1000);
-    }, ms),
-  );
-}
 
 async function cancelAfter(ms: number, start: (signal: AbortSignal) => Promise<RunResult>): Promise<{ r: RunResult; settleMs: number }> {
   const ac = new AbortController();

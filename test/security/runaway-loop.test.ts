@@ -5,22 +5,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
-import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { LOAD_SLACK_MS, cpuMsDuring } from '../helpers/timing.ts';
 
 const engine = testEngine({ poolSize: 2 });
 // Spinners run under `network` (1e10 fuel): compute's 1e9 lasts ~150 ms of a bare loop once V8 has
 // optimized it, which would race these deadlines — this file is about the time wall.
 const SPIN = { profile: 'network' } as const;
 
-function cpuMsDuring(ms: number): Promise<number> {
-  const before = process.cpuUsage();
-  return new Promise((resolve) =>
-    setTimeout(() => {
-      const d = process.cpuUsage(before);
-      resolve((d.user + d.system) / 1000);
-    }, ms),
-  );
-}
 
 test('an export that loops forever is stopped with TIMEOUT at its budget, and its thread is freed', async () => {
   const r = await engine.run(await wat('spin'), { ...SPIN, invoke: 'run', timeoutMs: 300 });
