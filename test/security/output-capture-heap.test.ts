@@ -17,6 +17,10 @@ const registry = CommandRegistry.withBuiltins();
 const MiB = 1024 * 1024;
 // seq 1 150000: 9×2 + 90×3 + 900×4 + 9000×5 + 90000×6 + 50001×7 bytes, as GNU seq prints.
 const SEQ_150000_BYTES = 938_895;
+// These floods are about heap, not time: ~1 s of host writes on a quiet machine, several times that
+// on a loaded CI machine, so they run under network's 30 s budget (compute's 5 s is not the wall
+// under test).
+const ROOMY = { profile: 'network' } as const;
 
 test('seq 1 150000 | wc -c prints 938895 (one write per line, 150 000 writes)', async () => {
   const engine = testEngine({ poolSize: 1 });
@@ -32,8 +36,8 @@ test('seq 1 150000 | wc -c prints 938895 (one write per line, 150 000 writes)', 
 
 test('seq 1 1000000 | wc -c: seq is cut at the 1 MiB cap, and the shell says so', async () => {
   const engine = testEngine({ poolSize: 1 });
-  // Under the default profile: seq's ~800 fuel a line keeps 10^6 lines within compute's 1e9.
-  const r = await runShell(engine, registry, 'seq 1 1000000 | wc -c');
+  // seq's ~800 fuel a line keeps 10^6 lines within any profile's fuel.
+  const r = await runShell(engine, registry, 'seq 1 1000000 | wc -c', ROOMY);
   assert.equal(r.error, undefined, r.stderr);
   assert.equal(r.stdout, `${MiB}\n`);
   assert.equal(r.stderr, 'sh: seq: stdout truncated at 1048576 bytes\n');
@@ -43,7 +47,7 @@ test('seq 1 1000000 | wc -c: seq is cut at the 1 MiB cap, and the shell says so'
 test('16 MiB in 16-byte writes: 1 MiB kept, truncation marked, the worker neither dies nor is replaced', async () => {
   const engine = testEngine({ poolSize: 1 });
   const flood = await wat('small-writes');
-  const r = await engine.run(flood, { invoke: 'flood', args: [16 * MiB, 16] });
+  const r = await engine.run(flood, { ...ROOMY, invoke: 'flood', args: [16 * MiB, 16] });
   assert.equal(r.ok, true, r.error?.message);
   assert.equal(r.result, 16 * MiB, 'every write was acknowledged in full');
   assert.equal(r.stdout.indexOf('\n[membrane'), MiB);
