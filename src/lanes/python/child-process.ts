@@ -152,7 +152,8 @@ export class PythonChild {
     this.used = true;
     this.hold(true);
     const { signal, relay } = controls;
-    this.servePowers(server, Date.now() + msg.timeoutMs);
+    const deadlineAt = Date.now() + msg.timeoutMs;
+    this.servePowers(server, deadlineAt);
     return new Promise<ExecAnswer>((resolve) => {
       let settled = false;
       const finish = (a: ExecAnswer): void => {
@@ -179,7 +180,7 @@ export class PythonChild {
       if (signal?.aborted) return finish({ kind: 'killed', reason: 'CANCELLED' });
       signal?.addEventListener('abort', onAbort, { once: true });
       if (this.dead) finish({ kind: 'killed', reason: 'DIED' });
-      else this.proc.send(msg, (err) => err && finish({ kind: 'killed', reason: 'DIED' }));
+      else this.proc.send({ ...msg, deadlineAt }, (err) => err && finish({ kind: 'killed', reason: 'DIED' }));
     });
   }
 

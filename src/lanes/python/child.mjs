@@ -117,12 +117,14 @@ function readExact(n) {
   }
   return b;
 }
+const DEADLINE_SKEW_MS = 5;
 /** One power call: request bytes up, answer bytes (JSON) back; never throws. A call that ran into the deadline ends the snippet TIMEOUT. */
 function hostCall(request) {
   try {
     return exchange(request);
   } finally {
-    if (meter.fault === null && performance.now() > meter.deadline) meter.fault = 'TIMEOUT';
+    // DEADLINE_SKEW_MS: the host's Date.now() and this clock may disagree by a tick.
+    if (meter.fault === null && performance.now() > meter.deadline - DEADLINE_SKEW_MS) meter.fault = 'TIMEOUT';
   }
 }
 function exchange(request) {
@@ -411,7 +413,9 @@ process.on('message', (m) => {
   meter.granted = 0;
   meter.charged = 0;
   if (meter.global !== null) meter.global.value = 0n;
-  meter.deadline = performance.now() + m.timeoutMs;
+  // The host's deadline instant (the power server answers TIMEOUT at it), else the budget from now.
+  const left = Number.isFinite(m.deadlineAt) ? Math.min(m.timeoutMs, Math.max(0, m.deadlineAt - Date.now())) : m.timeoutMs;
+  meter.deadline = performance.now() + left;
   bridge.max = m.maxFrameBytes;
   // A wall that stops Python inside an event-loop callback (top-level await) unwinds to here.
   // A stray rejection the snippet caused is not an end; a wall's is.

@@ -39,6 +39,12 @@ export interface ExecMessage {
   /** JSON of POWER_ERROR_MESSAGES: the only text a MembraneError carries. */
   readonly powerMessages: string;
   readonly timeoutMs: number;
+  /**
+   * The call's deadline as a `Date.now()` time, set by the host side when it sends the message: the
+   * child's deadline and the power server's are this one instant, so a power answered TIMEOUT at
+   * the deadline is never seen by the child as early (the message's transit ate into the budget).
+   */
+  readonly deadlineAt?: number;
   readonly fuel: number;
   readonly memoryBytes: number;
   readonly outputLimitBytes: number;
