@@ -43,6 +43,8 @@ export const ERROR_CODES = [
   // Issue #15: the caller aborted; an uncaught language-level exception in a source lane.
   'CANCELLED',
   'GUEST_EXCEPTION',
+  // Issue #16: the build lane's sources did not compile or link (diagnostics in details).
+  'BUILD_FAILED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -90,6 +92,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object.fr
   // call cancelled another way (an MCP cancellation, an embedder's signal) reports it over HTTP.
   CANCELLED: { message: 'the call was cancelled by its caller', exitCode: 87, httpStatus: 499, mcpCode: -32021 },
   GUEST_EXCEPTION: { message: 'the guest raised an uncaught exception', exitCode: 88, httpStatus: 422, mcpCode: -32022 },
+  BUILD_FAILED: { message: 'the sources did not compile or link', exitCode: 89, httpStatus: 422, mcpCode: -32023 },
 });
 
 /** JSON-safe detail values: what may travel in `details`. */

@@ -42,6 +42,7 @@ import { HostServices, type Caller, type JobHost, type ProcessRun } from './brid
 import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
 import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
 import { CommandRegistry } from './registry.ts';
+import { build, type BuildOptions, type BuildResult } from '../build/build.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
@@ -69,6 +70,8 @@ export interface EngineStats {
 
 export class Engine {
   readonly config: EngineConfig;
+  /** The commands guests may run, and the toolchain the build lane uses (src/build). */
+  readonly commands: CommandRegistry;
   private readonly modules: ModuleCache;
   private readonly rewriter: RewritePool;
   private readonly pool: WorkerPool;
@@ -105,8 +108,9 @@ export class Engine {
     this.pool.warm();
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
     this.lanes = new Lanes(this.config, this.rewriter);
+    this.commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: this.config.cacheDir });
     this.services = new HostServices({
-      registry: options.commands ?? CommandRegistry.withBuiltins(),
+      registry: this.commands,
       onLog: this.config.onLog,
       prepare: (bytes, policy) => this.prepare(bytes, policy),
       runProcess: (caller, run) => this.runProcess(caller, run),
@@ -209,7 +213,7 @@ export class Engine {
       argv: run.request.args,
       stdin: run.request.stdin,
       captureBytes: true,
-      ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file } : {}),
+      ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file, images: this.commands.imagesFor(run.request.name) } : {}),
     };
     return this.execute(run.bytes, opts, { policy: caller.policy, argv0: run.request.name, depth: run.depth, signal: run.signal });
   }
@@ -297,6 +301,21 @@ export class Engine {
 
   get(id: string): Instance | undefined {
     return this.instances.get(id);
+  }
+
+  /**
+   * Rewrite and compile a module ahead of its first run under these limits (the module cache then
+   * serves it): a one-time cost — 75 MB of toolchain takes seconds — kept out of a call's deadline.
+   */
+  async warm(bytes: Uint8Array, opts: PolicyOptions = {}): Promise<void> {
+    this.assertOpen();
+    await this.prepare(bytes, resolvePolicy(opts, this.config));
+  }
+
+  /** Compile and link C/C++ sources inside the sandbox (the build lane, src/build/build.ts). */
+  build(opts: BuildOptions): Promise<BuildResult> {
+    this.assertOpen();
+    return build(this, opts);
   }
 
   /** Append an engine-level record to the audit log (interfaces: a refused grant, say). No secrets in `detail`. */
@@ -415,6 +434,7 @@ export class Engine {
 
   private prepare(bytes: Uint8Array, policy: PolicyConfig): Promise<PreparedModule> {
     if (!(bytes instanceof Uint8Array)) throw new SandboxError('INVALID_MODULE', 'module bytes must be a Uint8Array');
+    if (this.commands.isToolchainModule(bytes)) this.modules.trust(bytes);
     return this.modules.prepare(bytes, {
       maxMemoryPages: memoryPages(policy),
       maxTableElements: this.config.maxTableElements,

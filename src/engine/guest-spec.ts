@@ -17,7 +17,7 @@ import { SandboxError } from '../errors.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import { FUEL_REFILL_IMPORT, MEMBRANE_MODULE, importKey } from '../policy/catalog.ts';
 import { resolveVfs } from '../storage/index.ts';
-import { DEFAULT_PREOPENS } from '../storage/vfs-config.ts';
+import { DEFAULT_PREOPENS, type ImageMount } from '../storage/vfs-config.ts';
 import type { LinkPlan } from './linker.ts';
 import type { PreparedModule } from './module-cache.ts';
 import { HOST_WAIT_GRACE_MS, type EngineConfig } from './options.ts';
@@ -43,6 +43,13 @@ export interface GuestOptions extends PolicyOptions {
   vfs?: string;
   /** The VFS database as a host path chosen by the operator (wins over `vfs`); never guest-chosen. */
   vfsFile?: string;
+  /**
+   * Read-only image VFSes preopened beside the guest's own (a registered toolchain command's
+   * sysroot: `CommandRegistry.imagesFor`). Host-chosen files, never guest-chosen; only with `vfs`.
+   */
+  images?: readonly ImageMount[];
+  /** argv[0] of a WASI command (default: the run's id); a multi-call module (LLVM) picks its tool by it. */
+  argv0?: string;
 }
 
 export interface RunOptions extends GuestOptions, CallControls {
@@ -85,13 +92,17 @@ export function buildSpec(
     importedMemory: plan.importedMemory,
     growFailedExport: prepared.limits.growFailedExport,
     output: { limitBytes: config.outputLimitBytes, failOnLimit: config.failOnOutputLimit },
-    wasi: { argv: [who.argv0 ?? who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
+    wasi: { argv: [who.argv0 ?? opts.argv0 ?? who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
     logSink: config.onLog ? 'host' : 'stderr',
     hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
     fuel: { metered: prepared.metered, chunk: config.fuelChunk },
-    vfs: policy.caps.includes('vfs') ? vfsSpec(opts.vfs, opts.vfsFile, config) : null,
+    vfs: policy.caps.includes('vfs') ? withImages(vfsSpec(opts.vfs, opts.vfsFile, config), opts.images) : null,
     depth,
   };
+}
+
+function withImages(spec: VfsSpec, images: readonly ImageMount[] | undefined): VfsSpec {
+  return images && images.length > 0 ? { ...spec, images } : spec;
 }
 
 /** The guest's VFS spec: `/` is the workspace volume, `/tmp` and `/memory` the other two. */

@@ -82,6 +82,8 @@ export interface ModuleCacheOptions {
 
 export class ModuleCache {
   private readonly entries = new Map<string, { readonly p: Promise<PreparedModule>; touchedAt: number }>();
+  /** Engine-owned buffers (trust()) → their hash, or null until first hashed. */
+  private readonly trusted = new WeakMap<Uint8Array, string | null>();
   private readonly disk: BoundedCacheDir | null;
   private readonly rewriter: RewritePool;
   private readonly ownsRewriter: boolean;
@@ -104,15 +106,33 @@ export class ModuleCache {
   }
 
   prepare(bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
+    const known = this.trusted.get(bytes);
+    if (typeof known === 'string') return this.lookup(known, bytes, opts, true);
     if (bytes.byteLength <= INLINE_HASH_BYTES) return this.lookup(ModuleCache.hash(bytes), bytes, opts);
+    if (known === null) {
+      // Hashed once, kept by identity: a buffer the engine owns and never changes.
+      return copyAndHash(bytes).then(({ hash }) => {
+        this.trusted.set(bytes, hash);
+        return this.lookup(hash, bytes, opts, true);
+      });
+    }
     return copyAndHash(bytes).then(({ hash, copy }) => this.lookup(hash, copy, opts));
+  }
+
+  /**
+   * Mark a buffer the engine owns and never mutates (the toolchain's 75 MB module): its hash is
+   * computed once and then found by identity, so a warm run of it costs no hashing. Never call
+   * this with a caller's bytes — a caller could change them after the hash.
+   */
+  trust(bytes: Uint8Array): void {
+    if (!this.trusted.has(bytes)) this.trusted.set(bytes, null);
   }
 
   async close(): Promise<void> {
     if (this.ownsRewriter) await this.rewriter.close();
   }
 
-  private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
+  private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions, shared = false): Promise<PreparedModule> {
     const key = `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}:${CACHE_ENTRY_FORMAT}`;
     const hit = this.entries.get(key);
     if (hit) {
@@ -125,7 +145,7 @@ export class ModuleCache {
       }
       return hit.p;
     }
-    const p = this.build(hash, key, bytes, opts);
+    const p = this.build(hash, key, shared ? new Uint8Array(bytes) : bytes, opts);
     const entry = { p, touchedAt: Date.now() };
     this.entries.set(key, entry);
     p.catch(() => {

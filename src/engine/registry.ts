@@ -13,6 +13,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { packageRoot } from '../storage/package-root.ts';
+import type { ImageMount } from '../storage/vfs-config.ts';
+import { findToolchain, TOOL_NAMES, type Toolchain } from '../build/toolchain.ts';
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
 
@@ -24,15 +26,38 @@ function builtinDir(): string | null {
 export class CommandRegistry {
   private readonly modules = new Map<string, Uint8Array>();
   private readonly builtins = new Map<string, string>();
+  /** The in-sandbox toolchain (clang, clang++, wasm-ld, llvm-ar), when `@yowasp/clang` is installed. */
+  private toolchain: Toolchain | null = null;
 
-  /** A registry with the built-in commands (loaded on first use). */
-  static withBuiltins(): CommandRegistry {
+  /**
+   * A registry with the built-in commands (loaded on first use) and, when the optional toolchain
+   * package is installed, the LLVM tools — one module told apart by argv[0], each mounting the
+   * shared read-only sysroot (src/build/toolchain.ts).
+   */
+  static withBuiltins(options: { cacheDir?: string | null } = {}): CommandRegistry {
     const r = new CommandRegistry();
     const dir = builtinDir();
     if (dir) {
       for (const f of readdirSync(dir)) if (f.endsWith('.wasm')) r.builtins.set(f.slice(0, -5), join(dir, f));
     }
+    r.toolchain = findToolchain(options.cacheDir ?? null);
     return r;
+  }
+
+  /** Image VFSes a command mounts beside its caller's VFS: a toolchain tool's sysroot; else none. */
+  imagesFor(name: string): readonly ImageMount[] {
+    if (!this.isToolchainTool(name)) return [];
+    return [this.toolchain!.sysroot()];
+  }
+
+  /** `bytes` is the toolchain's own module buffer (engine-owned, never mutated). */
+  isToolchainModule(bytes: Uint8Array): boolean {
+    return this.toolchain !== null && this.toolchain.loaded() === bytes;
+  }
+
+  /** `name` resolves to a toolchain tool (not overridden by an operator's registration). */
+  isToolchainTool(name: string): boolean {
+    return this.toolchain !== null && !this.modules.has(name) && (TOOL_NAMES as readonly string[]).includes(name);
   }
 
   register(name: string, bytes: Uint8Array): void {
@@ -44,6 +69,7 @@ export class CommandRegistry {
     if (!COMMAND_NAME.test(name)) return undefined;
     const hit = this.modules.get(name);
     if (hit) return hit;
+    if (this.isToolchainTool(name)) return this.toolchain!.module();
     const file = this.builtins.get(name);
     if (!file) return undefined;
     const bytes = new Uint8Array(readFileSync(file));
@@ -52,6 +78,6 @@ export class CommandRegistry {
   }
 
   names(): string[] {
-    return [...new Set([...this.modules.keys(), ...this.builtins.keys()])].sort();
+    return [...new Set([...this.modules.keys(), ...this.builtins.keys(), ...(this.toolchain ? TOOL_NAMES : [])])].sort();
   }
 }

@@ -30,6 +30,8 @@ import { parse, type Command, type Pipeline } from './parse.ts';
 import type { CommandRegistry } from '../engine/registry.ts';
 import { MAX_ARGV_BYTES, ScriptOutput, Variables, expandCommand, printable } from './limits.ts';
 import { readVfs, writeVfs } from './vfs-io.ts';
+import { driveTool } from '../build/shell-driver.ts';
+import { runId } from '../build/build.ts';
 
 export const MAX_STEPS = 10_000;
 export const MAX_PIPELINE_STAGES = 64;
@@ -135,17 +137,21 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
       stderr.write(`sh: ${printable(name)}: command not found\n`);
       return { status: 127, out: EMPTY };
     }
-    const r: RunResult = await engine.run(bytes, {
-      argv: args,
-      env: Object.fromEntries(assigns),
-      stdin,
-      vfsFile: file,
-      captureBytes: true,
-      id: name,
-      timeoutMs: Math.ceil(remaining),
-      ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
-      ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
-    });
+    const runTool = (tool: string, argv: readonly string[]): Promise<RunResult> =>
+      engine.run(registry.get(tool) ?? bytes, {
+        argv,
+        env: Object.fromEntries(assigns),
+        stdin,
+        vfsFile: file,
+        images: registry.imagesFor(tool),
+        captureBytes: true,
+        id: runId(tool),
+        argv0: tool,
+        timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
+        ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
+        ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
+      });
+    const r: RunResult = registry.isToolchainTool(name) ? await driveTool(name, args, runTool) : await runTool(name, args);
     fuel += r.fuelUsed;
     for (const w of r.warnings) warnings.add(w);
     stderr.write(r.stderr);

@@ -134,6 +134,17 @@ export interface VfsSpec {
   readonly readOnly: boolean;
   readonly maxBytes: number;
   readonly maxInodes: number;
+  /** Read-only image VFSes (a toolchain's sysroot) preopened beside the guest's own volumes. */
+  readonly images?: readonly ImageMount[];
+}
+
+/**
+ * A read-only image VFS preopened at `guestPath`: its workspace volume's root. The host chose the
+ * file (a toolchain image in the cache directory); a guest only ever names the path.
+ */
+export interface ImageMount {
+  readonly file: string;
+  readonly guestPath: string;
 }
 
 /** The volumes every guest granted `vfs` sees, each a preopen. */

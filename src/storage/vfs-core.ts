@@ -25,7 +25,7 @@ import { ChunkMemo, writeChunks, truncateChunks } from './vfs-data.ts';
 import { byteLength } from './vfs-path.ts';
 import { walk, type Found, type WalkResult } from './vfs-resolve.ts';
 import {
-  CHUNK_SIZE, initSchema, nowNs, prepareStatements, readInode,
+  CHUNK_SIZE, checkSchema, initSchema, nowNs, prepareStatements, readInode,
   type FileKindCode, type InodeKind, type InodeRow, type Statements, type VolumeName,
 } from './vfs-schema.ts';
 
@@ -91,10 +91,12 @@ export abstract class VfsCore {
   /** Inode → the error that refused its held writes at commit, told by its next write or release. */
   private readonly refused = new Map<number, VfsError>();
 
-  protected constructor(config: VfsConfig, db: Database) {
+  protected constructor(config: VfsConfig, db: Database, image = false) {
     this.config = config;
     this.db = db;
-    initSchema(db);
+    // An image is opened read-only: its schema was written when it was built, and is only checked.
+    if (image) checkSchema(db);
+    else initSchema(db);
     this.st = prepareStatements(db);
     this.roots = new Map(this.st.volumeRoots.all().map((r) => [r.name, r.root] as const));
     this.memo = new ChunkMemo(() => (this.st.dataVersion.get() as [number])[0]);

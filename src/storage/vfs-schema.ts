@@ -133,6 +133,14 @@ export function initSchema(db: Database): void {
   }).immediate();
 }
 
+/** A read-only database (an image VFS): its schema must be this version, with every volume root. */
+export function checkSchema(db: Database): void {
+  const row = db.prepare<{ value: number }>("SELECT value FROM meta WHERE key = 'schema_version'").get();
+  if (row?.value !== SCHEMA_VERSION) throw new SandboxError('INTERNAL', 'an image VFS has another schema version');
+  const roots = db.prepare<{ n: number }>('SELECT count(*) AS n FROM volumes').get();
+  if (roots?.n !== VOLUMES.length) throw new SandboxError('INTERNAL', 'an image VFS lacks a volume root');
+}
+
 /** Version 1 → 2: rebuild `chunks` as a rowid table (same columns, same rows). */
 function migrateChunksFrom1(db: Database): void {
   db.exec(`

@@ -65,6 +65,21 @@ export class Vfs extends VfsCore {
     }
   }
 
+  /**
+   * A read-only VFS image (e.g. a toolchain's sysroot, built once and shared by every guest that
+   * mounts it): opened read-only by SQLite, so even a bug above cannot write to it.
+   */
+  static openImage(file: string): Vfs {
+    const config = resolveVfs({ file });
+    const db = openDatabase(config.file, { readonly: true, cacheBytes: CACHE_BYTES });
+    try {
+      return new Vfs(config, db, true);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
   // ---- path operations ---------------------------------------------------------------------
 
   /** Resolve a path to its inode (following a final symlink unless `followFinal: false`). */

@@ -40,6 +40,7 @@ export const E = {
   NOTSUP: 58,
   ROFS: 69,
   SPIPE: 70,
+  XDEV: 75,
   NOTCAPABLE: 76,
 } as const;
 
@@ -91,6 +92,12 @@ export interface Preopen {
   readonly guestPath: string;
   /** The VFS volume whose root it is. */
   readonly volume: Volume;
+  /**
+   * An image mount: a read-only VFS of its own (e.g. a toolchain's sysroot, shared by every guest
+   * that mounts it) instead of the guest's VFS. Every descriptor beneath it is read-only (EROFS),
+   * and its files report `dev` so that no inode of it is ever mistaken for one of the guest's.
+   */
+  readonly image?: { readonly vfs: Vfs; readonly dev: bigint };
 }
 
 export interface VfsWasiContext {
@@ -108,6 +115,10 @@ export interface VfsWasiContext {
 
 export interface OpenFd {
   readonly kind: 'file' | 'dir';
+  /** The VFS the inode lives in: the guest's own, or an image mount's (read-only). */
+  readonly vfs: Vfs;
+  /** Set beneath an image mount: every mutation is EROFS, and filestat reports this device. */
+  readonly imageDev: bigint | null;
   readonly volume: Volume;
   readonly ino: number;
   /** Set for preopened directories: the guest path `fd_prestat_dir_name` reports. */
@@ -208,12 +219,12 @@ export function readPath(memory: GuestMemory, ptr: number, len: number): string 
 const VOLUME_DEV: Record<Volume, bigint> = { workspace: 1n, memory: 2n, tmp: 3n };
 export const FILESTAT_BYTES = 64;
 
-/** Write a WASI `filestat` (64 bytes) for `s` at `ptr`. */
-export function writeFilestat(memory: GuestMemory, ptr: number, s: VfsStat): void {
+/** Write a WASI `filestat` (64 bytes) for `s` at `ptr`; `dev` overrides the volume's device (image mounts). */
+export function writeFilestat(memory: GuestMemory, ptr: number, s: VfsStat, dev: bigint | null = null): void {
   memory.check(ptr, FILESTAT_BYTES);
   const v = memory.view();
   const p = ptr >>> 0;
-  v.setBigUint64(p, VOLUME_DEV[s.volume], true);
+  v.setBigUint64(p, dev ?? VOLUME_DEV[s.volume], true);
   v.setBigUint64(p + 8, BigInt(s.ino), true);
   v.setUint8(p + 16, filetypeOf(s.kind));
   for (let i = 17; i < 24; i++) v.setUint8(p + i, 0);
@@ -236,8 +247,8 @@ export function timesFrom(atim: bigint, mtim: bigint, fst: number): { atime: big
 }
 
 /** Refuse a mutation on a read-only mount. */
-export function mutating(ctx: VfsWasiContext): void {
-  if (ctx.readOnly === true) refuse(E.ROFS);
+export function mutating(ctx: VfsWasiContext, fd?: OpenFd): void {
+  if (ctx.readOnly === true || (fd !== undefined && fd.imageDev !== null)) refuse(E.ROFS);
 }
 
 /** The directory descriptor `fd` holding `right` (stdio/file → ENOTDIR, missing right → ENOTCAPABLE). */

@@ -26,7 +26,7 @@ const LOOKUP_SYMLINK_FOLLOW = 1;
 const KNOWN_OFLAGS = 15;
 
 export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, WasiFn> {
-  const { memory, vfs } = ctx;
+  const { memory } = ctx;
   const g = <A extends unknown[]>(fn: (...a: A) => number) => guard(ctx.state, fn);
 
   /** The guest path at (ptr, len), refused when absolute. */
@@ -44,7 +44,7 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       if ((oflags & ~KNOWN_OFLAGS) !== 0) refuse(E.INVAL);
       const want = BigInt.asUintN(64, base);
       const wantInh = BigInt.asUintN(64, inheriting);
-      if ((oflags & (O_CREAT | O_TRUNC)) !== 0 || (want & MUTATING_RIGHTS) !== 0n) mutating(ctx);
+      if ((oflags & (O_CREAT | O_TRUNC)) !== 0 || (want & MUTATING_RIGHTS) !== 0n) mutating(ctx, d);
       if ((oflags & O_CREAT) !== 0 && (d.rightsBase & R.PATH_CREATE_FILE) === 0n) refuse(E.NOTCAPABLE);
       if ((oflags & O_TRUNC) !== 0 && (d.rightsBase & R.PATH_FILESTAT_SET_SIZE) === 0n) refuse(E.NOTCAPABLE);
       // A descriptor never gains a right its directory cannot hand down.
@@ -53,7 +53,7 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       table.reserve();
       // A new file's creation is staged: it commits with the first bytes written to it, at the
       // latest when this descriptor closes (see fs.ts on what is acknowledged when).
-      const st = vfs.openInode(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0, stage: true });
+      const st = d.vfs.openInode(d.volume, p, oflags, { from: d.ino, followFinal: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0, stage: true });
       if (st.kind === 'dir') {
         // A directory is never opened for writing (POSIX open(dir, O_RDWR) is EISDIR too).
         if ((fdflags & FDFLAG_APPEND) !== 0 || (want & R.FD_WRITE) !== 0n) refuse(E.ISDIR);
@@ -62,6 +62,8 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       }
       const entry: OpenFd = {
         kind: st.kind === 'dir' ? 'dir' : 'file',
+        vfs: d.vfs,
+        imageDev: d.imageDev,
         volume: d.volume,
         ino: st.ino,
         preopen: null,
@@ -76,39 +78,43 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
 
     path_filestat_get: g((fd: number, flags: number, ptr: number, len: number, buf: number) => {
       const d = dirFd(table, fd, R.PATH_FILESTAT_GET);
-      const st = vfs.stat(d.volume, path(ptr, len), { from: d.ino, followFinal: (flags & LOOKUP_SYMLINK_FOLLOW) !== 0 });
-      writeFilestat(memory, buf, st);
+      const st = d.vfs.stat(d.volume, path(ptr, len), { from: d.ino, followFinal: (flags & LOOKUP_SYMLINK_FOLLOW) !== 0 });
+      writeFilestat(memory, buf, st, d.imageDev);
       return E.SUCCESS;
     }),
 
     path_filestat_set_times: g((fd: number, flags: number, ptr: number, len: number, atim: bigint, mtim: bigint, fst: number) => {
       mutating(ctx);
       const d = dirFd(table, fd, R.PATH_FILESTAT_SET_TIMES);
+      mutating(ctx, d);
       const p = path(ptr, len);
       const t = timesFrom(atim, mtim, fst);
-      const st = vfs.stat(d.volume, p, { from: d.ino, followFinal: (flags & LOOKUP_SYMLINK_FOLLOW) !== 0 });
-      vfs.setTimes(st.ino, t.atime, t.mtime);
+      const st = d.vfs.stat(d.volume, p, { from: d.ino, followFinal: (flags & LOOKUP_SYMLINK_FOLLOW) !== 0 });
+      d.vfs.setTimes(st.ino, t.atime, t.mtime);
       return E.SUCCESS;
     }),
 
     path_create_directory: g((fd: number, ptr: number, len: number) => {
       mutating(ctx);
       const d = dirFd(table, fd, R.PATH_CREATE_DIRECTORY);
-      vfs.mkdir(d.volume, path(ptr, len), 0o755, { from: d.ino });
+      mutating(ctx, d);
+      d.vfs.mkdir(d.volume, path(ptr, len), 0o755, { from: d.ino });
       return E.SUCCESS;
     }),
 
     path_remove_directory: g((fd: number, ptr: number, len: number) => {
       mutating(ctx);
       const d = dirFd(table, fd, R.PATH_REMOVE_DIRECTORY);
-      vfs.rmdir(d.volume, path(ptr, len), { from: d.ino });
+      mutating(ctx, d);
+      d.vfs.rmdir(d.volume, path(ptr, len), { from: d.ino });
       return E.SUCCESS;
     }),
 
     path_unlink_file: g((fd: number, ptr: number, len: number) => {
       mutating(ctx);
       const d = dirFd(table, fd, R.PATH_UNLINK_FILE);
-      vfs.unlink(d.volume, path(ptr, len), { from: d.ino });
+      mutating(ctx, d);
+      d.vfs.unlink(d.volume, path(ptr, len), { from: d.ino });
       return E.SUCCESS;
     }),
 
@@ -116,7 +122,10 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       mutating(ctx);
       const a = dirFd(table, fd, R.PATH_RENAME_SOURCE);
       const b = dirFd(table, newFd, R.PATH_RENAME_TARGET);
-      vfs.rename(a.volume, path(ptr, len), b.volume, path(newPtr, newLen), { from: a.ino, to: b.ino });
+      mutating(ctx, a);
+      mutating(ctx, b);
+      if (a.vfs !== b.vfs) refuse(E.XDEV);
+      a.vfs.rename(a.volume, path(ptr, len), b.volume, path(newPtr, newLen), { from: a.ino, to: b.ino });
       return E.SUCCESS;
     }),
 
@@ -127,13 +136,14 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       // relative to: an absolute target could never resolve, so it is refused up front.
       const target = readPath(memory, oldPtr, oldLen);
       if (target.startsWith('/')) refuse(E.NOTCAPABLE);
-      vfs.symlink(target, d.volume, path(ptr, len), { from: d.ino });
+      mutating(ctx, d);
+      d.vfs.symlink(target, d.volume, path(ptr, len), { from: d.ino });
       return E.SUCCESS;
     }),
 
     path_readlink: g((fd: number, ptr: number, len: number, buf: number, bufLen: number, used: number) => {
       const d = dirFd(table, fd, R.PATH_READLINK);
-      const target = new TextEncoder().encode(vfs.readlink(d.volume, path(ptr, len), { from: d.ino }));
+      const target = new TextEncoder().encode(d.vfs.readlink(d.volume, path(ptr, len), { from: d.ino }));
       memory.check(used, 4);
       const n = Math.min(target.length, bufLen >>> 0);
       memory.write(buf, target.subarray(0, n));
@@ -145,7 +155,10 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
       mutating(ctx);
       const a = dirFd(table, oldFd, R.PATH_LINK_SOURCE);
       const b = dirFd(table, newFd, R.PATH_LINK_TARGET);
-      vfs.link(a.volume, path(oldPtr, oldLen), b.volume, path(newPtr, newLen), {
+      mutating(ctx, a);
+      mutating(ctx, b);
+      if (a.vfs !== b.vfs) refuse(E.XDEV);
+      a.vfs.link(a.volume, path(oldPtr, oldLen), b.volume, path(newPtr, newLen), {
         from: a.ino, to: b.ino, followFinal: (oldFlags & LOOKUP_SYMLINK_FOLLOW) !== 0,
       });
       return E.SUCCESS;

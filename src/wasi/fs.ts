@@ -45,9 +45,11 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
   const ro = ctx.readOnly === true ? ~MUTATING_RIGHTS : ~0n;
   for (const p of ctx.preopens) {
     if (typeof p.guestPath !== 'string' || !p.guestPath.startsWith('/')) throw new TypeError('a preopen guestPath is absolute');
+    const own = p.image?.vfs ?? vfs;
+    const rights = p.image ? ~MUTATING_RIGHTS : ro;
     table.add({
-      kind: 'dir', volume: p.volume, ino: vfs.rootIno(p.volume), preopen: encoder.encode(p.guestPath),
-      rightsBase: DIR_RIGHTS & ro, rightsInheriting: (DIR_RIGHTS | FILE_RIGHTS) & ro, fdflags: 0, offset: 0,
+      kind: 'dir', vfs: own, imageDev: p.image?.dev ?? null, volume: p.volume, ino: own.rootIno(p.volume), preopen: encoder.encode(p.guestPath),
+      rightsBase: DIR_RIGHTS & rights, rightsInheriting: (DIR_RIGHTS | FILE_RIGHTS) & rights, fdflags: 0, offset: 0,
     });
   }
 
@@ -64,7 +66,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
 
   /** Read at `at` straight into the guest's iovecs (one VFS transaction, no staging copy). */
   const readInto = (f: OpenFd, iovs: number, count: number, at: number): number =>
-    vfs.readInto(f.ino, at, memory.iovecs(iovs, count).map(([p, l]) => memory.bytes(p, l)));
+    f.vfs.readInto(f.ino, at, memory.iovecs(iovs, count).map(([p, l]) => memory.bytes(p, l)));
 
   /**
    * The bytes of the guest's iovecs: a view of guest memory when one iovec is non-empty (the VFS
@@ -112,11 +114,12 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return delegate('fd_write', fd, iovs, count, nwritten);
       mutating(ctx);
       const f = fileFd(table, fd, R.FD_WRITE);
+      mutating(ctx, f);
       memory.check(nwritten, 4);
       const data = gather(iovs, count);
       let at = f.offset;
-      if ((f.fdflags & FDFLAG_APPEND) !== 0) at = vfs.append(f.ino, data);
-      else vfs.write(f.ino, at, data, true); // may be held: sequential writes commit together
+      if ((f.fdflags & FDFLAG_APPEND) !== 0) at = f.vfs.append(f.ino, data);
+      else f.vfs.write(f.ino, at, data, true); // may be held: sequential writes commit together
       f.offset = at + data.length;
       memory.setU32(nwritten, data.length);
       return E.SUCCESS;
@@ -126,9 +129,10 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return E.SPIPE;
       mutating(ctx);
       const f = fileFd(table, fd, R.FD_WRITE | R.FD_SEEK);
+      mutating(ctx, f);
       memory.check(nwritten, 4);
       const at = offsetArg(offset);
-      memory.setU32(nwritten, vfs.write(f.ino, at, gather(iovs, count)));
+      memory.setU32(nwritten, f.vfs.write(f.ino, at, gather(iovs, count)));
       return E.SUCCESS;
     }),
 
@@ -139,7 +143,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       let base: bigint;
       if (whence === 0) base = 0n;
       else if (whence === 1) base = BigInt(f.offset);
-      else if (whence === 2) base = BigInt(vfs.statIno(f.ino).size);
+      else if (whence === 2) base = BigInt(f.vfs.statIno(f.ino).size);
       else return E.INVAL;
       f.offset = offsetArg(base + BigInt.asIntN(64, offset));
       memory.setU64(out, BigInt(f.offset));
@@ -160,13 +164,13 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       }
       const f = anyFd(fd);
       table.close(fd);
-      vfs.release(f.ino); // commits held writes; a refusal only the commit finds (e.g. ENOSPC) is close's errno
+      f.vfs.release(f.ino); // commits held writes; a refusal only the commit finds (e.g. ENOSPC) is close's errno
       return E.SUCCESS;
     }),
 
     fd_renumber: g((from: number, to: number) => {
       const closed = table.renumber(from, to);
-      if (closed !== null) vfs.release(closed.ino);
+      if (closed !== null) closed.vfs.release(closed.ino);
       return E.SUCCESS;
     }),
 
@@ -216,7 +220,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return delegate('fd_sync', fd);
       const f = anyFd(fd);
       if ((f.rightsBase & R.FD_SYNC) === 0n) return E.NOTCAPABLE;
-      vfs.sync(f.ino);
+      f.vfs.sync(f.ino);
       return E.SUCCESS;
     }),
 
@@ -224,7 +228,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return delegate('fd_datasync', fd);
       const f = anyFd(fd);
       if ((f.rightsBase & R.FD_DATASYNC) === 0n) return E.NOTCAPABLE;
-      vfs.sync(f.ino);
+      f.vfs.sync(f.ino);
       return E.SUCCESS;
     }),
 
@@ -239,9 +243,10 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return E.SPIPE;
       mutating(ctx);
       const f = fileFd(table, fd, R.FD_ALLOCATE);
+      mutating(ctx, f);
       const end = offsetArg(BigInt.asIntN(64, offset) + BigInt.asIntN(64, len));
       if (offset < 0n || len <= 0n) return E.INVAL;
-      if (end > vfs.statIno(f.ino).size) vfs.truncate(f.ino, end);
+      if (end > f.vfs.statIno(f.ino).size) f.vfs.truncate(f.ino, end);
       return E.SUCCESS;
     }),
 
@@ -254,7 +259,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       }
       const f = anyFd(fd);
       if ((f.rightsBase & R.FD_FILESTAT_GET) === 0n) return E.NOTCAPABLE;
-      writeFilestat(memory, buf, vfs.statIno(f.ino));
+      writeFilestat(memory, buf, f.vfs.statIno(f.ino), f.imageDev);
       return E.SUCCESS;
     }),
 
@@ -262,7 +267,8 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return E.INVAL;
       mutating(ctx);
       const f = fileFd(table, fd, R.FD_FILESTAT_SET_SIZE);
-      vfs.truncate(f.ino, offsetArg(BigInt.asIntN(64, size)));
+      mutating(ctx, f);
+      f.vfs.truncate(f.ino, offsetArg(BigInt.asIntN(64, size)));
       return E.SUCCESS;
     }),
 
@@ -271,8 +277,9 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       mutating(ctx);
       const f = anyFd(fd);
       if ((f.rightsBase & R.FD_FILESTAT_SET_TIMES) === 0n) return E.NOTCAPABLE;
+      mutating(ctx, f);
       const t = timesFrom(atim, mtim, fst);
-      vfs.setTimes(f.ino, t.atime, t.mtime);
+      f.vfs.setTimes(f.ino, t.atime, t.mtime);
       return E.SUCCESS;
     }),
 
@@ -332,11 +339,11 @@ function direntBytes(ctx: VfsWasiContext, d: OpenFd, cookie: number, cap: number
   };
   if (cookie === 0) push(1, d.ino, FILETYPE.DIRECTORY, '.');
   if (cookie <= 1 && total < cap) {
-    push(2, ctx.vfs.parentIno(d.ino), FILETYPE.DIRECTORY, '..');
+    push(2, d.vfs.parentIno(d.ino), FILETYPE.DIRECTORY, '..');
   }
   let vfsCookie = Math.max(0, cookie - 2);
   while (total < cap) {
-    const batch = ctx.vfs.readdir(d.ino, vfsCookie, READDIR_BATCH);
+    const batch = d.vfs.readdir(d.ino, vfsCookie, READDIR_BATCH);
     for (const e of batch) {
       push(e.next + 2, e.ino, filetypeOf(e.kind), e.name);
       vfsCookie = e.next;

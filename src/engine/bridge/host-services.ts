@@ -357,6 +357,7 @@ export class HostServices {
       importedMemory: plan.importedMemory,
       growFailedExport: prepared.limits.growFailedExport,
       metered: prepared.metered,
+      images: this.deps.registry.imagesFor(name),
     };
   }
 

@@ -13,7 +13,7 @@
  */
 
 import { SandboxError, isErrorCode, type SerializedError } from '../../errors.ts';
-import type { VfsSpec } from '../../storage/vfs-config.ts';
+import type { ImageMount, VfsSpec } from '../../storage/vfs-config.ts';
 
 export const PROTOCOL_VERSION = 4;
 
@@ -172,6 +172,8 @@ export interface CommandModuleMessage {
   readonly importedMemory: GuestSpec['importedMemory'];
   readonly growFailedExport: string | null;
   readonly metered: boolean;
+  /** Image VFSes the command mounts beside its caller's VFS (a toolchain's sysroot). */
+  readonly images?: readonly ImageMount[];
 }
 
 // ---- wire values ----

@@ -116,6 +116,7 @@ export class Commands {
         importedMemory: msg.importedMemory,
         growFailedExport: msg.growFailedExport,
         fuel: { ...ctx.spec.fuel, metered: msg.metered },
+        ...(msg.images && ctx.spec.vfs ? { vfs: { ...ctx.spec.vfs, images: msg.images } } : {}),
         wasi: { argv: [request.name, ...request.args], env: [], stdin: request.stdin },
         depth,
       };

@@ -18,6 +18,7 @@ import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, ty
 import type { HostBridge } from './host-bridge.ts';
 import { Commands } from './commands.ts';
 import { vfsImports } from './vfs-imports.ts';
+import { imagePreopens } from './images.ts';
 import { brokerImports } from './broker-imports.ts';
 import { hostFunctionImports, isHostFunctionKey } from './host-function-imports.ts';
 import { FuelMeter } from './fuel.ts';
@@ -249,7 +250,8 @@ export class Guest {
     const spec = this.spec.vfs;
     if (!spec || !this.spec.link.some((k) => FS_IMPORTS.has(k))) return {};
     const vfs = this.openVfs()!;
-    return vfsWasi({ memory: this.memory, vfs, preopens: spec.preopens, readOnly: spec.readOnly, state: this.state, wasi: this.wasi }, stdio);
+    const preopens = [...spec.preopens, ...imagePreopens(spec.images)];
+    return vfsWasi({ memory: this.memory, vfs, preopens, readOnly: spec.readOnly, state: this.state, wasi: this.wasi }, stdio);
   }
 
   /** The `membrane` imports of granted caps that run in the worker (commands, exec, vfs_*). */
