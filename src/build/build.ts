@@ -25,11 +25,11 @@ import type { Engine } from '../engine/engine.ts';
 import type { RunResult } from '../engine/results.ts';
 import { SandboxError, toSandboxError, type SerializedError } from '../errors.ts';
 import type { CallControls } from '../lanes/controls.ts';
-import { resolvePolicy } from '../policy/resolve.ts';
+import { resolvePolicy, type PolicyConfig } from '../policy/resolve.ts';
 import { O_CREAT, Vfs, removeDatabase, storageDir } from '../storage/index.ts';
 import { parseDiagnostics, type Diagnostic } from './diagnostics.ts';
 import { drive, toolArgs, type ToolRun } from './driver.ts';
-import { requireToolchain, type ToolName } from './toolchain.ts';
+import { requireToolchain, type Toolchain, type ToolName } from './toolchain.ts';
 
 export type BuildLanguage = 'c' | 'c++';
 
@@ -144,7 +144,7 @@ function check(opts: BuildOptions): Checked {
 }
 
 /** Compile and link `opts.sources` inside the sandbox. */
-export async function build(engine: Engine, opts: BuildOptions): Promise<BuildResult> {
+export async function build(engine: Engine, opts: BuildOptions, budget?: { readonly fuel: number; readonly policy: PolicyConfig }): Promise<BuildResult> {
   const t0 = performance.now();
   const steps: BuildStep[] = [];
   const diagnostics: Diagnostic[] = [];
@@ -173,32 +173,32 @@ export async function build(engine: Engine, opts: BuildOptions): Promise<BuildRe
   };
   try {
     const req = check(opts);
-    const policy = resolvePolicy({ ...opts, profile, caps: undefined }, engine.config);
+    // An exec lane passes its own resolved policy and a fuel budget in wasm units (exec.ts).
+    const policy = budget?.policy ?? resolvePolicy({ ...opts, profile, caps: undefined }, engine.config);
     profile = policy.profile;
     warnings = policy.warnings;
     if (!policy.caps.includes('vfs')) throw new SandboxError('NOT_CAPABLE', `the ${policy.profile} profile has no vfs: the build lane needs one for its sources`, { cap: 'vfs' });
-    const toolchain = requireToolchain(engine.config.cacheDir);
+    const toolchain = await readyToolchain(engine, policy);
     const images = [toolchain.sysroot()];
     file = join(storageDir('vfs'), `build-${randomUUID()}.sqlite`);
     writeSources(file, req.files, engine.config.vfsMaxBytes, engine.config.vfsMaxInodes);
-    // The one-time rewrite and compile of the toolchain module stays out of the build's deadline.
-    await engine.warm(toolchain.module(), { profile: policy.profile, memoryBytes: policy.memoryBytes });
     const deadline = performance.now() + policy.timeoutMs;
-    const fuelBudget = policy.fuel;
+    const fuelBudget = budget?.fuel ?? policy.fuel;
+    const toolPolicy: PolicyConfig = { ...policy, memoryBytes: toolMemory(policy.memoryBytes), caps: ['vfs'], hostCaps: [] };
     const driver = req.language === 'c++' ? 'clang++' : 'clang';
 
     const run = async (tool: ToolName, argv: readonly string[]): Promise<ToolRun & { result: RunResult }> => {
       const left = Math.floor(deadline - performance.now());
       if (left < 1) throw new SandboxError('TIMEOUT', `the build ran past its ${policy.timeoutMs} ms budget`, { timeoutMs: policy.timeoutMs });
-      const fuel = engine.config.fuel ? Math.max(1, fuelBudget - fuelUsed) : undefined;
-      const r = await engine.run(toolchain.module(), {
-        argv, id: runId(tool), argv0: tool, tenant, profile: policy.profile, caps: ['vfs'], vfsFile: file!, images,
-        timeoutMs: left, memoryBytes: policy.memoryBytes,
-        ...(fuel !== undefined ? { fuel } : {}),
+      if (engine.config.fuel && fuelBudget - fuelUsed < 1) throw new SandboxError('FUEL_EXHAUSTED', `the build used its whole fuel budget of ${fuelBudget}`, { fuel: fuelBudget });
+      const stepPolicy: PolicyConfig = { ...toolPolicy, timeoutMs: left, fuel: Math.max(1, fuelBudget - fuelUsed) };
+      const r = await engine.runResolved(toolchain.module(), {
+        argv, id: runId(tool), argv0: tool, tenant, vfsFile: file!, images,
         ...(opts.signal ? { signal: opts.signal } : {}),
-        ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
-        ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
-      });
+        // The link plan's output (`-###`) is the driver's, not the caller's: never streamed.
+        ...(opts.onStdout && !argv.includes('-###') ? { onStdout: opts.onStdout } : {}),
+        ...(opts.onStderr && !argv.includes('-###') ? { onStderr: opts.onStderr } : {}),
+      }, stepPolicy);
       fuelUsed += r.fuelUsed;
       steps.push({ tool, argv, exitCode: r.exitCode ?? null, fuelUsed: r.fuelUsed, durationMs: r.durationMs });
       if (r.exitCode === undefined && !r.ok) throw budgetError(r.error, policy.timeoutMs);
@@ -227,6 +227,27 @@ export async function build(engine: Engine, opts: BuildOptions): Promise<BuildRe
   } finally {
     if (file) removeDatabase(file);
   }
+}
+
+/**
+ * The toolchain, its sysroot image built and its module rewritten and compiled for `policy`'s
+ * memory limit: one-time costs (seconds on a new machine), kept out of any call's deadline.
+ */
+export async function readyToolchain(engine: Engine, policy: PolicyConfig): Promise<Toolchain> {
+  const toolchain = requireToolchain(engine.config.cacheDir);
+  toolchain.sysroot();
+  await engine.warm(toolchain.module(), { profile: policy.profile, memoryBytes: toolMemory(policy.memoryBytes) });
+  return toolchain;
+}
+
+/**
+ * The memory cap the tools run with: the caller's, rounded down to a power of two MiB. The module
+ * is rewritten (and cached, ~100 MB) once per memory cap, so the caps it runs at are kept few.
+ */
+export function toolMemory(memoryBytes: number): number {
+  const MiB = 1024 * 1024;
+  if (memoryBytes < MiB) return memoryBytes;
+  return 2 ** Math.floor(Math.log2(memoryBytes / MiB)) * MiB;
 }
 
 /** A run id for a tool (ids admit no `+`). */

@@ -43,6 +43,7 @@ import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
 import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
 import { CommandRegistry } from './registry.ts';
 import { build, type BuildOptions, type BuildResult } from '../build/build.ts';
+import { execNative, isNativeLanguage } from '../build/exec.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
@@ -312,6 +313,16 @@ export class Engine {
     await this.prepare(bytes, resolvePolicy(opts, this.config));
   }
 
+  /**
+   * Internal to the build and exec lanes (src/build): run under a policy they resolved themselves
+   * — one budget split across steps, so limits are not clamped again to the profile's.
+   */
+  runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig): Promise<RunResult> {
+    this.assertOpen();
+    const never = new AbortController().signal;
+    return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: never });
+  }
+
   /** Compile and link C/C++ sources inside the sandbox (the build lane, src/build/build.ts). */
   build(opts: BuildOptions): Promise<BuildResult> {
     this.assertOpen();
@@ -343,6 +354,7 @@ export class Engine {
    */
   exec(opts: ExecOptions): Promise<ExecOutcome> {
     this.assertOpen();
+    if (isNativeLanguage(opts.language)) return execNative(this, opts);
     return runExec(
       opts,
       this.config,

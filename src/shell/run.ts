@@ -34,6 +34,8 @@ import { driveTool } from '../build/shell-driver.ts';
 import { runId } from '../build/build.ts';
 
 export const MAX_STEPS = 10_000;
+/** The largest module a script may run from its VFS by path (`./a.wasm`). */
+export const MAX_VFS_MODULE_BYTES = 64 * 1024 * 1024;
 export const MAX_PIPELINE_STAGES = 64;
 /** The exit status of a script the shell itself stopped (a wall, a step or stage limit). */
 export const STATUS_STOPPED = 2;
@@ -132,26 +134,33 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
     const [name, ...args] = words as [string, ...string[]];
     // The two builtins a shell cannot do without; everything else is a sandboxed command.
     if ((name === 'true' || name === 'false') && !registry.get(name)) return { status: name === 'true' ? 0 : 1, out: EMPTY };
-    const bytes = registry.get(name);
+    // A path (`./a.wasm`, `/bin/tool.wasm`) names a module in the script's own VFS — one it built,
+    // say — run like any command: sandboxed, under the script's profile, on the same VFS.
+    const fromVfs = name.includes('/') ? readVfs(vfs, name.startsWith('./') ? name.slice(1) : name, MAX_VFS_MODULE_BYTES) : null;
+    if (typeof fromVfs === 'string') {
+      stderr.write(`sh: ${printable(name)}: ${fromVfs === 'ENOENT' ? 'No such file or directory' : fromVfs}\n`);
+      return { status: fromVfs === 'ENOENT' ? 127 : 126, out: EMPTY };
+    }
+    const bytes = fromVfs ?? registry.get(name);
     if (!bytes) {
       stderr.write(`sh: ${printable(name)}: command not found\n`);
       return { status: 127, out: EMPTY };
     }
     const runTool = (tool: string, argv: readonly string[]): Promise<RunResult> =>
-      engine.run(registry.get(tool) ?? bytes, {
+      engine.run(fromVfs ?? registry.get(tool) ?? bytes, {
         argv,
         env: Object.fromEntries(assigns),
         stdin,
         vfsFile: file,
         images: registry.imagesFor(tool),
         captureBytes: true,
-        id: runId(tool),
+        id: fromVfs ? 'vfs-module' : runId(tool),
         argv0: tool,
         timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
         ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
         ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
       });
-    const r: RunResult = registry.isToolchainTool(name) ? await driveTool(name, args, runTool) : await runTool(name, args);
+    const r: RunResult = !fromVfs && registry.isToolchainTool(name) ? await driveTool(name, args, runTool) : await runTool(name, args);
     fuel += r.fuelUsed;
     for (const w of r.warnings) warnings.add(w);
     stderr.write(r.stderr);

@@ -20,11 +20,12 @@ function locate(path: string): { volume: VolumeName; path: string } {
 }
 
 /** The file's bytes, or a short reason (a VFS error code, or `EFBIG`) it cannot be read. */
-export function readVfs(vfs: Vfs, path: string): Uint8Array | string {
+export function readVfs(vfs: Vfs, path: string, max = MAX_REDIRECT_INPUT_BYTES): Uint8Array | string {
   try {
     const at = locate(path);
     const st = vfs.open(at.volume, at.path, 0);
-    if (st.size > MAX_REDIRECT_INPUT_BYTES) return `EFBIG (larger than ${MAX_REDIRECT_INPUT_BYTES} bytes)`;
+    if (st.kind !== 'file') return 'EISDIR';
+    if (st.size > max) return `EFBIG (larger than ${max} bytes)`;
     return vfs.read(st.ino, 0, st.size);
   } catch (e) {
     return e instanceof VfsError ? e.code : 'cannot read';

@@ -54,12 +54,14 @@ Exit: the guest's own exit status, 0 on success, or the error's code (membrane -
 Example:
   membrane run spin.wat --invoke run --profile network --timeout 800ms --json`,
 
-  exec: `Usage: membrane exec --lang js|ts|python (-c CODE | FILE) [flags]
+  exec: `Usage: membrane exec --lang js|ts|python|c|cpp (-c CODE | FILE) [flags]
 
 Run untrusted source in a fresh interpreter: JavaScript/TypeScript in fuel-metered QuickJS, Python
 in hardened Pyodide in a child process. Prints stdout/stderr, then the last expression's value as JSON.
+C and C++ are compiled inside the sandbox (membrane build) and run as a WASI guest: one deadline and
+one fuel budget cover both steps; the result is the exit status; --context arrives as stdin (JSON).
 
-  --lang L           js, ts or python (required)
+  --lang L           js, ts, python, c or cpp (required)
   -c, --command CODE the snippet (or give one FILE)
 ${LIMITS}
   --context JSON     a read-only value named context
@@ -100,6 +102,29 @@ fuel (a module cannot bring its own budget).
 
 Example:
   membrane instrument guest.wasm -o guest.metered.wasm`,
+
+  build: `Usage: membrane build SRC... -o OUT.wasm [flags] [-- CLANG_FLAGS...]
+
+Compile and link C or C++ inside the sandbox: clang and wasm-ld (LLVM from @yowasp/clang) run as
+fuel-metered WASI guests on a private VFS holding the sources, with the WASI sysroot mounted
+read-only; untrusted source never reaches a native compiler. The output is a WASI command
+(membrane run OUT.wasm). One deadline and one fuel budget cover every compile and the link.
+
+  -o, --output FILE  where to write the module (required)
+  --lang L           c or c++ (default: c++ when a source is .cc/.cpp/.cxx, else c)
+  -O LEVEL           0, 1, 2 (default), 3, s or z
+  --profile P        whose limits the build runs under (default posix: 256MiB, 60s, 1e10 fuel);
+                     the tools get the vfs cap only, whatever the profile grants
+${LIMITS}
+  --tenant T         the tenant recorded in the audit log (default: default)
+  --json             print one result object (diagnostics, steps, fuelUsed, wasmBytes)
+
+Sources keep their relative names (diagnostics read hello.c:3:5); headers (.h, .hpp) may be given
+too. Flags after -- go to every compile and the link (e.g. -- -Wall -DNDEBUG -Iinclude).
+
+Example:
+  membrane build hello.c -o hello.wasm && membrane run hello.wasm
+`,
 
   sh: `Usage: membrane sh -c 'SCRIPT' [flags]
 
@@ -178,7 +203,8 @@ Example:
 
 const SUMMARY: Readonly<Record<string, string>> = {
   run: 'run a .wasm/.wat module once in a fresh sandbox',
-  exec: 'run a JS, TS or Python snippet in a fresh interpreter',
+  exec: 'run a JS, TS, Python, C or C++ snippet in a fresh sandbox',
+  build: 'compile and link C/C++ inside the sandbox',
   inspect: "a module's imports, exports, memory, caps and profiles",
   profiles: 'the four profiles and their limits',
   instrument: 'write the fuel-metered form of a module',

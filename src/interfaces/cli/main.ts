@@ -9,6 +9,7 @@ import { reportError, USAGE_EXIT } from './args.ts';
 import { auditCommand } from './audit.ts';
 import { COMMAND_HELP, commandHelp, helpText, version } from './help.ts';
 import { execCommand } from './exec.ts';
+import { buildCommand } from './build.ts';
 import { inspectCommand } from './inspect.ts';
 import { instrumentCommand } from './instrument.ts';
 import { shCommand } from './sh.ts';
@@ -21,6 +22,7 @@ import { tokenCommand } from './token.ts';
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   run: runCommand,
   exec: execCommand,
+  build: buildCommand,
   inspect: inspectCommand,
   profiles: profilesCommand,
   instrument: instrumentCommand,
