@@ -76,6 +76,12 @@ export function parseJobs(text: string): Job[] | string {
   return jobs.length > 0 ? jobs : 'the driver planned no jobs';
 }
 
+const PLAN_HEADER = /^(?:clang version |Target: |Thread model: |InstalledDir: |Build config: | "| \(in-process\))/;
+
+function planMessages(stderr: string): string {
+  return stderr.split('\n').filter((l) => !PLAN_HEADER.test(l)).join('\n');
+}
+
 /** One sandboxed run of a tool: what the driver needs back from it. */
 export interface ToolRun {
   readonly exitCode: number;
@@ -94,7 +100,8 @@ export interface ToolRun {
 export async function drive(name: string, args: readonly string[], run: (tool: ToolName, argv: readonly string[]) => Promise<ToolRun>): Promise<ToolRun> {
   if (!needsPlan(name, args)) return run(name as ToolName, toolArgs(name, args));
   const plan = await run(name as ToolName, toolArgs(name, ['-###', ...args]));
-  if (plan.exitCode !== 0 || plan.stopped) return plan;
+  // A plan that failed shows its messages, not the header and jobs `-###` prints around them.
+  if (plan.exitCode !== 0 || plan.stopped) return { ...plan, stderr: planMessages(plan.stderr) };
   const jobs = parseJobs(plan.stderr);
   if (typeof jobs === 'string') return { exitCode: 1, stdout: '', stderr: `${name}: ${jobs}\n`, fuelUsed: plan.fuelUsed };
   let fuel = plan.fuelUsed;

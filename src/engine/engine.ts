@@ -211,7 +211,7 @@ export class Engine {
   private runProcess(caller: Caller, run: ProcessRun): Promise<RunResult> {
     const opts: RunOptions = {
       tenant: caller.tenant,
-      argv: run.request.args,
+      argv: this.commands.argsFor(run.request.name, run.request.args),
       stdin: run.request.stdin,
       captureBytes: true,
       ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file, images: this.commands.imagesFor(run.request.name) } : {}),

@@ -15,6 +15,7 @@ import { SandboxError } from '../errors.ts';
 import { packageRoot } from '../storage/package-root.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
 import { findToolchain, TOOL_NAMES, type Toolchain } from '../build/toolchain.ts';
+import { toolArgs } from '../build/driver.ts';
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
 
@@ -48,6 +49,14 @@ export class CommandRegistry {
   imagesFor(name: string): readonly ImageMount[] {
     if (!this.isToolchainTool(name)) return [];
     return [this.toolchain!.sysroot()];
+  }
+
+  /**
+   * The arguments a command runs with after argv[0]: a toolchain driver gets its target and
+   * sysroot flags first (src/build/driver.ts); every other command exactly `args`.
+   */
+  argsFor(name: string, args: readonly string[]): string[] {
+    return this.isToolchainTool(name) ? toolArgs(name, args) : [...args];
   }
 
   /** `bytes` is the toolchain's own module buffer (engine-owned, never mutated). */

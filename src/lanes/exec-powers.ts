@@ -24,7 +24,7 @@ export interface EngineParts {
   readonly config: { readonly fuel: boolean; readonly vfsMaxBytes: number; readonly vfsMaxInodes: number };
   readonly brokers: Brokers;
   /** The registry's commands and the tenant's concurrent exec slots (the engine's `HostServices`). */
-  readonly services: { command(name: string): Uint8Array | undefined; takeExec(tenant: string): (() => void) | null };
+  readonly services: { command: LaneHostDeps['command']; takeExec(tenant: string): (() => void) | null };
   readonly run: LaneHostDeps['run'];
   readonly query: (source: QuerySource, sql: string) => Promise<QueryOutcome>;
   /** The engine's host caps and their function names (EngineConfig.hostFunctions). */
@@ -43,7 +43,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
         policy,
         metered: config.fuel,
         vfs: caps.includes('vfs') ? new LaneVfs({ name: vfsName, maxBytes: config.vfsMaxBytes, maxInodes: config.vfsMaxInodes }) : null,
-        command: (name) => services.command(name),
+        command: (name, args) => services.command(name, args),
         run: parts.run,
         query: async (file, sql) => {
           const r = await parts.query({ file }, sql);

@@ -23,6 +23,7 @@
  */
 
 import type { PolicyConfig } from '../policy/resolve.ts';
+import type { ImageMount } from '../storage/vfs-config.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
 import { LANE_FUEL_UNIT } from './exec.ts';
@@ -53,10 +54,10 @@ export interface LaneHostDeps {
   readonly metered: boolean;
   /** The call's VFS; null when `vfs` is not granted (commands then run without one). */
   readonly vfs: LaneVfs | null;
-  /** A registered command's module. */
-  readonly command: (name: string) => Uint8Array | undefined;
+  /** A registered command's module, the arguments it runs with and the images it mounts (a toolchain's sysroot). */
+  readonly command: (name: string, args: readonly string[]) => { readonly bytes: Uint8Array; readonly argv: readonly string[]; readonly images: readonly ImageMount[] } | undefined;
   /** Run a command module as the call's principal (engine.execute with `inherited`). */
-  readonly run: (bytes: Uint8Array, opts: { argv: string[]; stdin: string; vfsFile?: string; captureBytes: boolean }, inherited: CommandRun) => Promise<CommandOutcome>;
+  readonly run: (bytes: Uint8Array, opts: { argv: readonly string[]; stdin: string; vfsFile?: string; images?: readonly ImageMount[]; captureBytes: boolean }, inherited: CommandRun) => Promise<CommandOutcome>;
   /** `vfs_query` against a database file (storage/query.ts): the JSON answer or a guest code name. */
   readonly query: (file: string, sql: string) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
   /** One of the tenant's concurrent exec slots: its release, or null at the limit. */
@@ -138,7 +139,7 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
     const refused = deps.admit(mode, op, req.bytes, MAX_REQUEST_BYTES);
     if (refused !== null) return refuse(refused);
     const argv = [req.name, ...req.argv];
-    const bytes = deps.command(req.name) ?? refuse(GUEST_ERR.NOT_FOUND);
+    const found = deps.command(req.name, req.argv) ?? refuse(GUEST_ERR.NOT_FOUND);
     let release: (() => void) | null = null;
     if (mode === 'exec') {
       release = deps.takeExec();
@@ -160,8 +161,8 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
         return { value: answer, fuel: 0 };
       }
       const policy: PolicyConfig = { ...deps.policy, timeoutMs: Math.max(1, Math.floor(left)), fuel: deps.metered ? fuel : deps.policy.fuel };
-      const opts = { argv: req.argv, stdin: req.stdin, captureBytes: false, ...(deps.vfs ? { vfsFile: deps.vfs.file() } : {}) };
-      const run = deps.run(bytes, opts, { policy, argv0: req.name, depth: COMMAND_DEPTH, signal: stop.signal });
+      const opts = { argv: found.argv, stdin: req.stdin, captureBytes: false, ...(deps.vfs ? { vfsFile: deps.vfs.file(), images: found.images } : {}) };
+      const run = deps.run(found.bytes, opts, { policy, argv0: req.name, depth: COMMAND_DEPTH, signal: stop.signal });
       running.add(run);
       let r: CommandOutcome;
       try {

@@ -20,6 +20,7 @@
  */
 
 import { SandboxError, toSandboxError } from '../../errors.ts';
+import type { ImageMount } from '../../storage/vfs-config.ts';
 import type { PolicyConfig } from '../../policy/resolve.ts';
 import { FUEL_REFILL_IMPORT, importKey } from '../../policy/catalog.ts';
 import { planLinks } from '../linker.ts';
@@ -121,9 +122,10 @@ export class HostServices {
     return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
   }
 
-  /** A registered command's module (the operator's registry), for a snippet's commands. */
-  command(name: string): Uint8Array | undefined {
-    return this.deps.registry.get(name);
+  /** A registered command (the operator's registry) for a snippet's commands: its module, full arguments and image mounts. */
+  command(name: string, args: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[] } | undefined {
+    const bytes = this.deps.registry.get(name);
+    return bytes ? { bytes, argv: this.deps.registry.argsFor(name, args), images: this.deps.registry.imagesFor(name) } : undefined;
   }
 
   /**
@@ -358,6 +360,7 @@ export class HostServices {
       growFailedExport: prepared.limits.growFailedExport,
       metered: prepared.metered,
       images: this.deps.registry.imagesFor(name),
+      argsPrefix: this.deps.registry.argsFor(name, ['-']).slice(0, -1),
     };
   }
 

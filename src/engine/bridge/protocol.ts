@@ -174,6 +174,8 @@ export interface CommandModuleMessage {
   readonly metered: boolean;
   /** Image VFSes the command mounts beside its caller's VFS (a toolchain's sysroot). */
   readonly images?: readonly ImageMount[];
+  /** Arguments the registry puts before the caller's (a toolchain driver's target and sysroot). */
+  readonly argsPrefix?: readonly string[];
 }
 
 // ---- wire values ----

@@ -117,7 +117,7 @@ export class Commands {
         growFailedExport: msg.growFailedExport,
         fuel: { ...ctx.spec.fuel, metered: msg.metered },
         ...(msg.images && ctx.spec.vfs ? { vfs: { ...ctx.spec.vfs, images: msg.images } } : {}),
-        wasi: { argv: [request.name, ...request.args], env: [], stdin: request.stdin },
+        wasi: { argv: [request.name, ...(request.args[0] === '-cc1' ? [] : (msg.argsPrefix ?? [])), ...request.args], env: [], stdin: request.stdin },
         depth,
       };
       const child = ctx.child(msg.module, spec, ctx.vfs());

@@ -53,7 +53,7 @@ export const RunBody = z
 
 export const ExecBody = z.strictObject({
   code: z.string().max(1024 * 1024),
-  language: z.enum(['python', 'js', 'ts']),
+  language: z.enum(['python', 'js', 'ts', 'c', 'cpp']),
   context: z.unknown().optional(),
   ...grantFields,
 });

@@ -35,8 +35,8 @@ const timeoutMs = z.number().positive().finite().describe("Wall-clock budget in 
 const fuel = z.number().positive().finite().describe("Fuel budget; above the grant's maximum it is clamped (and the clamp reported).");
 
 export const ExecuteInput = z.strictObject({
-  code: z.string().describe('The source to run. Python: stdout/stderr and the value of the last expression; JS/TS: the same.'),
-  language: z.enum(['python', 'js', 'ts']),
+  code: z.string().describe('The source to run. Python: stdout/stderr and the value of the last expression; JS/TS: the same. C/C++: a whole program (main), compiled inside the sandbox and run; the result is its exit status and `context` arrives as stdin (JSON); a compile error is BUILD_FAILED with diagnostics.'),
+  language: z.enum(['python', 'js', 'ts', 'c', 'cpp']),
   capability_subset: capabilitySubset.optional(),
   timeout_ms: timeoutMs.optional(),
   fuel: fuel.optional(),
