@@ -144,7 +144,11 @@ function check(opts: BuildOptions): Checked {
 }
 
 /** Compile and link `opts.sources` inside the sandbox. */
-export async function build(engine: Engine, opts: BuildOptions, budget?: { readonly fuel: number; readonly policy: PolicyConfig }): Promise<BuildResult> {
+export async function build(
+  engine: Engine,
+  opts: BuildOptions,
+  budget?: { readonly fuel: number; readonly policy: PolicyConfig; readonly warmup?: boolean },
+): Promise<BuildResult> {
   const t0 = performance.now();
   const steps: BuildStep[] = [];
   const diagnostics: Diagnostic[] = [];
@@ -164,7 +168,7 @@ export async function build(engine: Engine, opts: BuildOptions, budget?: { reado
       profile, warnings, steps,
       ...(r.error ? { error: r.error.toPublic() } : {}),
     };
-    engine.audit({
+    if (budget?.warmup !== true) engine.audit({
       tenant,
       kind: 'build',
       detail: { ok: result.ok, steps: steps.length, sources: Object.keys(opts?.sources ?? {}).length, fuelUsed, ...(r.error ? { code: r.error.code } : { wasmBytes: r.wasm?.length ?? 0 }) },
@@ -178,7 +182,7 @@ export async function build(engine: Engine, opts: BuildOptions, budget?: { reado
     profile = policy.profile;
     warnings = policy.warnings;
     if (!policy.caps.includes('vfs')) throw new SandboxError('NOT_CAPABLE', `the ${policy.profile} profile has no vfs: the build lane needs one for its sources`, { cap: 'vfs' });
-    const toolchain = await readyToolchain(engine, policy);
+    const toolchain = budget?.warmup === true ? requireToolchain(engine.config.cacheDir) : await readyToolchain(engine, policy);
     const images = [toolchain.sysroot()];
     file = join(storageDir('vfs'), `build-${randomUUID()}.sqlite`);
     writeSources(file, req.files, engine.config.vfsMaxBytes, engine.config.vfsMaxInodes);
@@ -236,9 +240,25 @@ export async function build(engine: Engine, opts: BuildOptions, budget?: { reado
 export async function readyToolchain(engine: Engine, policy: PolicyConfig): Promise<Toolchain> {
   const toolchain = requireToolchain(engine.config.cacheDir);
   toolchain.sysroot();
-  await engine.warm(toolchain.module(), { profile: policy.profile, memoryBytes: toolMemory(policy.memoryBytes) });
+  const memoryBytes = toolMemory(policy.memoryBytes);
+  await engine.warm(toolchain.module(), { profile: policy.profile, memoryBytes });
+  // V8 compiles a wasm function on its first call: the first compile in a process spends seconds
+  // compiling clang itself. One build of a fixed file pays that here, outside any caller's budget.
+  let warmed = warmedCaps.get(engine);
+  if (!warmed) warmedCaps.set(engine, (warmed = new Map()));
+  let warming = warmed.get(memoryBytes);
+  if (!warming) {
+    warming = build(engine, { sources: { 'warm.c': WARM_SOURCE } }, { policy: { ...policy, timeoutMs: WARM_TIMEOUT_MS }, fuel: WARM_FUEL, warmup: true }).then(() => undefined);
+    warmed.set(memoryBytes, warming);
+  }
+  await warming;
   return toolchain;
 }
+
+const warmedCaps = new WeakMap<Engine, Map<number, Promise<void>>>();
+const WARM_SOURCE = '#include <stdio.h>\nint main(void) { printf("%d\\n", 1); return 0; }\n';
+const WARM_TIMEOUT_MS = 120_000;
+const WARM_FUEL = 1e11;
 
 /**
  * The memory cap the tools run with: the caller's, rounded down to a power of two MiB. The module
