@@ -243,7 +243,9 @@ export async function readyToolchain(engine: Engine, policy: PolicyConfig): Prom
   const memoryBytes = toolMemory(policy.memoryBytes);
   await engine.warm(toolchain.module(), { profile: policy.profile, memoryBytes });
   // V8 compiles a wasm function on its first call: the first compile in a process spends seconds
-  // compiling clang itself. One build of a fixed file pays that here, outside any caller's budget.
+  // compiling clang itself. Under a tight budget one build of a fixed file pays that here, outside
+  // the caller's; a generous budget absorbs it (and a one-shot CLI process is not made slower).
+  if (policy.timeoutMs >= GENEROUS_BUDGET_MS) return toolchain;
   let warmed = warmedCaps.get(engine);
   if (!warmed) warmedCaps.set(engine, (warmed = new Map()));
   let warming = warmed.get(memoryBytes);
@@ -258,6 +260,7 @@ export async function readyToolchain(engine: Engine, policy: PolicyConfig): Prom
 const warmedCaps = new WeakMap<Engine, Map<number, Promise<void>>>();
 const WARM_SOURCE = '#include <stdio.h>\nint main(void) { printf("%d\\n", 1); return 0; }\n';
 const WARM_TIMEOUT_MS = 120_000;
+const GENEROUS_BUDGET_MS = 30_000;
 const WARM_FUEL = 1e11;
 
 /**
