@@ -188,12 +188,14 @@ export async function build(
     writeSources(file, req.files, engine.config.vfsMaxBytes, engine.config.vfsMaxInodes);
     const deadline = performance.now() + policy.timeoutMs;
     const fuelBudget = budget?.fuel ?? policy.fuel;
+    // An exec's budget is its call's (compile and run), not the build's alone.
+    const what = budget ? 'call' : 'build';
     const toolPolicy: PolicyConfig = { ...policy, memoryBytes: toolMemory(policy.memoryBytes), caps: ['vfs'], hostCaps: [] };
     const driver = req.language === 'c++' ? 'clang++' : 'clang';
 
     const run = async (tool: ToolName, argv: readonly string[]): Promise<ToolRun & { result: RunResult }> => {
       const left = Math.floor(deadline - performance.now());
-      if (left < 1) throw new SandboxError('TIMEOUT', `the build ran past its ${policy.timeoutMs} ms budget`, { timeoutMs: policy.timeoutMs });
+      if (left < 1) throw new SandboxError('TIMEOUT', `the ${what} ran past its ${policy.timeoutMs} ms budget`, { timeoutMs: policy.timeoutMs });
       if (engine.config.fuel && fuelBudget - fuelUsed < 1) throw new SandboxError('FUEL_EXHAUSTED', `the build used its whole fuel budget of ${fuelBudget}`, { fuel: fuelBudget });
       const stepPolicy: PolicyConfig = { ...toolPolicy, timeoutMs: left, fuel: Math.max(1, fuelBudget - fuelUsed) };
       const r = await engine.runResolved(toolchain.module(), {
@@ -205,7 +207,7 @@ export async function build(
       }, stepPolicy);
       fuelUsed += r.fuelUsed;
       steps.push({ tool, argv, exitCode: r.exitCode ?? null, fuelUsed: r.fuelUsed, durationMs: r.durationMs });
-      if (r.exitCode === undefined && !r.ok) throw budgetError(r.error, policy.timeoutMs);
+      if (r.exitCode === undefined && !r.ok) throw budgetError(r.error, policy.timeoutMs, what);
       return { exitCode: r.exitCode ?? 0, stdout: r.stdout, stderr: r.stderr, fuelUsed: r.fuelUsed, result: r };
     };
 
@@ -312,9 +314,9 @@ function readOutput(file: string): Uint8Array {
 }
 
 /** A step that a wall stopped: that wall's error, as the whole build's. */
-function budgetError(error: SerializedError | undefined, timeoutMs: number): SandboxError {
+function budgetError(error: SerializedError | undefined, timeoutMs: number, what: string): SandboxError {
   if (!error) return new SandboxError('INTERNAL', 'a build step failed without an error');
-  if (error.code === 'TIMEOUT') return new SandboxError('TIMEOUT', `the build ran past its ${timeoutMs} ms budget`, { timeoutMs });
+  if (error.code === 'TIMEOUT') return new SandboxError('TIMEOUT', `the ${what} ran past its ${timeoutMs} ms budget`, { timeoutMs });
   return new SandboxError(error.code, error.message, error.details ?? {});
 }
 

@@ -97,7 +97,12 @@ export interface ToolRun {
  * `-###` and run each job in order, stopping at the first that fails. Output is the concatenation
  * of the jobs' output (the plan's is not shown); fuel is the sum.
  */
-export async function drive(name: string, args: readonly string[], run: (tool: ToolName, argv: readonly string[]) => Promise<ToolRun>): Promise<ToolRun> {
+export async function drive(
+  name: string,
+  args: readonly string[],
+  run: (tool: ToolName, argv: readonly string[]) => Promise<ToolRun>,
+  removeTemporaries?: (paths: readonly string[]) => void,
+): Promise<ToolRun> {
   if (!needsPlan(name, args)) return run(name as ToolName, toolArgs(name, args));
   const plan = await run(name as ToolName, toolArgs(name, ['-###', ...args]));
   // A plan that failed shows its messages, not the header and jobs `-###` prints around them.
@@ -107,12 +112,29 @@ export async function drive(name: string, args: readonly string[], run: (tool: T
   let fuel = plan.fuelUsed;
   let stdout = '';
   let stderr = '';
-  for (const job of jobs) {
-    const r = await run(job.tool, job.args);
-    fuel += r.fuelUsed;
-    stdout += r.stdout;
-    stderr += r.stderr;
-    if (r.exitCode !== 0 || r.stopped) return { ...r, stdout, stderr, fuelUsed: fuel };
+  try {
+    for (const job of jobs) {
+      const r = await run(job.tool, job.args);
+      fuel += r.fuelUsed;
+      stdout += r.stdout;
+      stderr += r.stderr;
+      if (r.exitCode !== 0 || r.stopped) return { ...r, stdout, stderr, fuelUsed: fuel };
+    }
+    return { exitCode: 0, stdout, stderr, fuelUsed: fuel };
+  } finally {
+    // clang would delete the objects it made in /tmp between its jobs: so do we.
+    removeTemporaries?.(temporaries(jobs));
   }
-  return { exitCode: 0, stdout, stderr, fuelUsed: fuel };
+}
+
+/** The /tmp outputs (`-o /tmp/...`) of a plan's compile jobs: the driver's intermediate objects. */
+export function temporaries(jobs: readonly Job[]): string[] {
+  const out: string[] = [];
+  for (const j of jobs) {
+    if (j.args[0] !== '-cc1') continue;
+    const o = j.args.indexOf('-o');
+    const path = o >= 0 ? j.args[o + 1] : undefined;
+    if (path !== undefined && /^\/tmp\/[^/]+$/.test(path)) out.push(path);
+  }
+  return out;
 }

@@ -16,13 +16,18 @@ import type { ToolName } from './toolchain.ts';
 
 const encoder = new TextEncoder();
 
-export async function driveTool(name: string, args: readonly string[], run: (tool: ToolName, argv: readonly string[]) => Promise<RunResult>): Promise<RunResult> {
+export async function driveTool(
+  name: string,
+  args: readonly string[],
+  run: (tool: ToolName, argv: readonly string[]) => Promise<RunResult>,
+  removeTemporaries?: (paths: readonly string[]) => void,
+): Promise<RunResult> {
   const runs: RunResult[] = [];
   const folded = await drive(name, args, async (tool, argv): Promise<ToolRun> => {
     const r = await run(tool, argv);
     runs.push(r);
     return { exitCode: r.exitCode ?? (r.ok ? 0 : 126), stdout: r.stdout, stderr: r.stderr, fuelUsed: r.fuelUsed, stopped: r.exitCode === undefined && !r.ok };
-  });
+  }, removeTemporaries);
   const last = runs.at(-1)!;
   const ok = folded.exitCode === 0 && !folded.stopped;
   return {

@@ -29,7 +29,7 @@ import { Vfs, removeDatabase, resolveVfs, storageDir } from '../storage/index.ts
 import { parse, type Command, type Pipeline } from './parse.ts';
 import type { CommandRegistry } from '../engine/registry.ts';
 import { MAX_ARGV_BYTES, ScriptOutput, Variables, expandCommand, printable } from './limits.ts';
-import { readVfs, writeVfs } from './vfs-io.ts';
+import { readVfs, removeVfs, writeVfs } from './vfs-io.ts';
 import { driveTool } from '../build/shell-driver.ts';
 import { runId } from '../build/build.ts';
 
@@ -160,7 +160,9 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
         ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
         ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
       });
-    const r: RunResult = !fromVfs && registry.isToolchainTool(name) ? await driveTool(name, args, runTool) : await runTool(name, args);
+    const r: RunResult = !fromVfs && registry.isToolchainTool(name) ? await driveTool(name, args, runTool, (paths) => {
+          for (const p of paths) removeVfs(vfs, p);
+        }) : await runTool(name, args);
     fuel += r.fuelUsed;
     for (const w of r.warnings) warnings.add(w);
     stderr.write(r.stderr);

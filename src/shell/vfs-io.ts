@@ -43,3 +43,13 @@ export function writeVfs(vfs: Vfs, path: string, data: Uint8Array, append: boole
     return e instanceof VfsError ? e.code : 'cannot write';
   }
 }
+
+/** Remove a file if it is there (a temporary the script's tools left); never fails. */
+export function removeVfs(vfs: Vfs, path: string): void {
+  try {
+    const at = locate(path);
+    vfs.unlink(at.volume, at.path);
+  } catch {
+    // gone already, or never made
+  }
+}
