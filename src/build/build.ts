@@ -21,8 +21,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { Engine } from '../engine/engine.ts';
-import type { RunResult } from '../engine/results.ts';
+import type { BuildHost, StepRun } from './host.ts';
 import { SandboxError, toSandboxError, type SerializedError } from '../errors.ts';
 import type { CallControls } from '../lanes/controls.ts';
 import { resolvePolicy, type PolicyConfig } from '../policy/resolve.ts';
@@ -145,7 +144,7 @@ function check(opts: BuildOptions): Checked {
 
 /** Compile and link `opts.sources` inside the sandbox. */
 export async function build(
-  engine: Engine,
+  engine: BuildHost,
   opts: BuildOptions,
   budget?: { readonly fuel: number; readonly policy: PolicyConfig; readonly warmup?: boolean },
 ): Promise<BuildResult> {
@@ -193,7 +192,7 @@ export async function build(
     const toolPolicy: PolicyConfig = { ...policy, memoryBytes: toolMemory(policy.memoryBytes), caps: ['vfs'], hostCaps: [] };
     const driver = req.language === 'c++' ? 'clang++' : 'clang';
 
-    const run = async (tool: ToolName, argv: readonly string[]): Promise<ToolRun & { result: RunResult }> => {
+    const run = async (tool: ToolName, argv: readonly string[]): Promise<ToolRun & { result: StepRun }> => {
       const left = Math.floor(deadline - performance.now());
       if (left < 1) throw new SandboxError('TIMEOUT', `the ${what} ran past its ${policy.timeoutMs} ms budget`, { timeoutMs: policy.timeoutMs });
       if (engine.config.fuel && fuelBudget - fuelUsed < 1) throw new SandboxError('FUEL_EXHAUSTED', `the build used its whole fuel budget of ${fuelBudget}`, { fuel: fuelBudget });
@@ -239,7 +238,7 @@ export async function build(
  * The toolchain, its sysroot image built and its module rewritten and compiled for `policy`'s
  * memory limit: one-time costs (seconds on a new machine), kept out of any call's deadline.
  */
-export async function readyToolchain(engine: Engine, policy: PolicyConfig): Promise<Toolchain> {
+export async function readyToolchain(engine: BuildHost, policy: PolicyConfig): Promise<Toolchain> {
   const toolchain = requireToolchain(engine.config.cacheDir);
   toolchain.sysroot();
   const memoryBytes = toolMemory(policy.memoryBytes);
@@ -259,7 +258,7 @@ export async function readyToolchain(engine: Engine, policy: PolicyConfig): Prom
   return toolchain;
 }
 
-const warmedCaps = new WeakMap<Engine, Map<number, Promise<void>>>();
+const warmedCaps = new WeakMap<BuildHost, Map<number, Promise<void>>>();
 const WARM_SOURCE = '#include <stdio.h>\nint main(void) { printf("%d\\n", 1); return 0; }\n';
 const WARM_TIMEOUT_MS = 120_000;
 const GENEROUS_BUDGET_MS = 30_000;

@@ -14,7 +14,7 @@
  * Does not protect against: nothing of its own; each step is a sandboxed run.
  */
 
-import type { Engine } from '../engine/engine.ts';
+import type { BuildHost } from './host.ts';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { LANE_FUEL_UNIT, MAX_CODE_BYTES, type ExecOptions, type ExecOutcome } from '../lanes/exec.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
@@ -26,7 +26,7 @@ export function isNativeLanguage(language: unknown): language is (typeof NATIVE_
   return (NATIVE_LANGUAGES as readonly unknown[]).includes(language);
 }
 
-export async function execNative(engine: Engine, opts: ExecOptions): Promise<ExecOutcome> {
+export async function execNative(engine: BuildHost, opts: ExecOptions): Promise<ExecOutcome> {
   const t0 = performance.now();
   let profile = opts.profile ?? 'compute';
   let warnings: readonly string[] = [];

@@ -39,7 +39,7 @@ export type { GuestOptions, RunOptions, StartOptions };
 import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
 import { HostServices, type Caller, type JobHost, type ProcessRun } from './bridge/host-services.ts';
-import { serveInstance, type ServeHandle, type ServeOptions } from './serve.ts';
+import { serveTracked, type ServeHandle, type ServeOptions } from './serve.ts';
 import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
 import { CommandRegistry } from './registry.ts';
 import { build, type BuildOptions, type BuildResult } from '../build/build.ts';
@@ -304,19 +304,13 @@ export class Engine {
     return this.instances.get(id);
   }
 
-  /**
-   * Rewrite and compile a module ahead of its first run under these limits (the module cache then
-   * serves it): a one-time cost — 75 MB of toolchain takes seconds — kept out of a call's deadline.
-   */
+  /** Rewrite and compile a module ahead of its first run under these limits (kept out of any call's deadline). */
   async warm(bytes: Uint8Array, opts: PolicyOptions = {}): Promise<void> {
     this.assertOpen();
     await this.prepare(bytes, resolvePolicy(opts, this.config));
   }
 
-  /**
-   * Internal to the build and exec lanes (src/build): run under a policy they resolved themselves
-   * — one budget split across steps, so limits are not clamped again to the profile's.
-   */
+  /** Internal to the build lane (src/build): run under a policy it resolved (one budget split across steps). */
   runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig): Promise<RunResult> {
     this.assertOpen();
     const never = new AbortController().signal;
@@ -391,26 +385,8 @@ export class Engine {
     if (!instance || !job) throw new SandboxError('INSTANCE_DEAD', `no instance named "${id}"`, { id });
     const info = instance.info();
     if (!info.caps.includes('net')) throw new SandboxError('NOT_CAPABLE', 'serving HTTP needs the net cap', { id, caps: [...info.caps] });
-    const handle = await serveInstance(
-      {
-        instance,
-        tenant: info.tenant,
-        id,
-        slot: job.serving,
-        cadence: this.brokers.cadence,
-        record: (kind, detail) => this.brokers.record({ tenant: info.tenant, instance: id, kind, detail }),
-      },
-      options,
-    );
-    this.servers.add(handle);
-    return {
-      url: handle.url,
-      port: handle.port,
-      close: async () => {
-        this.servers.delete(handle);
-        await handle.close();
-      },
-    };
+    const record = (kind: string, detail: Record<string, unknown>): void => this.brokers.record({ tenant: info.tenant, instance: id, kind, detail });
+    return serveTracked(this.servers, { instance, tenant: info.tenant, id, slot: job.serving, cadence: this.brokers.cadence, record }, options);
   }
 
   /** A tenant's running execs and live processes (the exec cap's per-principal counters). */

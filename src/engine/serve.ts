@@ -55,6 +55,20 @@ export interface ServeDeps {
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'content-length']);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 
+/** `serveInstance`, its handle kept in `open` until closed (the engine closes what is left). */
+export async function serveTracked(open: Set<ServeHandle>, deps: ServeDeps, options: ServeOptions = {}): Promise<ServeHandle> {
+  const handle = await serveInstance(deps, options);
+  open.add(handle);
+  return {
+    url: handle.url,
+    port: handle.port,
+    close: async () => {
+      open.delete(handle);
+      await handle.close();
+    },
+  };
+}
+
 export async function serveInstance(deps: ServeDeps, options: ServeOptions = {}): Promise<ServeHandle> {
   const handler = options.export ?? 'serve_handle';
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;

@@ -30,7 +30,7 @@ import { parse, type Command, type Pipeline } from './parse.ts';
 import type { CommandRegistry } from '../engine/registry.ts';
 import { MAX_ARGV_BYTES, ScriptOutput, Variables, expandCommand, printable } from './limits.ts';
 import { readVfs, removeVfs, writeVfs } from './vfs-io.ts';
-import { driveTool } from '../build/shell-driver.ts';
+import { driveTool } from './tool-driver.ts';
 import { runId } from '../build/build.ts';
 
 export const MAX_STEPS = 10_000;

@@ -1,5 +1,5 @@
 // The dependency direction of STYLE.md, enforced: interfaces → agent → shell → engine (its bridge,
-// worker and rewrite threads) → lanes/wasi/fabric → brokers/provenance → storage/net/wasm/abi →
+// worker and rewrite threads) → lanes/build/wasi/fabric → brokers/provenance → storage/net/wasm/abi →
 // policy → errors; the worker talks to the host only through the protocol; and neither the import
 // graph of the files nor that of the rooms has a cycle (type-only imports count: a type cycle is a
 // design cycle).
@@ -37,6 +37,7 @@ const ROOMS: readonly (readonly [prefix: string, layer: number])[] = [
   ['brokers/', 3],
   ['provenance/', 3],
   ['lanes/', 4],
+  ['build/', 4],
   ['fabric/', 4],
   ['wasi/', 4],
   ['engine/', 5],

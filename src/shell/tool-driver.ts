@@ -11,8 +11,8 @@
  */
 
 import type { RunResult } from '../engine/results.ts';
-import { drive, type ToolRun } from './driver.ts';
-import type { ToolName } from './toolchain.ts';
+import { drive, type ToolRun } from '../build/driver.ts';
+import type { ToolName } from '../build/toolchain.ts';
 
 const encoder = new TextEncoder();
 
