@@ -1,14 +1,14 @@
 /**
  * The tour's second act: model-written source through `engine.exec` — JavaScript and TypeScript in
- * fuel-metered QuickJS, Python in hardened Pyodide in a child process — each snippet fresh, hostile
- * ones side by side with useful ones, all at once.
+ * fuel-metered QuickJS, Python in hardened Pyodide in a child process, C compiled by clang running
+ * as a guest — each snippet fresh, hostile ones side by side with useful ones, all at once.
  */
 
 import type { Engine, ExecOutcome } from '../src/index.ts';
 import { printTable } from './table.ts';
 
 interface Snippet {
-  readonly language: 'js' | 'ts' | 'python';
+  readonly language: 'js' | 'ts' | 'python' | 'c';
   readonly tried: string;
   readonly code: string;
   readonly options?: { profile?: string; timeoutMs?: number; fuel?: number; memoryBytes?: number };
@@ -28,10 +28,13 @@ const SNIPPETS: readonly Snippet[] = [
   { language: 'python', tried: 'import js (the host JS world)', code: 'import js' },
   { language: 'python', tried: "open('/etc/passwd')", code: "open('/etc/passwd').read()" },
   { language: 'python', tried: 'while True: pass on 1e7 fuel', code: 'while True: pass', options: { fuel: 1e7 } },
+  { language: 'c', tried: 'printf (clang and wasm-ld run as guests too)', code: '#include <stdio.h>\nint main(void) { printf("%d\\n", 6 * 7); return 0; }' },
+  { language: 'c', tried: '#include "/etc/passwd" at compile time', code: '#include "/etc/passwd"\nint main(void) { return 0; }' },
   { language: 'python', tried: 'membrane.kv put + get (minimal)', code: "import membrane\nmembrane.kv.put('greeting', 'hi')\nmembrane.kv.get('greeting')", options: { profile: 'minimal' } },
 ];
 
 function ended(r: ExecOutcome): string {
+  if (r.ok && r.stdout !== '' && r.result === 0) return `stdout ${JSON.stringify(r.stdout.trim())}, exit 0`.slice(0, 70);
   if (r.ok) return `result ${JSON.stringify(r.result)}`.slice(0, 70);
   const d = r.error!.details as { name?: string; stack?: { file: string; line: number; column: number }[] } | undefined;
   if (r.error!.code === 'GUEST_EXCEPTION' && d?.stack?.[0]) return `GUEST_EXCEPTION ${d.name}: ${r.error!.message} at ${d.stack[0].file}:${d.stack[0].line}:${d.stack[0].column}`.slice(0, 70);
