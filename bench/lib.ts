@@ -68,14 +68,15 @@ export function fmt(ms: number, unit: 'µs' | 'ms'): string {
   return v >= 100 ? v.toFixed(0) : v >= 0.1 ? v.toPrecision(3) : v.toPrecision(2);
 }
 
-export function printTable(title: string, rows: readonly Row[]): void {
+/** `tail` names the `p99` column when a bench fills it with another quantile (few samples: p90, max). */
+export function printTable(title: string, rows: readonly Row[], tail = 'p99'): void {
   const byName = new Map(rows.map((r) => [r.what, r]));
   const cells = rows.map((r) => {
     const base = r.vs ? byName.get(r.vs) : undefined;
     const ratio = base ? `${(r.p50 / base.p50).toFixed(2)}× ${r.vs}` : 'baseline';
     return [r.what, `${fmt(r.p50, r.unit)} ${r.unit}`, r.p99 !== undefined ? `${fmt(r.p99, r.unit)} ${r.unit}` : '', ratio, r.target ?? ''];
   });
-  const head = ['', 'p50', 'p99', 'ratio', 'target'];
+  const head = ['', 'p50', tail, 'ratio', 'target'];
   const w = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[]) => c.map((x, i) => x.padEnd(w[i]!)).join('  ').trimEnd();
   console.log(`\n## ${title}\n`);

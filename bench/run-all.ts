@@ -18,6 +18,7 @@ import { jsStream } from './js-stream.ts';
 import { tsStrip } from './ts-strip.ts';
 import { pythonControls, pythonLane } from './python-lane.ts';
 import { sqliteBinding } from './sqlite-binding.ts';
+import { buildLane } from './build.ts';
 
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
@@ -40,3 +41,4 @@ await tsStrip();
 await pythonLane();
 await pythonControls();
 await sqliteBinding();
+await buildLane();
