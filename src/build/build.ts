@@ -27,7 +27,7 @@ import type { CallControls } from '../lanes/controls.ts';
 import { resolvePolicy, type PolicyConfig } from '../policy/resolve.ts';
 import { O_CREAT, Vfs, removeDatabase, storageDir } from '../storage/index.ts';
 import { parseDiagnostics, type Diagnostic } from './diagnostics.ts';
-import { drive, toolArgs, type ToolRun } from './driver.ts';
+import { drive, PlanCache, toolArgs, type ToolRun } from './driver.ts';
 import { requireToolchain, type Toolchain, type ToolName } from './toolchain.ts';
 
 export type BuildLanguage = 'c' | 'c++';
@@ -221,7 +221,7 @@ export async function build(
       objects.push(object);
     }
     // `-###` can print a job with any text: the plan is parsed and checked (driver.ts).
-    const link = await drive(driver, [req.optimize, ...req.args, ...objects, '-o', OUTPUT], run);
+    const link = await drive(driver, [req.optimize, ...req.args, ...objects, '-o', OUTPUT], run, undefined, linkPlans);
     stdout += link.stdout;
     stderr += link.stderr;
     parseDiagnostics(link.stderr, diagnostics);
@@ -258,6 +258,8 @@ export async function readyToolchain(engine: BuildHost, policy: PolicyConfig): P
   return toolchain;
 }
 
+/** Link plans by driver and flags: the same objects and flags always plan the same jobs. */
+const linkPlans = new PlanCache();
 const warmedCaps = new WeakMap<BuildHost, Map<number, Promise<void>>>();
 const WARM_SOURCE = '#include <stdio.h>\nint main(void) { printf("%d\\n", 1); return 0; }\n';
 const WARM_TIMEOUT_MS = 120_000;

@@ -102,14 +102,22 @@ export async function drive(
   args: readonly string[],
   run: (tool: ToolName, argv: readonly string[]) => Promise<ToolRun>,
   removeTemporaries?: (paths: readonly string[]) => void,
+  plans?: PlanCache,
 ): Promise<ToolRun> {
   if (!needsPlan(name, args)) return run(name as ToolName, toolArgs(name, args));
-  const plan = await run(name as ToolName, toolArgs(name, ['-###', ...args]));
-  // A plan that failed shows its messages, not the header and jobs `-###` prints around them.
-  if (plan.exitCode !== 0 || plan.stopped) return { ...plan, stderr: planMessages(plan.stderr) };
-  const jobs = parseJobs(plan.stderr);
-  if (typeof jobs === 'string') return { exitCode: 1, stdout: '', stderr: `${name}: ${jobs}\n`, fuelUsed: plan.fuelUsed };
-  let fuel = plan.fuelUsed;
+  const key = `${name}\0${args.join('\0')}`;
+  let jobs = plans?.get(key);
+  let fuel = 0;
+  if (!jobs) {
+    const plan = await run(name as ToolName, toolArgs(name, ['-###', ...args]));
+    // A plan that failed shows its messages, not the header and jobs `-###` prints around them.
+    if (plan.exitCode !== 0 || plan.stopped) return { ...plan, stderr: planMessages(plan.stderr) };
+    const parsed = parseJobs(plan.stderr);
+    if (typeof parsed === 'string') return { exitCode: 1, stdout: '', stderr: `${name}: ${parsed}\n`, fuelUsed: plan.fuelUsed };
+    fuel = plan.fuelUsed;
+    jobs = parsed;
+    plans?.set(key, jobs);
+  }
   let stdout = '';
   let stderr = '';
   try {
@@ -124,6 +132,26 @@ export async function drive(
   } finally {
     // clang would delete the objects it made in /tmp between its jobs: so do we.
     removeTemporaries?.(temporaries(jobs));
+  }
+}
+
+/**
+ * Plans already made, by driver and arguments. The driver is deterministic in its arguments
+ * except for the names of its /tmp objects, so only plans without them are kept (a build's link:
+ * objects in, module out). A kept plan was checked by parseJobs when it was made.
+ */
+export class PlanCache {
+  private readonly plans = new Map<string, readonly Job[]>();
+  constructor(private readonly max = 64) {}
+
+  get(key: string): readonly Job[] | undefined {
+    return this.plans.get(key);
+  }
+
+  set(key: string, jobs: readonly Job[]): void {
+    if (temporaries(jobs).length > 0) return;
+    if (this.plans.size >= this.max) this.plans.delete(this.plans.keys().next().value!);
+    this.plans.set(key, jobs);
   }
 }
 

@@ -64,22 +64,27 @@ function locate(): { gen: string; version: string } | null {
   return located;
 }
 
-let cached: Toolchain | null = null;
+/** The module's bytes: one buffer per process, whatever the cache directory. */
+let bytes: Uint8Array | null = null;
+/** Cache directory → its toolchain (the sysroot image lives in the cache directory). */
+const byCacheDir = new Map<string, Toolchain>();
 
 /** The toolchain, or null when `@yowasp/clang` is not installed. */
 export function findToolchain(cacheDir: string | null): Toolchain | null {
   const where = locate();
   if (!where) return null;
-  if (cached) return cached;
-  let bytes: Uint8Array | null = null;
+  const dir = cacheDir ?? join(membraneHome(), 'cache');
+  let found = byCacheDir.get(dir);
+  if (found) return found;
   let image: ImageMount | null = null;
-  cached = {
+  found = {
     version: where.version,
     module: () => (bytes ??= new Uint8Array(readFileSync(join(where.gen, 'llvm.core.wasm')))),
     loaded: () => bytes,
-    sysroot: () => (image ??= { file: sysrootImage(where.gen, where.version, cacheDir ?? join(membraneHome(), 'cache')), guestPath: SYSROOT_PATH }),
+    sysroot: () => (image ??= { file: sysrootImage(where.gen, where.version, dir), guestPath: SYSROOT_PATH }),
   };
-  return cached;
+  byCacheDir.set(dir, found);
+  return found;
 }
 
 /** The toolchain, or NOT_CAPABLE saying how to get it. */

@@ -30,7 +30,8 @@ test('C: engine.build compiles and links hello.c; the module runs and prints its
   const r = await engine.build({ sources: { 'hello.c': HELLO_C } });
   assert.equal(r.ok, true, JSON.stringify(r.error));
   assert.ok(r.wasm && r.wasm.length > 1000);
-  assert.deepEqual(r.steps.map((s) => s.tool), ['clang', 'clang', 'wasm-ld'], 'compile, link plan, link');
+  // Compile, link plan (made once per process for these flags, then kept: PlanCache), link.
+  assert.match(r.steps.map((s) => s.tool).join(' '), /^clang (clang )?wasm-ld$/);
   assert.ok(r.fuelUsed > 1e6, `fuel counted: ${r.fuelUsed}`);
   assert.equal(r.fuelUsed, r.steps.reduce((n, s) => n + s.fuelUsed, 0));
   const run = await engine.run(r.wasm);

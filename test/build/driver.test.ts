@@ -3,7 +3,7 @@
 // plan is refused, never executed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_JOBS, needsPlan, parseJobs, temporaries, toolArgs } from '../../src/build/driver.ts';
+import { drive, MAX_JOBS, needsPlan, parseJobs, PlanCache, temporaries, toolArgs, type ToolRun } from '../../src/build/driver.ts';
 
 const HEADER = 'clang version 22.1.0\nTarget: wasm32-unknown-wasip1\nThread model: posix\nInstalledDir: \nBuild config: +assertions\n';
 
@@ -36,4 +36,21 @@ test('which invocations are planned; the driver prefix comes first so the caller
   assert.ok(toolArgs('clang++', ['x']).includes('-fno-exceptions'));
   assert.deepEqual(toolArgs('clang', ['-cc1', 'x']), ['-cc1', 'x']);
   assert.deepEqual(toolArgs('wasm-ld', ['x']), ['x']);
+});
+
+test('a link plan is made once and kept; a plan with /tmp objects (compile and link in one) is never kept', async () => {
+  const plans = new PlanCache();
+  const ran: string[] = [];
+  const run = async (tool: string, argv: readonly string[]): Promise<ToolRun> => {
+    ran.push(`${tool} ${argv.includes('-###') ? '-###' : argv[0]}`);
+    const plan = argv.includes('a.c') ? ' "" "clang" "-cc1" "-o" "/tmp/a-1.o" "a.c"\n "wasm-ld" "/tmp/a-1.o" "-o" "a.wasm"\n' : ' "wasm-ld" "a.o" "-o" "a.wasm"\n';
+    return { exitCode: 0, stdout: '', stderr: argv.includes('-###') ? `${HEADER}${plan}` : '', fuelUsed: 1 };
+  };
+  await drive('clang', ['a.o', '-o', 'a.wasm'], run, undefined, plans);
+  await drive('clang', ['a.o', '-o', 'a.wasm'], run, undefined, plans);
+  assert.deepEqual(ran, ['clang -###', 'wasm-ld a.o', 'wasm-ld a.o']);
+  ran.length = 0;
+  await drive('clang', ['a.c', '-o', 'a.wasm'], run, undefined, plans);
+  await drive('clang', ['a.c', '-o', 'a.wasm'], run, undefined, plans);
+  assert.deepEqual(ran, ['clang -###', 'clang -cc1', 'wasm-ld /tmp/a-1.o', 'clang -###', 'clang -cc1', 'wasm-ld /tmp/a-1.o']);
 });
