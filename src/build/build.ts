@@ -214,16 +214,16 @@ export async function build(
     for (const [i, unit] of req.units.entries()) {
       const object = `${OBJECT_DIR}/${i}.o`;
       const r = await run(driver, toolArgs(driver, ['-c', req.optimize, ...req.args, unit, '-o', object]));
-      stdout += r.stdout;
-      stderr += r.stderr;
+      stdout = capped(stdout, r.stdout, engine.config.outputLimitBytes);
+      stderr = capped(stderr, r.stderr, engine.config.outputLimitBytes);
       parseDiagnostics(r.stderr, diagnostics);
       if (r.exitCode !== 0) return done({ error: failed(diagnostics, `${unit} did not compile`) });
       objects.push(object);
     }
     // `-###` can print a job with any text: the plan is parsed and checked (driver.ts).
     const link = await drive(driver, [req.optimize, ...req.args, ...objects, '-o', OUTPUT], run, undefined, linkPlans);
-    stdout += link.stdout;
-    stderr += link.stderr;
+    stdout = capped(stdout, link.stdout, engine.config.outputLimitBytes);
+    stderr = capped(stderr, link.stderr, engine.config.outputLimitBytes);
     parseDiagnostics(link.stderr, diagnostics);
     if (link.exitCode !== 0) return done({ error: failed(diagnostics, 'the objects did not link') });
     return done({ wasm: readOutput(file) });
@@ -274,6 +274,13 @@ export function toolMemory(memoryBytes: number): number {
   const MiB = 1024 * 1024;
   if (memoryBytes < MiB) return memoryBytes;
   return 2 ** Math.floor(Math.log2(memoryBytes / MiB)) * MiB;
+}
+
+/** `text + more`, at most `limit` characters in all (each step's output is capped by the engine; so is their sum). */
+function capped(text: string, more: string, limit: number): string {
+  if (text.length >= limit) return text;
+  const joined = text + more;
+  return joined.length <= limit ? joined : `${joined.slice(0, limit)}\n[membrane: build output truncated at ${limit} characters]\n`;
 }
 
 /** A run id for a tool (ids admit no `+`). */

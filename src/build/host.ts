@@ -45,6 +45,7 @@ export interface BuildHost {
     readonly fuel: boolean;
     readonly vfsMaxBytes: number;
     readonly vfsMaxInodes: number;
+    readonly outputLimitBytes: number;
   };
   /** Run a module under an already-resolved policy (its limits are not clamped again). */
   runResolved(bytes: Uint8Array, opts: StepOptions, policy: PolicyConfig): Promise<StepRun>;
