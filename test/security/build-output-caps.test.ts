@@ -1,17 +1,18 @@
 // Attack: flood the build's result — 100 000 `#error` lines with -ferror-limit=0 (megabytes of
 // stderr, 100 000 diagnostics), one diagnostic with a 50 000-character message, a request with more
-// sources or flags than allowed — so that the host parses, keeps and returns unbounded data.
+// sources or flags than allowed, a one-line source that links into an 80 MiB module — so that the
+// host parses, keeps and returns unbounded data.
 // Now: stderr is capped at the engine's output limit (marked truncated), the parsed diagnostics at
 // MAX_DIAGNOSTICS, each message at MAX_MESSAGE_CHARS, the error's details at 20 diagnostics; the
-// result returns BUILD_FAILED. Too many sources or flags, or an oversized flag, is POLICY_INVALID
-// before anything runs.
+// result returns BUILD_FAILED. A linked module over MAX_WASM_BYTES is OUTPUT_LIMIT, never read
+// back. Too many sources or flags, or an oversized flag, is POLICY_INVALID before anything runs.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createEngine, DEFAULT_OUTPUT_LIMIT_BYTES } from '../../src/index.ts';
-import { MAX_ARG_CHARS, MAX_BUILD_ARGS, MAX_SOURCES } from '../../src/build/build.ts';
+import { MAX_ARG_CHARS, MAX_BUILD_ARGS, MAX_SOURCES, MAX_WASM_BYTES } from '../../src/build/build.ts';
 import { MAX_DIAGNOSTICS, MAX_MESSAGE_CHARS, parseDiagnostics } from '../../src/build/diagnostics.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
@@ -76,4 +77,14 @@ test(`more than MAX_SOURCES (${MAX_SOURCES}) sources, MAX_BUILD_ARGS (${MAX_BUIL
     assert.equal(r.steps.length, 0);
     assert.equal(r.fuelUsed, 0);
   }
+});
+
+test(`a module over MAX_WASM_BYTES (${MAX_WASM_BYTES}) — an 80 MiB initialised array — is OUTPUT_LIMIT, not read back`, async () => {
+  const t0 = performance.now();
+  const r = await engine.build({ sources: { 'big.c': 'char big[80 << 20] = {1};\nint main(void) { return big[7]; }\n' }, timeoutMs: 60_000 });
+  const ms = performance.now() - t0;
+  assert.equal(r.error?.code, 'OUTPUT_LIMIT', JSON.stringify(r.error));
+  assert.match(r.error!.message, /larger than 67108864 bytes/);
+  assert.equal(r.wasm, undefined);
+  assert.ok(ms < 60_000, `took ${ms.toFixed(0)} ms`);
 });
