@@ -28,7 +28,7 @@ const CLANG = /^(.{1,4096}?):(\d{1,9}):(\d{1,9}): (fatal error|error|warning|not
 const CLANG_NO_POS = /^(?:clang(?:\+\+)?|error): (error|warning|note): (.*)$/;
 const LINKER = /^wasm-ld: (error|warning): (.*)$/;
 
-const clip = (s: string): string => (s.length > MAX_MESSAGE_CHARS ? `${s.slice(0, MAX_MESSAGE_CHARS)}…` : s);
+const clip = (s: string): string => (s.length > MAX_MESSAGE_CHARS ? `${s.slice(0, MAX_MESSAGE_CHARS - 1)}…` : s);
 
 export function parseDiagnostics(stderr: string, into: Diagnostic[] = []): Diagnostic[] {
   for (const line of stderr.split('\n')) {

@@ -251,19 +251,27 @@ export function mutating(ctx: VfsWasiContext, fd?: OpenFd): void {
   if (ctx.readOnly === true || (fd !== undefined && fd.imageDev !== null)) refuse(E.ROFS);
 }
 
-/** The directory descriptor `fd` holding `right` (stdio/file → ENOTDIR, missing right → ENOTCAPABLE). */
+/**
+ * A right `f` lacks: ENOTCAPABLE — but EROFS for a mutating right beneath an image mount, whose
+ * descriptors never hold one (the guest is told the file system is read-only, as for a mutation).
+ */
+export function lacking(f: OpenFd, right: bigint): never {
+  return refuse(f.imageDev !== null && (right & MUTATING_RIGHTS) !== 0n ? E.ROFS : E.NOTCAPABLE);
+}
+
+/** The directory descriptor `fd` holding `right` (stdio/file → ENOTDIR, missing right → ENOTCAPABLE, or EROFS: lacking). */
 export function dirFd(table: FdTable, fd: number, right: bigint): OpenFd {
   if (fd >= 0 && fd <= 2) refuse(E.NOTDIR);
   const d = table.get(fd);
   if (d.kind !== 'dir') refuse(E.NOTDIR);
-  if ((d.rightsBase & right) !== right) refuse(E.NOTCAPABLE);
+  if ((d.rightsBase & right) !== right) lacking(d, right);
   return d;
 }
 
-/** The file descriptor `fd` holding `right` (directory → EISDIR, missing right → ENOTCAPABLE). */
+/** The file descriptor `fd` holding `right` (directory → EISDIR, missing right → ENOTCAPABLE, or EROFS: lacking). */
 export function fileFd(table: FdTable, fd: number, right: bigint): OpenFd {
   const f = table.get(fd);
   if (f.kind !== 'file') refuse(E.ISDIR);
-  if ((f.rightsBase & right) !== right) refuse(E.NOTCAPABLE);
+  if ((f.rightsBase & right) !== right) lacking(f, right);
   return f;
 }

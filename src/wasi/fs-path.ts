@@ -120,6 +120,8 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
 
     path_rename: g((fd: number, ptr: number, len: number, newFd: number, newPtr: number, newLen: number) => {
       mutating(ctx);
+      // Across file systems (the image and the guest's VFS) EXDEV, before either side's rights.
+      if (dirFd(table, fd, 0n).vfs !== dirFd(table, newFd, 0n).vfs) refuse(E.XDEV);
       const a = dirFd(table, fd, R.PATH_RENAME_SOURCE);
       const b = dirFd(table, newFd, R.PATH_RENAME_TARGET);
       mutating(ctx, a);
@@ -153,6 +155,8 @@ export function pathCalls(ctx: VfsWasiContext, table: FdTable): Record<string, W
 
     path_link: g((oldFd: number, oldFlags: number, oldPtr: number, oldLen: number, newFd: number, newPtr: number, newLen: number) => {
       mutating(ctx);
+      // Across file systems (the image and the guest's VFS) EXDEV, before either side's rights.
+      if (dirFd(table, oldFd, 0n).vfs !== dirFd(table, newFd, 0n).vfs) refuse(E.XDEV);
       const a = dirFd(table, oldFd, R.PATH_LINK_SOURCE);
       const b = dirFd(table, newFd, R.PATH_LINK_TARGET);
       mutating(ctx, a);

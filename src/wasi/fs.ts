@@ -276,8 +276,8 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
       if (isStdio(fd)) return E.NOTCAPABLE;
       mutating(ctx);
       const f = anyFd(fd);
-      if ((f.rightsBase & R.FD_FILESTAT_SET_TIMES) === 0n) return E.NOTCAPABLE;
       mutating(ctx, f);
+      if ((f.rightsBase & R.FD_FILESTAT_SET_TIMES) === 0n) return E.NOTCAPABLE;
       const t = timesFrom(atim, mtim, fst);
       f.vfs.setTimes(f.ino, t.atime, t.mtime);
       return E.SUCCESS;
