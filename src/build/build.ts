@@ -278,6 +278,7 @@ export function toolMemory(memoryBytes: number): number {
 
 /** `text + more`, at most `limit` characters in all (each step's output is capped by the engine; so is their sum). */
 function capped(text: string, more: string, limit: number): string {
+  if (text === '') return more; // one step's output: the engine capped (and marked) it already
   if (text.length >= limit) return text;
   const joined = text + more;
   return joined.length <= limit ? joined : `${joined.slice(0, limit)}\n[membrane: build output truncated at ${limit} characters]\n`;

@@ -16,7 +16,9 @@ const home = mkdtempSync(join(tmpdir(), 'membrane-build-'));
 before(() => {
   process.env['MEMBRANE_HOME'] = home;
   process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
-  engine = createEngine({ poolSize: 1, cacheDir: TOOLCHAIN_CACHE });
+  // A C++ compile with <iostream> is ~7e9 fuel — seconds on a quiet machine, a minute or more on a
+  // loaded 2-core CI runner: posix's time is raised here so the test checks the build, not the load.
+  engine = createEngine({ poolSize: 1, cacheDir: TOOLCHAIN_CACHE, operatorLimits: { posix: { timeoutMs: 300_000 } } });
 });
 after(() => engine.close());
 

@@ -12,12 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
+import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { requireToolchain } from '../../src/build/toolchain.ts';
 import { runShell } from '../../src/shell/index.ts';
 
 process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
 process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
-const engine = createEngine({ poolSize: 2 });
+// The toolchain cache is shared by the test files that build (its one-time costs are not under test here).
+const engine = createEngine({ poolSize: 2, cacheDir: TOOLCHAIN_CACHE });
 after(() => engine.close());
 
 const sh = (script: string) => runShell(engine, engine.commands, script, { vfs: 'sysroot-write', profile: 'posix', timeoutMs: 60_000 });

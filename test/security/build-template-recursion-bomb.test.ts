@@ -11,11 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
+import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
 process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
-const engine = createEngine({ poolSize: 2 });
+// The toolchain cache is shared by the test files that build (its one-time costs are not under test here).
+const engine = createEngine({ poolSize: 2, cacheDir: TOOLCHAIN_CACHE });
 after(() => engine.close());
 
 const WALLS = ['TIMEOUT', 'FUEL_EXHAUSTED', 'MEMORY_LIMIT', 'STACK_OVERFLOW'];
