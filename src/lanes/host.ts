@@ -133,13 +133,21 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
   };
   const vfs = (): LaneVfs => deps.vfs ?? refuse(GUEST_ERR.DENIED);
 
+  const fromVfs = (path: string, argv: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[] } => {
+    const rel = path.startsWith('./') ? path.slice(2) : path;
+    const bytes = vfs().read(rel.startsWith('/') ? rel : `/${rel}`) ?? refuse(GUEST_ERR.NOT_FOUND);
+    return { bytes, argv, images: [] };
+  };
+
   const runCommand = async (mode: 'commands' | 'exec', a: readonly unknown[], deadline: number, laneFuelUsed: number | undefined): Promise<{ value: unknown; fuel?: number }> => {
     const op = mode === 'exec' ? 'exec' : 'run_command';
     const req = commandArgs(a);
     const refused = deps.admit(mode, op, req.bytes, MAX_REQUEST_BYTES);
     if (refused !== null) return refuse(refused);
     const argv = [req.name, ...req.argv];
-    const found = deps.command(req.name, req.argv) ?? refuse(GUEST_ERR.NOT_FOUND);
+    // A path (`./a.wasm`, `/out/tool.wasm`) names a module in the call's own VFS — one the snippet
+    // built, say — run like a registered command, one level deeper, under the same grant.
+    const found = req.name.includes('/') ? fromVfs(req.name, req.argv) : (deps.command(req.name, req.argv) ?? refuse(GUEST_ERR.NOT_FOUND));
     let release: (() => void) | null = null;
     if (mode === 'exec') {
       release = deps.takeExec();

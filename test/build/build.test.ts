@@ -139,12 +139,21 @@ test('the shell: clang plans and runs its jobs, ./hello.wasm runs from the VFS, 
   assert.equal(r.stdout, 'built in the shell\nh.c\nh.o\nh.wasm\nlibh.a\nstatus 127\nend\n', r.stderr);
 });
 
-test("a guest's own commands cap can compile: a JS snippet runs clang on a file in its VFS", async () => {
+test("a guest's own commands cap can build: a JS snippet compiles and links in its VFS, then runs ./k.wasm by path", async () => {
+  const link = ['-L/sysroot/lib/wasm32-wasip1', '/sysroot/lib/wasm32-wasip1/crt1-command.o', 'k.o', '-lc', '/sysroot/lib/wasm32-unknown-wasip1/libclang_rt.builtins.a', '-o', 'k.wasm'];
   const r = await engine.exec({
     language: 'js',
     profile: 'posix',
-    code: "vfs.write('/k.c', 'int k(void) { return 7; }'); const r = commands.run('clang', ['-c', 'k.c', '-o', 'k.o']); [r.status, vfs.list('/').some((f) => f.path === '/k.o' && f.size > 0)]",
+    code: [
+      `vfs.write('/k.c', '#include <stdio.h>\\nint main(void) { puts("k ran"); return 0; }\\n');`,
+      "const c = commands.run('clang', ['-c', '-O2', 'k.c', '-o', 'k.o']);",
+      `const l = commands.run('wasm-ld', ${JSON.stringify(link)});`,
+      "const x = exec.run('./k.wasm');",
+      '[c.status, l.status, x.status, x.stdout]',
+    ].join('\n'),
   });
   assert.equal(r.ok, true, JSON.stringify(r.error));
-  assert.deepEqual(r.result, [0, true]);
+  assert.deepEqual(r.result, [0, 0, 0, 'k ran\n']);
+  const missing = await engine.exec({ language: 'js', profile: 'posix', code: "try { commands.run('./nope.wasm') } catch (e) { e.code }" });
+  assert.equal(missing.result, 'NOT_FOUND');
 });
