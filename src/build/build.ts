@@ -28,7 +28,7 @@ import type { CallControls } from '../lanes/controls.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { O_CREAT, Vfs, removeDatabase, storageDir } from '../storage/index.ts';
 import { parseDiagnostics, type Diagnostic } from './diagnostics.ts';
-import { drive, toolArgs, type ToolRun } from './driver.ts';
+import { compileFlags, drive, toolArgs, type ToolRun } from './driver.ts';
 import { requireToolchain, type ToolName } from './toolchain.ts';
 
 export type BuildLanguage = 'c' | 'c++';
@@ -208,7 +208,7 @@ export async function build(engine: Engine, opts: BuildOptions): Promise<BuildRe
     const objects: string[] = [];
     for (const [i, unit] of req.units.entries()) {
       const object = `${OBJECT_DIR}/${i}.o`;
-      const r = await run(driver, toolArgs(driver, ['-c', req.optimize, ...req.args, unit, '-o', object]));
+      const r = await run(driver, toolArgs(driver, ['-c', req.optimize, ...compileFlags(req.args), unit, '-o', object]));
       stdout += r.stdout;
       stderr += r.stderr;
       parseDiagnostics(r.stderr, diagnostics);

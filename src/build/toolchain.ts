@@ -24,7 +24,7 @@ import { existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { SandboxError } from '../errors.ts';
-import { ensurePrivateDir } from '../storage/home-files.ts';
+import { ensurePrivateDirs } from '../storage/home-files.ts';
 import { O_CREAT, Vfs, membraneHome, openDatabase, type ImageMount } from '../storage/index.ts';
 import { readTar } from './tar.ts';
 
@@ -95,8 +95,8 @@ function sysrootImage(gen: string, version: string, cacheDir: string): string {
   const dir = join(cacheDir, 'toolchains');
   const file = join(dir, `clang-${version.replace(/[^A-Za-z0-9.-]/g, '_')}-${statSync(tar).size}.sqlite`);
   if (existsSync(file)) return file;
-  ensurePrivateDir(cacheDir);
-  ensurePrivateDir(dir);
+  // Every directory on the way (a fresh $MEMBRANE_HOME has none of them yet), none a link.
+  ensurePrivateDirs(dir);
   const tmp = `${file}.${randomUUID()}.tmp`;
   try {
     writeImage(readFileSync(tar), tmp);
