@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Rebuilds the WASI I/O benchmark guest (bench/wasi-io.ts).
+# Rebuilds the WASI I/O benchmark guest (bench/wasi-io.ts) with the in-sandbox compiler
+# (scripts/build-c.ts).
 #   bash bench/io/build.sh [--check]
+set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-exec bash "$here/../../scripts/build-c-wasm.sh" "$here" ${1:+"$1"} -- -O2 -Wl,--strip-all
+cd "$here/../.."
+exec node --import tsx scripts/build-c.ts ${1:+"$1"} bench-io

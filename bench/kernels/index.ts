@@ -1,6 +1,6 @@
 /**
  * The CPU kernels of the fuel-overhead and rewriter-speed benchmarks: freestanding C compiled by
- * clang -O2 for wasm32 (build.sh), each exporting `run(n)` that returns a checksum. `n` is sized
+ * clang -O2 for wasm32 (scripts/build-c.ts, the in-sandbox compiler), each exporting `run(n)` that returns a checksum. `n` is sized
  * so that one uninstrumented run takes roughly 100–300 ms on the reference machines.
  */
 

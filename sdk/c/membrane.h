@@ -1,6 +1,6 @@
 /*
  * membrane.h — the guest side of Membrane's `membrane` import module, for C programs built with
- * `clang --target=wasm32-wasi`. docs/abi.md is the contract; this header declares the imports
+ * clang for wasm32-wasip1 (`engine.build`, or any clang `--target=wasm32-wasi`). docs/abi.md is the contract; this header declares the imports
  * Membrane links today and builds/parses the run_command request and response layouts.
  *
  * Every import is linked only when its capability is granted: a program that calls one it was

@@ -27,7 +27,7 @@ import type { CallControls } from '../lanes/controls.ts';
 import { resolvePolicy, type PolicyConfig } from '../policy/resolve.ts';
 import { O_CREAT, Vfs, removeDatabase, storageDir } from '../storage/index.ts';
 import { parseDiagnostics, type Diagnostic } from './diagnostics.ts';
-import { drive, PlanCache, toolArgs, type ToolRun } from './driver.ts';
+import { compileFlags, drive, PlanCache, toolArgs, type ToolRun } from './driver.ts';
 import { requireToolchain, type Toolchain, type ToolName } from './toolchain.ts';
 
 export type BuildLanguage = 'c' | 'c++';
@@ -213,7 +213,7 @@ export async function build(
     const objects: string[] = [];
     for (const [i, unit] of req.units.entries()) {
       const object = `${OBJECT_DIR}/${i}.o`;
-      const r = await run(driver, toolArgs(driver, ['-c', req.optimize, ...req.args, unit, '-o', object]));
+      const r = await run(driver, toolArgs(driver, ['-c', req.optimize, ...compileFlags(req.args), unit, '-o', object]));
       stdout = capped(stdout, r.stdout, engine.config.outputLimitBytes);
       stderr = capped(stderr, r.stderr, engine.config.outputLimitBytes);
       parseDiagnostics(r.stderr, diagnostics);

@@ -33,6 +33,30 @@ export function toolArgs(name: string, args: readonly string[]): string[] {
   return name === 'clang++' ? [...DRIVER_PREFIX, '-fno-exceptions', ...args] : [...DRIVER_PREFIX, ...args];
 }
 
+/** Flags only the link reads (their value is the next argument for the two-word ones). */
+const LINK_ONLY = new Set(['-nostdlib', '-nostartfiles', '-nodefaultlibs', '-shared', '-static', '-rdynamic', '-s']);
+const LINK_ONLY_WITH_VALUE = new Set(['-Xlinker', '-z']);
+const LINK_ONLY_PREFIX = /^(?:-Wl,|-l.|-L.|-mexec-model=)/;
+
+/**
+ * The caller's flags as a compile step (`-c`) gets them: without the link-only ones. A build
+ * compiles each source on its own and then links, which one `clang a.c -Wl,...` does in one
+ * invocation; given to `-c`, a link flag is unused and warns (an error under `-Werror`).
+ */
+export function compileFlags(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (LINK_ONLY_WITH_VALUE.has(a)) {
+      i++;
+      continue;
+    }
+    if (LINK_ONLY.has(a) || LINK_ONLY_PREFIX.test(a)) continue;
+    out.push(a);
+  }
+  return out;
+}
+
 /** Whether `clang args` must be planned with `-###` and run job by job. */
 export function needsPlan(name: string, args: readonly string[]): boolean {
   return isDriver(name) && args[0] !== '-cc1' && !args.some((a) => ONE_JOB.has(a));

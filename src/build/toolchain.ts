@@ -100,6 +100,7 @@ function sysrootImage(gen: string, version: string, cacheDir: string): string {
   const dir = join(cacheDir, 'toolchains');
   const file = join(dir, `clang-${version.replace(/[^A-Za-z0-9.-]/g, '_')}-${statSync(tar).size}.sqlite`);
   if (existsSync(file)) return file;
+  // Every directory on the way (a fresh $MEMBRANE_HOME has none of them yet), none a link.
   ensurePrivateDirs(dir);
   const tmp = `${file}.${randomUUID()}.tmp`;
   try {

@@ -40,7 +40,7 @@ export async function wat(name: string): Promise<Uint8Array> {
   return bytes;
 }
 
-/** A committed C guest: test/fixtures/c/NAME.wasm (rebuilt by test/fixtures/c/build.sh). */
+/** A committed C guest: test/fixtures/c/NAME.wasm (rebuilt by scripts/build-c.ts). */
 export function cGuest(name: string): Uint8Array {
   return new Uint8Array(readFileSync(join(FIXTURES, 'c', `${name}.wasm`)));
 }

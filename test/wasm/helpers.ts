@@ -1,6 +1,6 @@
 /**
  * Shared fixtures for the wasm tests: `.wat` compiled with the wabt package, C modules committed
- * as .wasm (built from test/wasm/fixtures/*.c by its build.sh, so no test needs clang), and an
+ * as .wasm (built from test/wasm/fixtures/*.c by scripts/build-c.ts, so no test compiles), and an
  * assertion for INVALID_MODULE.
  */
 
@@ -70,8 +70,8 @@ export const WAT_FIXTURES: readonly { name: string; v8: boolean }[] = [
 
 /**
  * Every C build the tests use: the libc program, and the kernel module per feature set. Each is a
- * committed .wasm made by test/wasm/fixtures/build.sh (which lists the clang flags); `.ci/run`
- * checks they match their sources.
+ * committed .wasm made by scripts/build-c.ts (which lists the clang flags); `npm run check:c`
+ * (in `.ci/run`) checks they match their sources.
  */
 const C_BUILDS: Readonly<Record<string, string>> = {
   'program.c': 'program.wasm',
