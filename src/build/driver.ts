@@ -28,9 +28,14 @@ export function isDriver(name: string): name is 'clang' | 'clang++' {
 
 /** The full argument list (after argv[0]) a tool runs with. */
 export function toolArgs(name: string, args: readonly string[]): string[] {
-  if (!isDriver(name) || args[0] === '-cc1') return [...args];
+  return args[0] === '-cc1' ? [...args] : [...driverPrefix(name), ...args];
+}
+
+/** What a tool gets before its caller's arguments (nothing for a cc1 job: see toolArgs). */
+export function driverPrefix(name: string): string[] {
+  if (!isDriver(name)) return [];
   // The sysroot's libc++ is built without exceptions: `throw` is a compile error, not a link error.
-  return name === 'clang++' ? [...DRIVER_PREFIX, '-fno-exceptions', ...args] : [...DRIVER_PREFIX, ...args];
+  return name === 'clang++' ? [...DRIVER_PREFIX, '-fno-exceptions'] : [...DRIVER_PREFIX];
 }
 
 /** Flags only the link reads (their value is the next argument for the two-word ones). */

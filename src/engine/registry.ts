@@ -15,7 +15,7 @@ import { SandboxError } from '../errors.ts';
 import { packageRoot } from '../storage/package-root.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
 import { findToolchain, TOOL_NAMES, type Toolchain } from '../build/toolchain.ts';
-import { toolArgs } from '../build/driver.ts';
+import { driverPrefix, toolArgs } from '../build/driver.ts';
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
 
@@ -57,6 +57,11 @@ export class CommandRegistry {
    */
   argsFor(name: string, args: readonly string[]): string[] {
     return this.isToolchainTool(name) ? toolArgs(name, args) : [...args];
+  }
+
+  /** What `argsFor` puts before a caller's arguments (empty for every command but a toolchain driver). */
+  argsPrefix(name: string): string[] {
+    return this.isToolchainTool(name) ? driverPrefix(name) : [];
   }
 
   /** `bytes` is the toolchain's own module buffer (engine-owned, never mutated). */

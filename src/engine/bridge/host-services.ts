@@ -360,7 +360,7 @@ export class HostServices {
       growFailedExport: prepared.limits.growFailedExport,
       metered: prepared.metered,
       images: this.deps.registry.imagesFor(name),
-      argsPrefix: this.deps.registry.argsFor(name, ['-']).slice(0, -1),
+      argsPrefix: this.deps.registry.argsPrefix(name),
     };
   }
 
