@@ -77,7 +77,8 @@ export const CANCEL_GRACE_MS = 25;
 /** Host calls served even past the deadline: they only release what the call holds (an exec slot, a process). */
 const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']);
 
-const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -7 };
+const TIMEOUT_ERRNO = -7;
+const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: TIMEOUT_ERRNO };
 
 export type Awaited =
   | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array }
@@ -293,7 +294,9 @@ export class WorkerHandle {
             const until = late ? performance.now() + HOST_CALL_GRACE_MS : limit;
             const r = onHost(req, frame.blobs, this, { deadline: until, signal: abort.signal });
             const answered = !(r instanceof Promise) ? r : late ? await within(r, until) : await bounded(r, limit);
-            if (!late) reply = answered;
+            // An answer at the deadline is the deadline: the guest must not run on past it. A
+            // handler's own TIMEOUT from a timer of its own may land up to a clock tick early.
+            if (!late && answered !== null && !pastLimit(answered, limit)) reply = answered;
           }
         } catch (e) {
           void toSandboxError(e);
@@ -353,6 +356,18 @@ export class WorkerHandle {
   whenExited(): Promise<void> {
     return this.exited;
   }
+}
+
+/**
+ * How early a handler's own deadline timer may fire against `performance.now()`: timers run on
+ * the event loop's millisecond clock, cached at the start of each turn.
+ */
+const CLOCK_TICK_MS = 2;
+
+/** A host answer that comes at (or, being a TIMEOUT, within a clock tick of) the call's limit. */
+function pastLimit(reply: HostReply, limit: number): boolean {
+  const now = performance.now();
+  return now >= limit || (!reply.ok && reply.errno === TIMEOUT_ERRNO && now >= limit - CLOCK_TICK_MS);
 }
 
 /** Once the caller's signal aborted, what the job gets to stop by itself is at most CANCEL_GRACE_MS. */
