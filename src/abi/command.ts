@@ -41,6 +41,11 @@ export const MAX_ARGC = 1024;
 export const MAX_ARG_BYTES = 64 * 1024;
 /** The whole request (argv and stdin) a guest may hand over in one call. */
 export const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
+/**
+ * The largest module a command may be run from a VFS path (`./a.wasm`, a build's output): far
+ * above any program the build lane makes, and within one frame of the worker channel.
+ */
+export const MAX_VFS_MODULE_BYTES = 32 * 1024 * 1024;
 /** The status reported for a command that ended abnormally (trap, timeout, fuel, memory). */
 export const STATUS_ABNORMAL = -1;
 

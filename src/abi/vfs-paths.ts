@@ -7,7 +7,8 @@
  * Owns: `locatePath` (the longest preopen prefix at a component boundary wins; the rest resolves
  * inside that volume, where `..` stops at its root), `listPrefix` (≤ `MAX_LIST_ENTRIES`, symlinks
  * not followed), `makeParents`, `guestCode`, and `appendStep` — the `_steps.jsonl` line every
- * exec-cap call appends, from a core guest's exec or a snippet's `exec.run`.
+ * exec-cap call appends, from a core guest's exec or a snippet's `exec.run` — and `readModule`,
+ * the bytes of a command named by a path in the caller's VFS.
  * Invariant: pure functions over a `Vfs` handle; a path never leaves the VFS — it is resolved by
  * the VFS's own walk, never by the host filesystem.
  *
@@ -15,7 +16,7 @@
  */
 
 import { O_CREAT, VfsError, type Vfs, type VolumeName } from '../storage/index.ts';
-import { GUEST_ERR } from './command.ts';
+import { GUEST_ERR, MAX_VFS_MODULE_BYTES } from './command.ts';
 import type { VfsSpec } from '../storage/vfs-config.ts';
 
 /** At most this many entries in one `vfs_list` answer; more is TOO_LARGE (narrow the prefix). */
@@ -76,6 +77,25 @@ export function listPrefix(vfs: Vfs, spec: VfsSpec, prefix: string): Listed[] | 
     if (!walk(vfs.rootIno(p.volume), root, p.volume)) return GUEST_ERR.TOO_LARGE;
   }
   return out;
+}
+
+/**
+ * The bytes of the module a command name that is a path (`./a.wasm`, `/out/tool.wasm`) names in
+ * the caller's VFS, or a guest error code. A relative path is taken from `/` (a WASI guest's
+ * working directory); at most `MAX_VFS_MODULE_BYTES`.
+ */
+export function readModule(vfs: Vfs, spec: VfsSpec, name: string): Uint8Array | number {
+  const at = locatePath(spec, name.startsWith('/') ? name : `/${name.replace(/^(?:\.\/)+/, '')}`);
+  if (typeof at === 'number') return at;
+  try {
+    const st = vfs.open(at.volume, at.rest, 0);
+    if (st.kind !== 'file') return GUEST_ERR.INVALID;
+    if (st.size > MAX_VFS_MODULE_BYTES) return GUEST_ERR.TOO_LARGE;
+    return vfs.read(st.ino, 0, st.size);
+  } catch (e) {
+    if (e instanceof VfsError) return guestCode(e);
+    throw e;
+  }
 }
 
 /** `mkdir -p` of a path's parent directories (a write names a file, not a tree to prepare). */

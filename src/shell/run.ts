@@ -32,10 +32,9 @@ import { MAX_ARGV_BYTES, ScriptOutput, Variables, expandCommand, printable } fro
 import { readVfs, removeVfs, writeVfs } from './vfs-io.ts';
 import { driveTool } from './tool-driver.ts';
 import { runId } from '../build/build.ts';
+import { MAX_VFS_MODULE_BYTES } from '../abi/command.ts';
 
 export const MAX_STEPS = 10_000;
-/** The largest module a script may run from its VFS by path (`./a.wasm`). */
-export const MAX_VFS_MODULE_BYTES = 64 * 1024 * 1024;
 export const MAX_PIPELINE_STAGES = 64;
 /** The exit status of a script the shell itself stopped (a wall, a step or stage limit). */
 export const STATUS_STOPPED = 2;

@@ -4,13 +4,14 @@
  * embedder's host functions (src/brokers/host-functions.ts; an answer too big for the guest's
  * buffer is kept for its retry, so a function never runs twice for one request).
  *
- * Owns: resolving a command name in the operator's registry and preparing its module with the
- * caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
+ * Owns: resolving a command name in the operator's registry (or taking a path's module from the
+ * caller's own VFS, as its worker read it) and preparing the module with the caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
  * processes — a principal is the tenant, so a tenant's instances share them); the process table
  * of each job (processes run on other workers; they end when their job ends); handing
  * `vfs_query` to the query service with the caller's own database.
  * Invariant: every decision is made here from the caller's captured context (tenant, policy,
- * VFS, depth) — a request can name a registered command and its argv, nothing else; a slot taken
+ * VFS, depth) — a request can name a registered command (or a module of its own) and its argv,
+ * nothing else; a slot taken
  * is released on every path (the call's end, its job's end, a worker's death). Every host call
  * is served under its calling call's deadline (`HostCall`, worker-handle.ts): what it waits on
  * (a broker, a process, a query, a fan-out) gets at most the time left and its abort signal, and
@@ -28,7 +29,7 @@ import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../../policy/profiles.ts';
 import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, fanOut, type BrokerAnswer } from '../../brokers/index.ts';
-import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
+import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
 import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from '../registry.ts';
 import type { RunResult } from '../results.ts';
@@ -190,7 +191,7 @@ export class HostServices {
             this.bump(this.execs, caller.tenant, 1);
           }
           try {
-            const resolved = await this.resolve(caller, req.name);
+            const resolved = await this.resolve(caller, req.name, blobs[0]);
             if (typeof resolved === 'number') {
               releaseExec(slot);
               return err(resolved);
@@ -218,7 +219,7 @@ export class HostServices {
           const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
           if (typeof request === 'number') return err(request);
           if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
-          const bytes = this.deps.registry.get(request.name);
+          const bytes = commandBytes(this.deps.registry, request.name, blobs[1]);
           if (!bytes) return err(GUEST_ERR.NOT_FOUND);
           if (ended) return err(GUEST_ERR.UNAVAILABLE);
           const abort = new AbortController();
@@ -332,9 +333,11 @@ export class HostServices {
   }
 
   /** A registered command prepared and linked as the caller: its module message, or a guest error. */
-  private async resolve(caller: Caller, name: string): Promise<Parameters<WorkerHandle['postModule']>[0] | number> {
-    const bytes = this.deps.registry.get(name);
+  /** `fromVfs`: the bytes the worker read from the caller's VFS, when `name` is a path. */
+  private async resolve(caller: Caller, name: string, fromVfs: Uint8Array | undefined): Promise<Parameters<WorkerHandle['postModule']>[0] | number> {
+    const bytes = commandBytes(this.deps.registry, name, fromVfs);
     if (!bytes) return GUEST_ERR.NOT_FOUND;
+    const registered = !isPath(name);
     let prepared: PreparedModule;
     try {
       prepared = await this.deps.prepare(bytes, caller.policy);
@@ -359,8 +362,7 @@ export class HostServices {
       importedMemory: plan.importedMemory,
       growFailedExport: prepared.limits.growFailedExport,
       metered: prepared.metered,
-      images: this.deps.registry.imagesFor(name),
-      argsPrefix: this.deps.registry.argsPrefix(name),
+      ...(registered ? { images: this.deps.registry.imagesFor(name), argsPrefix: this.deps.registry.argsPrefix(name) } : {}),
     };
   }
 
@@ -390,4 +392,16 @@ function responseOf(r: RunResult): Parameters<typeof encodeResponse>[0] {
   if (r.ok) return { status: r.exitCode ?? 0, error: '', stdout, stderr, ...truncated };
   if (r.error?.code === 'GUEST_EXIT' && typeof r.exitCode === 'number') return { status: r.exitCode, error: '', stdout, stderr, ...truncated };
   return { status: STATUS_ABNORMAL, error: r.error?.code ?? 'INTERNAL', stdout, stderr, ...truncated };
+}
+
+/** A command named by a path (`./a.wasm`) is a module in the caller's VFS, never a registered one. */
+const isPath = (name: string): boolean => name.includes('/');
+
+/**
+ * A command's module: the registry's for a name; for a path, the bytes its worker read from the
+ * caller's VFS (bounded like any frame, checked again here) — never looked up in the registry.
+ */
+function commandBytes(registry: CommandRegistry, name: string, fromVfs: Uint8Array | undefined): Uint8Array | undefined {
+  if (!isPath(name)) return registry.get(name);
+  return fromVfs && fromVfs.byteLength <= MAX_VFS_MODULE_BYTES ? fromVfs : undefined;
 }

@@ -8,9 +8,10 @@
  * the layout), the nesting depth as seen from this guest, the retry rule for a too-small buffer
  * (the last response is kept and served to the same request bytes without running the command
  * again), and the `_steps.jsonl` record every exec-cap call appends to the workspace volume.
- * Invariant: the main thread decides — it resolves the name in the operator's registry, links the
- * command with the caller's caps (never more), and holds the per-principal counters; the worker
- * cannot name a module or widen a grant. A nested command shares its caller's deadline and
+ * Invariant: the main thread decides — it resolves the name in the operator's registry (or, for a
+ * path, prepares the bytes this worker read from the caller's own VFS: code the guest could run
+ * anyway, never a host file), links the command with the caller's caps (never more), and holds
+ * the per-principal counters; the worker cannot widen a grant. A nested command shares its caller's deadline and
  * interrupt flag and is billed to its caller's fuel, so nesting never buys more time or work.
  *
  * Does not protect against: a command's output filling its caller's memory — responses are
@@ -32,7 +33,7 @@ import type { GuestSpec, Outcome } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from '../../abi/memory.ts';
 import type { CallState } from '../../abi/signals.ts';
-import { appendStep } from '../../abi/vfs-paths.ts';
+import { appendStep, readModule } from '../../abi/vfs-paths.ts';
 import { RetryHold, retryKey } from '../bridge/retry-hold.ts';
 
 
@@ -102,8 +103,12 @@ export class Commands {
       if (mode === 'exec') this.step({ op: 'exec', depth, argv: [request.name, ...request.args], refused: errName(code) });
       return code;
     };
+    // A path names a module in the caller's own VFS (a build's output): its bytes go along, and
+    // the main thread prepares and links them exactly as it would a registered command's.
+    const module = this.pathModule(request.name);
+    if (typeof module === 'number') return refuse(module);
     // The main thread decides (and audits) the depth limit; the worker only reports its depth.
-    const answer = ctx.host.call({ op: 'command', mode, name: request.name, depth });
+    const answer = ctx.host.call({ op: 'command', mode, name: request.name, depth }, module ? [module] : undefined);
     if (!answer.ok) return refuse(answer.errno);
     const slot = answer.value;
     try {
@@ -165,7 +170,12 @@ export class Commands {
     if (typeof request === 'number') return request;
     const depth = this.ctx.spec.depth + 1;
     const argv = [request.name, ...request.args];
-    const answer = this.ctx.host.call({ op: 'process_spawn', depth }, [raw]);
+    const module = this.pathModule(request.name);
+    if (typeof module === 'number') {
+      this.step({ op: 'spawn', depth, argv, refused: errName(module) });
+      return module;
+    }
+    const answer = this.ctx.host.call({ op: 'process_spawn', depth }, module ? [raw, module] : [raw]);
     this.step(answer.ok ? { op: 'spawn', depth, argv, pid: answer.value } : { op: 'spawn', depth, argv, refused: errName(answer.errno) });
     return answer.ok ? answer.value : answer.errno;
   }
@@ -185,6 +195,14 @@ export class Commands {
     const answer = this.ctx.host.call({ op: 'process_kill', pid: pid | 0 });
     if (answer.ok) this.step({ op: 'kill', pid: pid | 0 });
     return answer.ok ? 0 : answer.errno;
+  }
+
+  /** null for a registered command's name; for a path, the module's bytes from the caller's VFS (none without the `vfs` cap). */
+  private pathModule(name: string): Uint8Array | number | null {
+    if (!name.includes('/')) return null;
+    const vfs = this.ctx.vfs();
+    const spec = this.ctx.spec.vfs;
+    return vfs && spec ? readModule(vfs, spec, name) : GUEST_ERR.NOT_FOUND;
   }
 
   private readRequest(ptr: number, len: number): Uint8Array | number {
