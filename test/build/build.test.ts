@@ -2,7 +2,7 @@
 // a fuel-metered WASI guest — engine.build, exec --lang c|cpp, the shell's clang/wasm-ld/llvm-ar,
 // and a guest's own commands — with structured diagnostics in guest paths only.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -156,4 +156,20 @@ test("a guest's own commands cap can build: a JS snippet compiles and links in i
   assert.deepEqual(r.result, [0, 0, 0, 'k ran\n']);
   const missing = await engine.exec({ language: 'js', profile: 'posix', code: "try { commands.run('./nope.wasm') } catch (e) { e.code }" });
   assert.equal(missing.result, 'NOT_FOUND');
+});
+
+test('a core guest builds and runs: exec clang and wasm-ld on its VFS, then run_command ./k.wasm by path', async () => {
+  const nest = new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url)));
+  const vfs = `core-build-${process.pid}`;
+  const step = async (...argv: string[]): Promise<string> => {
+    const r = await engine.run(nest, { profile: 'posix', vfs, argv });
+    assert.equal(r.ok, true, `${argv.join(' ')}: ${r.stdout} ${JSON.stringify(r.error)}`);
+    return r.stdout;
+  };
+  const write = engine.exec({ language: 'js', profile: 'posix', vfs, code: `vfs.write('/k.c', '#include <stdio.h>\\nint main(void) { puts("core-built"); return 0; }\\n')` });
+  assert.equal((await write).ok, true);
+  assert.match(await step('exec', 'clang', '-c', '-O2', 'k.c', '-o', 'k.o'), /status=0 error=\n$/);
+  const link = ['-L/sysroot/lib/wasm32-wasip1', '/sysroot/lib/wasm32-wasip1/crt1-command.o', 'k.o', '-lc', '/sysroot/lib/wasm32-unknown-wasip1/libclang_rt.builtins.a', '-o', 'k.wasm'];
+  assert.match(await step('exec', 'wasm-ld', ...link), /status=0 error=\n$/);
+  assert.equal(await step('run', './k.wasm'), 'core-built\nstatus=0 error=\n');
 });
