@@ -24,7 +24,9 @@ before(() => {
   engine = createEngine({ commands: registry, poolSize: 1 });
   const vfs = Vfs.open({ file: resolveVfs({ name: VFS }).file });
   try {
-    const put = (path: string, data: Uint8Array): void => vfs.write(vfs.open('workspace', path, O_CREAT).ino, 0, data);
+    const put = (path: string, data: Uint8Array): void => {
+      vfs.write(vfs.open('workspace', path, O_CREAT).ino, 0, data);
+    };
     // A valid module header followed by padding: over the cap by one byte.
     const big = new Uint8Array(MAX_VFS_MODULE_BYTES + 1);
     big.set([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]);
