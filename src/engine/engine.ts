@@ -38,7 +38,7 @@ import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOpt
 export type { GuestOptions, RunOptions, StartOptions };
 import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
-import { HostServices, type Caller, type JobHost, type ProcessRun } from './bridge/host-services.ts';
+import { HostServices, type Caller, type JobHost, type PortHandler, type ProcessRun } from './bridge/host-services.ts';
 import { serveTracked, type ServeHandle, type ServeOptions } from './serve.ts';
 import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
 import { CommandRegistry } from './registry.ts';
@@ -60,6 +60,8 @@ interface Inherited {
   readonly argv0: string;
   readonly depth: number;
   readonly signal: AbortSignal;
+  /** A lane's interpreter run: its port (src/wasi/port.ts). */
+  readonly port?: PortHandler;
 }
 
 export interface EngineStats {
@@ -153,6 +155,7 @@ export class Engine {
       if (opts.signal?.aborted) throw cancelled();
       mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0);
+      if (inherited?.port) spec = { ...spec, wasi: { ...spec.wasi, port: true } };
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
       else if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
         // Processes run on other workers: they can share a file VFS, not an in-memory one.
@@ -171,7 +174,7 @@ export class Engine {
       const sink = StreamSink.for(jobId, opts, this.config.outputLimitBytes);
       handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: jobId, module: prepared.module, spec, entry, budget: budgetOf(policy), stream: sink !== null });
       let awaited;
-      const job = this.services.job({ tenant, instance: id, policy, spec });
+      const job = this.services.job({ tenant, instance: id, policy, spec, ...(inherited?.port ? { port: inherited.port } : {}) });
       try {
         awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), watch.signal, sink);
       } catch (e) {
@@ -310,11 +313,11 @@ export class Engine {
     await this.prepare(bytes, resolvePolicy(opts, this.config));
   }
 
-  /** Internal to the build lane (src/build): run under a policy it resolved (one budget split across steps). */
-  runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig): Promise<RunResult> {
+  /** Internal to the build lane (src/build) and the CPython lane: run under a policy they resolved; `port` is a lane's (src/wasi/port.ts). */
+  runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig, port?: PortHandler): Promise<RunResult> {
     this.assertOpen();
     const never = new AbortController().signal;
-    return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: never });
+    return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: never, ...(port ? { port } : {}) });
   }
 
   /** Compile and link C/C++ sources inside the sandbox (the build lane, src/build/build.ts). */

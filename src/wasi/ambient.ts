@@ -8,7 +8,8 @@
  * Why hand-written: `node:wasi` maps real host directories and inherits host descriptors; its
  * own documentation says it is not a sandbox. Here stdin is a byte buffer, stdout/stderr are
  * capped captures, the environment is exactly what the operator passed, and without the `vfs`
- * cap no descriptor other than 0, 1 and 2 exists.
+ * cap no descriptor other than 0, 1 and 2 exists (and a lane's port, port.ts, when the engine
+ * gave the run one).
  *
  * Invariant: every pointer the guest passes is bounds-checked (EFAULT, via call.ts's guard), every call answers an
  * errno and never throws to the guest except `proc_exit` (which ends the call) and the walls
@@ -27,6 +28,7 @@ import type { CappedStream } from './output.ts';
 import { SandboxError } from '../errors.ts';
 import { ExitSignal, GuestFault, type CallState } from '../abi/signals.ts';
 import { guard, type WasiFn } from './call.ts';
+import { PORT_FD, portCalls, type LanePort } from './port.ts';
 
 export const Errno = {
   SUCCESS: 0,
@@ -64,6 +66,8 @@ export interface WasiContext {
   readonly state: CallState;
   stdin: Uint8Array;
   stdinOffset: number;
+  /** A lane's port (port.ts), reached at `PORT_FD`; absent for every other guest. */
+  readonly port?: LanePort;
   /** Milliseconds left in the current call (sleeps never run past it). */
   remainingMs(): number;
   /** The call was interrupted (cancelled or past its deadline): a sleep ends at once. */
@@ -117,6 +121,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
   const isStdio = (fd: number) => open.has(fd);
   const stream = (fd: number): CappedStream | null => (!isStdio(fd) ? null : fd === 1 ? ctx.stdout : fd === 2 ? ctx.stderr : null);
   const g = (fn: (...a: number[]) => number) => guard(ctx.state, fn);
+  const port = ctx.port ? portCalls(ctx.memory, ctx.port) : null;
 
   return {
     args_sizes_get: g((c, s) => stringsSizes(ctx, args, c!, s!)),
@@ -147,6 +152,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
       return Errno.SUCCESS;
     }),
     fd_write: g((fd, iovs, count, nwritten) => {
+      if (fd === PORT_FD && port) return port.write(iovs!, count!, nwritten!);
       const s = stream(fd!);
       if (!s) return Errno.BADF;
       let total = 0;
@@ -155,6 +161,7 @@ export function ambientWasi(ctx: WasiContext): Record<string, WasiFn> {
       return Errno.SUCCESS;
     }),
     fd_read: g((fd, iovs, count, nread) => {
+      if (fd === PORT_FD && port) return port.read(iovs!, count!, nread!);
       if (fd !== 0 || !isStdio(fd)) return Errno.BADF;
       let total = 0;
       for (const [p, l] of ctx.memory.iovecs(iovs!, count!)) {

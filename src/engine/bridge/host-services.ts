@@ -48,7 +48,16 @@ export interface Caller {
   readonly instance: string;
   readonly policy: PolicyConfig;
   readonly spec: GuestSpec;
+  /** A lane's port (its interpreter's requests: src/wasi/port.ts); only lane runs have one. */
+  readonly port?: PortHandler;
 }
+
+/**
+ * Serves a lane's port: `request` is the guest's bytes (parse them as hostile), `fuelUsed` its
+ * meter's count so far. The answer's bytes, `start: true` when the snippet begins now; or a
+ * guest error code. Bounded by `call` like every host call.
+ */
+export type PortHandler = (request: Uint8Array, fuelUsed: number, call: HostCall) => Promise<{ answer: Uint8Array; start?: boolean } | number>;
 
 export interface ProcessRun {
   readonly request: CommandRequest;
@@ -284,6 +293,12 @@ export class HostServices {
           if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
           if (typeof answer === 'number') return err(answer);
           return hold.fits(key, answer, req.out) ? ok(answer.length, answer) : ok(answer.length);
+        }
+        case 'port': {
+          if (!caller.port) return err(GUEST_ERR.NOT_FOUND);
+          const got = await caller.port(blobs[0] ?? new Uint8Array(0), req.fuelUsed, call);
+          if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
+          return typeof got === 'number' ? err(got) : ok(got.start ? 1 : 0, got.answer);
         }
         case 'vfs_query': {
           if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);

@@ -44,6 +44,8 @@ export interface GuestSpec {
     readonly argv: readonly string[];
     readonly env: readonly (readonly [string, string])[];
     readonly stdin: Uint8Array;
+    /** Whether the run has a lane port (src/wasi/port.ts): only a lane's own interpreter runs do. */
+    readonly port?: boolean;
   };
   /** Where `membrane.log` goes: the captured stderr, or a host call to the engine's log hook. */
   readonly logSink: 'stderr' | 'host';
@@ -153,7 +155,14 @@ export type HostOp =
    * `out` the guest's out_cap. `oversized` instead of a blob: an argument too large to carry
    * (its length), refused — and audited — by the cadence's size step.
    */
-  | { readonly op: 'hostfn'; readonly cap: string; readonly fn: string; readonly out: number; readonly oversized?: number };
+  | { readonly op: 'hostfn'; readonly cap: string; readonly fn: string; readonly out: number; readonly oversized?: number }
+  /**
+   * A lane port exchange (src/wasi/port.ts): the request is the blob; `fuelUsed` is what the
+   * guest's meter counted so far. The reply's payload is the answer; `value` 1 means the
+   * snippet starts now — the worker counts the job's fuel from here (an interpreter's boot is
+   * not the snippet's).
+   */
+  | { readonly op: 'port'; readonly fuelUsed: number };
 
 /**
  * main → worker: the reply. `value` is op-specific; `errno` is a guest error code (DESIGN §4).
@@ -299,6 +308,9 @@ export function parseHostRequest(x: unknown): HostRequest {
       break;
     case 'hostfn':
       ok = typeof o['cap'] === 'string' && typeof o['fn'] === 'string' && num('out') && (o['oversized'] === undefined || num('oversized'));
+      break;
+    case 'port':
+      ok = num('fuelUsed');
       break;
     default:
       throw invalid('unknown host op');

@@ -51,6 +51,8 @@ export class Guest {
   readonly state = new CallState();
   private instance: WebAssembly.Instance | null = null;
   private deadline = 0;
+  /** The current job's fuel budget (a lane port restarts the count from it). */
+  private budgetFuel = 0;
   private growGlobal: WebAssembly.Global | null = null;
   private readonly wasi: WasiContext;
   private readonly meter: FuelMeter | null;
@@ -99,6 +101,7 @@ export class Guest {
       state: this.state,
       stdin: spec.wasi.stdin,
       stdinOffset: 0,
+      ...(spec.wasi.port ? { port: { exchange: (request: Uint8Array) => this.exchange(request) } } : {}),
       remainingMs: () => this.deadline - performance.now(),
       interrupted: () => this.interrupted(),
       ...(hooks ? { nap: hooks.nap, idle: hooks.idle } : {}),
@@ -138,6 +141,14 @@ export class Guest {
     });
   }
 
+  /** One lane port exchange (src/wasi/port.ts): the host's answer; "the snippet starts" restarts the fuel count. */
+  private exchange(request: Uint8Array): Uint8Array | number {
+    const answer = this.host.call({ op: 'port', fuelUsed: this.meter ? this.meter.used() : 0 }, [request]);
+    if (!answer.ok) return answer.errno;
+    if (answer.value === 1) this.meter?.begin(this.budgetFuel, this.deadline);
+    return answer.payload ?? new Uint8Array(0);
+  }
+
   hasExport(name: string): boolean {
     return typeof this.instance?.exports[name] === 'function';
   }
@@ -145,6 +156,7 @@ export class Guest {
   private guard(budget: Budget, body: () => WireValue[]): Outcome {
     this.state.reset();
     this.deadline = performance.now() + budget.ms;
+    this.budgetFuel = budget.fuel;
     this.meter?.begin(budget.fuel, this.deadline);
     let values: WireValue[] = [];
     let thrown: unknown = null;
