@@ -1,211 +1,29 @@
-// The Python half of running one snippet (plain JavaScript holding Python source, imported by
-// child.mjs; bundled into dist/python-child.mjs): compile, run, and report how it ended.
+// Pyodide's half of running one snippet (plain JavaScript holding Python source, imported by
+// child.mjs; bundled into dist/python-child.mjs): the shared Python (common-py.mjs: the membrane
+// module and the outcome report), then `_membrane_run(code, context_json, powers_json, max_frame,
+// messages_json, max_result, stream)`. The snippet is compiled as `<snippet>` with
+// PyCF_ALLOW_TOP_LEVEL_AWAIT and Pyodide's last-expression rewrite (its value is the result).
+// Without a top-level `await` it runs at once and the JSON outcome (a str) is returned; with one,
+// a Task on Pyodide's event loop is returned, whose result is that JSON (child.mjs awaits it).
+// Powers travel through `/dev/membrane` (child.mjs's `_dev_exchange`).
 //
-// Owns: `_membrane_run(code, context_json, powers_json, max_frame, messages_json, max_result,
-// stream)`. The snippet is compiled as `<snippet>` with PyCF_ALLOW_TOP_LEVEL_AWAIT and
-// Pyodide's last-expression rewrite (its value is the result). Without a top-level `await` it
-// runs at once and the JSON outcome (a str) is returned; with one, a Task on Pyodide's event loop
-// is returned, whose result is that JSON (child.mjs awaits it). An uncaught exception becomes
-// `{ ok: false, kind: 'exception', exception: { name, message, stack, traceback } }`: only
-// frames whose code is the snippet's (`<snippet>`: the driver's, Pyodide's and the standard
-// library's are dropped), deepest first, at most MAX_FRAMES, lines and 1-based columns of the
-// snippet as written; `traceback` the text Python would print for those frames, with the chain of
-// causes and contexts (at most MAX_CHAIN, cycles cut), at most MAX_TRACEBACK characters (its end
-// kept). SystemExit stays `kind: 'SystemExit'` and MemoryError `kind: 'MemoryError'`, as before.
+// Invariant: the snippet's globals are a fresh dict holding only `context`, the granted host caps
+// and builtins; see common-py.mjs for what reading an exception may run.
 //
-// Invariant: reading an exception runs no guest code except its `__str__` (through `str()`), and
-// under the call's meter — a `__str__` that loops ends at the deadline, one that raises reads as
-// `<exception str() failed>`. The traceback, cause and context are read through BaseException's
-// own descriptors, names through `type`'s (a subclass's property cannot stand in), strings are
-// checked to be exact `str` before they are compared or sliced, and every size is cut here (the
-// parent cuts again: this process runs guest code).
-//
-// Does not protect against: a snippet that writes a host-looking path into its own exception's
-// message (it is the snippet's text); child.mjs removes the paths this process knows from
-// everything reported.
+// Does not protect against: what common-py.mjs does not; child.mjs removes the paths this
+// process knows from everything reported.
 
-export const DRIVER_PY = String.raw`
-import sys, json, asyncio, io, itertools
-from collections import deque
+import { COMMON_PY } from './common-py.mjs';
+
+/** The shared Python (common-py.mjs), then Pyodide's runner. */
+export const DRIVER_PY = COMMON_PY + String.raw`
+import asyncio
 from pyodide.code import CodeRunner
-import ast as _ast, inspect as _inspect, textwrap as _textwrap
-
-_SNIPPET = '<snippet>'
-_MAX_NAME = 128
-_MAX_MESSAGE = 4096
-_MAX_FRAMES = 32
-_MAX_TRACEBACK = 16384
-_MAX_CHAIN = 8
-_MAX_SOURCE_LINE = 240
-_MAX_TB_WALK = 1 << 20
-_tb_of = BaseException.__dict__['__traceback__'].__get__
-_cause_of = BaseException.__dict__['__cause__'].__get__
-_context_of = BaseException.__dict__['__context__'].__get__
-_suppress_of = BaseException.__dict__['__suppress_context__'].__get__
-_qualname_of = type.__dict__['__qualname__'].__get__
-_module_of = type.__dict__['__module__'].__get__
-
-def _exact(s, limit):
-    if not isinstance(s, str): return ''
-    s = str.__str__(s)
-    return s if len(s) <= limit else s[:limit]
-
-def _name(cls):
-    try:
-        q = _exact(_qualname_of(cls), _MAX_NAME)
-        m = _module_of(cls)
-        if type(m) is str and m not in ('builtins', '__main__'): q = m + '.' + q
-        return q[:_MAX_NAME] or 'BaseException'
-    except BaseException:
-        return 'BaseException'
-
-def _message(e):
-    try:
-        return _exact(str(e), _MAX_MESSAGE)
-    except BaseException:
-        return '<exception str() failed>'
-
-class _Source:
-    def __init__(self, code):
-        self.lines = code.replace('\r\n', '\n').replace('\r', '\n').split('\n')
-        # Pyodide compiles the dedented source: columns it reports are shifted by the margin.
-        first = next((l for l in self.lines if l.strip()), '')
-        dedented = next((l for l in _textwrap.dedent(code).replace('\r\n', '\n').replace('\r', '\n').split('\n') if l.strip()), '')
-        self.margin = max(0, len(first) - len(dedented))
-    def line(self, n):
-        if type(n) is not int or n < 1 or n > len(self.lines): return ''
-        return self.lines[n - 1]
-    def column(self, n, col):
-        # co_positions gives UTF-8 byte offsets into the dedented line
-        if type(col) is not int or col < 0: return None
-        text = self.line(n)[self.margin:]
-        return len(text.encode('utf-8', 'replace')[:col].decode('utf-8', 'replace')) + self.margin + 1
-
-def _frames(tb, src):
-    kept = deque(maxlen=_MAX_FRAMES)
-    seen = 0
-    walked = 0
-    while tb is not None and walked < _MAX_TB_WALK:
-        walked += 1
-        code = tb.tb_frame.f_code
-        fn = code.co_filename
-        if type(fn) is str and fn == _SNIPPET:
-            seen += 1
-            line = tb.tb_lineno
-            col = None
-            try:
-                i = tb.tb_lasti // 2
-                pos = next(itertools.islice(code.co_positions(), i, i + 1), None)
-                if pos is not None and pos[0] == line: col = src.column(line, pos[2])
-            except BaseException:
-                col = None
-            name = code.co_name
-            kept.append({'file': _SNIPPET, 'line': line if type(line) is int else 0, **({'column': col} if col else {}),
-                         'function': name[:_MAX_NAME] if type(name) is str else '?'})
-        tb = tb.tb_next
-    return list(kept), seen - len(kept)
-
-def _chain(e):
-    out, ids = [], set()
-    while e is not None and len(out) < _MAX_CHAIN and id(e) not in ids:
-        ids.add(id(e))
-        try:
-            cause = _cause_of(e)
-            context = None if _suppress_of(e) else _context_of(e)
-        except BaseException:
-            cause = context = None
-        nxt = cause if isinstance(cause, BaseException) else context if isinstance(context, BaseException) else None
-        how = 'cause' if nxt is cause and nxt is not None else 'context'
-        out.append((e, how))
-        e = nxt
-    out.reverse()
-    return out
-
-_LINKS = {'cause': '\nThe above exception was the direct cause of the following exception:\n\n',
-          'context': '\nDuring handling of the above exception, another exception occurred:\n\n'}
-
-def _render(e, src):
-    name, message = _name(type(e)), _message(e)
-    frames, hidden = _frames(_tb_of(e), src)
-    parts = []
-    if frames:
-        parts.append('Traceback (most recent call last):\n')
-        if hidden > 0: parts.append(f'  [{hidden} earlier snippet frames not shown]\n')
-        for f in frames:
-            parts.append(f'  File "<snippet>", line {f["line"]}, in {f["function"]}\n')
-            text = src.line(f['line']).strip()[:_MAX_SOURCE_LINE]
-            if text: parts.append(f'    {text}\n')
-    parts.append(f'{name}: {message}\n' if message else f'{name}\n')
-    frames.reverse()
-    return name, message, frames, ''.join(parts)
-
-def _syntax(e, src):
-    # A SyntaxError from compiling the snippet itself: the compiler's own instance.
-    name, message = _name(type(e)), _exact(e.msg, _MAX_MESSAGE)
-    line = e.lineno if type(e.lineno) is int else 0
-    col = e.offset + src.margin if type(e.offset) is int and e.offset > 0 else None
-    frame = {'file': _SNIPPET, 'line': line, **({'column': col} if col else {}), 'function': '<module>'}
-    parts = [f'  File "<snippet>", line {line}\n']
-    text = src.line(line)
-    stripped = text.lstrip()[:_MAX_SOURCE_LINE]
-    if stripped:
-        parts.append(f'    {stripped}\n')
-        if col: parts.append('    ' + ' ' * max(0, min(col - 1 - (len(text) - len(text.lstrip())), _MAX_SOURCE_LINE)) + '^\n')
-    parts.append(f'{name}: {message}\n' if message else f'{name}\n')
-    return {'name': name, 'message': message, 'stack': [frame], 'traceback': ''.join(parts)[-_MAX_TRACEBACK:]}
-
-def _exception(e, src, compiling):
-    if compiling and issubclass(type(e), SyntaxError): return _syntax(e, src)
-    texts, last = [], None
-    for i, (x, how) in enumerate(_chain(e)):
-        last = _render(x, src)
-        if i > 0: texts.append(_LINKS[how])
-        texts.append(last[3])
-    name, message, frames, _ = last
-    text = ''.join(texts)
-    if len(text) > _MAX_TRACEBACK: text = '[…]\n' + text[-(_MAX_TRACEBACK - 4):]
-    return {'name': name, 'message': message, 'stack': frames, 'traceback': text}
-
-def _flush():
-    for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try: s.flush()
-        except BaseException: pass
-
-def _failure(e, src, compiling):
-    _flush()
-    cls = type(e)
-    if issubclass(cls, SystemExit) or issubclass(cls, MemoryError):
-        name, message = _name(cls), _message(e)
-        return json.dumps({'ok': False, 'kind': 'SystemExit' if issubclass(cls, SystemExit) else 'MemoryError',
-                           'message': f'{name}: {message}' if message else name})
-    try:
-        report = _exception(e, src, compiling)
-    except BaseException:
-        report = {'name': _name(cls), 'message': '', 'stack': [], 'traceback': ''}
-    return json.dumps({'ok': False, 'kind': 'exception', 'exception': report})
-
-def _success(value, max_result):
-    _flush()
-    if value is None:
-        return json.dumps({'ok': True})
-    try:
-        text = json.dumps({'ok': True, 'result': _thaw(value)}, default=repr)
-    except Exception as e:
-        text = json.dumps({'ok': True, 'result': repr(value)[:max_result], 'warning': 'result is not JSON-serializable; its repr was returned'})
-    if len(text) > max_result:
-        return json.dumps({'ok': True, 'warning': f'the result is larger than {max_result} characters of JSON and was dropped'})
-    return text
-
-def _write_through():
-    # Streaming: a write reaches the parent without waiting for a newline or the end.
-    for fd, name in ((1, 'stdout'), (2, 'stderr')):
-        old = getattr(sys, name)
-        setattr(sys, name, io.TextIOWrapper(io.FileIO(fd, 'w', closefd=False), encoding='utf-8', errors=old.errors,
-                                            line_buffering=True, write_through=True))
+import ast as _ast, inspect as _inspect
 
 def _membrane_run(code, context_json, powers_json, max_frame, messages_json, max_result, stream):
     powers = json.loads(powers_json)
-    sys.modules['membrane'] = _membrane_module(powers, max_frame, json.loads(messages_json))
+    sys.modules['membrane'] = _membrane_module(powers, max_frame, json.loads(messages_json), _dev_exchange)
     g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(json.loads(context_json))}
     for c in powers:
         if isinstance(c, dict): g[c['global']] = getattr(sys.modules['membrane'], c['global'])

@@ -58,7 +58,7 @@ export function childScript(): string {
 }
 
 /** The modules child.mjs imports, when it runs unbundled (dist/python-child.mjs has them inside). */
-export const CHILD_MODULES = ['./child-driver.mjs', './child-output.mjs'];
+export const CHILD_MODULES = ['./child-driver.mjs', './common-py.mjs', './child-output.mjs'];
 export function childModules(script: string): string[] {
   if (!script.endsWith('/child.mjs')) return [];
   return CHILD_MODULES.map((name) => fileURLToPath(new URL(name, pathToFileURL(script))));

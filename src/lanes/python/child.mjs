@@ -301,78 +301,20 @@ for _m in list(sys.modules.values()):
             except Exception: pass
 import os
 os.environ.clear()
-def _freeze(v):
-    if isinstance(v, dict): return types.MappingProxyType({k: _freeze(x) for k, x in v.items()})
-    if isinstance(v, list): return tuple(_freeze(x) for x in v)
-    return v
-def _thaw(v):
-    if isinstance(v, types.MappingProxyType): return {k: _thaw(x) for k, x in v.items()}
-    return v
-def _membrane_module(powers, max_frame, messages):
-    class MembraneError(Exception):
-        """A refused or failed host power; .code is DESIGN 4's name (DENIED, REVOKED, ...)."""
-        def __init__(self, power, code):
-            super().__init__(f"membrane {power}: {messages.get(code, 'failed')} ({code})")
-            self.code = code
-    def call(power, args):
-        data = json.dumps({'power': power, 'args': args}).encode()
-        if len(data) > max_frame:
-            data = json.dumps({'power': power, 'oversized': len(data)}).encode()
-        fd = os.open('/dev/membrane', os.O_RDWR)
-        try:
-            view = memoryview(data)
-            while len(view):
-                view = view[os.write(fd, view):]
-            chunks = []
-            while True:
-                b = os.read(fd, 1 << 20)
-                if not b: break
-                chunks.append(b)
-        finally:
-            os.close(fd)
-        a = json.loads(b''.join(chunks))
-        if a.get('ok') is True: return a.get('value')
-        raise MembraneError(power, str(a.get('code', 'UNAVAILABLE')))
-    def text(v):
-        return v.decode('utf-8') if isinstance(v, (bytes, bytearray)) else v
-    class Response:
-        def __init__(self, r):
-            self.status = r.get('status'); self.headers = r.get('headers') or {}
-            self.ok = isinstance(self.status, int) and 200 <= self.status < 300
-            self._body = r.get('body') or ''
-        def text(self): return self._body
-        def json(self): return json.loads(self._body)
-        def __repr__(self): return f"<Response {self.status}>"
-    ns = types.SimpleNamespace
-    def run_args(name, argv, stdin):
-        return [name, [text(a) for a in (argv or [])], {} if stdin is None else {'stdin': text(stdin)}]
-    makers = {
-        'vfs': lambda: ns(read=lambda path: call('vfs.read', [path]), write=lambda path, data: call('vfs.write', [path, text(data)]),
-                          list=lambda prefix='/': call('vfs.list', [prefix]), delete=lambda path: call('vfs.delete', [path]),
-                          query=lambda sql: call('vfs.query', [sql])),
-        'commands': lambda: ns(run=lambda name, argv=None, stdin=None: call('commands.run', run_args(name, argv, stdin))),
-        'exec': lambda: ns(run=lambda name, argv=None, stdin=None: call('exec.run', run_args(name, argv, stdin))),
-        'kv': lambda: ns(get=lambda k: call('kv.get', [k]), put=lambda k, v: call('kv.put', [k, text(v)]),
-                         delete=lambda k: call('kv.delete', [k]), list=lambda prefix='': call('kv.list', [prefix])),
-        'queue': lambda: ns(push=lambda q, m: call('queue.push', [q, text(m)]), pop=lambda q: call('queue.pop', [q]),
-                            len=lambda q: call('queue.len', [q])),
-        'secrets': lambda: ns(sign=lambda name, message: call('secrets.sign', [name, text(message)])),
-        'net': lambda: ns(fetch=lambda url, method=None, headers=None, body=None:
-                          Response(call('net.fetch', [{'url': url, 'method': method, 'headers': headers, 'body': text(body)}]))),
-        'llm': lambda: ns(complete=lambda request: call('llm.complete', [request])),
-        'browse': lambda: ns(fetch=lambda url: call('browse.fetch', [url])),
-    }
-    for sock in ('tcp', 'udp', 'tls'):
-        makers[sock] = (lambda s: lambda: ns(request=lambda target, data='': call(s + '.request', [target, text(data)])))(sock)
-    mod = types.ModuleType('membrane', 'Host powers: one attribute per granted capability (docs/lanes.md).')
-    mod.MembraneError = MembraneError
-    for c in powers:
-        if isinstance(c, dict):
-            # An embedder host cap (DESIGN 9): one function per name, one JSON value in and out.
-            host = ns(**{f: (lambda p: lambda args=None: call(p, [args]))(c['cap'] + '.' + f) for f in c['fns']})
-            setattr(mod, c['global'], host)
-        elif c in makers: setattr(mod, c, makers[c]())
-    return mod
+def _dev_exchange(data):
+    fd = os.open('/dev/membrane', os.O_RDWR)
+    try:
+        view = memoryview(data)
+        while len(view):
+            view = view[os.write(fd, view):]
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b: break
+            chunks.append(b)
+    finally:
+        os.close(fd)
+    return b''.join(chunks)
 `);
 pyodide.runPython(DRIVER_PY);
 const run = pyodide.globals.get('_membrane_run');
