@@ -110,7 +110,8 @@ export class Engine {
     });
     this.pool.warm();
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
-    this.lanes = new Lanes(this.config, this.rewriter);
+    const cpython = { run: this.runResolved.bind(this), warm: async (bytes: Uint8Array, policy: PolicyConfig) => void (await this.prepare(bytes, policy)) };
+    this.lanes = new Lanes(this.config, this.rewriter, cpython);
     this.commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: this.config.cacheDir });
     this.services = new HostServices({
       registry: this.commands,

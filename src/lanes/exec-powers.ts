@@ -31,18 +31,19 @@ export interface EngineParts {
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
 }
 
-export function execPowerServer(parts: EngineParts, tenant: string, instance: string, policy: PolicyConfig, vfsName: string | undefined): ReturnType<typeof lanePowerServer> {
+export function execPowerServer(parts: EngineParts, tenant: string, instance: string, policy: PolicyConfig, vfsName: string | undefined): ReturnType<typeof lanePowerServer> & { readonly vfsFile?: () => string } {
   const { brokers, services, config } = parts;
   const caps = policy.caps;
   const who = { tenant, instance, policy: { caps } };
   const admit = (cap: Parameters<Brokers['cadence']['admit']>[1], op: string, bytes: number, max: number): number | null =>
     brokers.cadence.admit({ tenant, instance, caps }, cap, op, { bytes, max });
   const needsHost = caps.includes('vfs') || caps.includes('commands') || caps.includes('exec');
+  const vfs = caps.includes('vfs') ? new LaneVfs({ name: vfsName, maxBytes: config.vfsMaxBytes, maxInodes: config.vfsMaxInodes }) : null;
   const host = needsHost
     ? laneHost({
         policy,
         metered: config.fuel,
-        vfs: caps.includes('vfs') ? new LaneVfs({ name: vfsName, maxBytes: config.vfsMaxBytes, maxInodes: config.vfsMaxInodes }) : null,
+        vfs,
         command: (name, args) => services.command(name, args),
         run: parts.run,
         query: async (file, sql) => {
@@ -55,7 +56,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
       })
     : undefined;
   const granted = Object.fromEntries(policy.hostCaps.filter((c) => Object.hasOwn(parts.hostFunctions, c)).map((c) => [c, parts.hostFunctions[c]!]));
-  return lanePowerServer({
+  const server = lanePowerServer({
     call: (name, args, cap) => brokers.call(who, name, args, cap),
     net: (name, args, stop, deadline) => brokers.net(who, name, args, stop, deadline),
     admit,
@@ -69,4 +70,5 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
         }
       : {}),
   });
+  return vfs ? { ...server, vfsFile: () => vfs.file() } : server;
 }

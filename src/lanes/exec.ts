@@ -1,7 +1,7 @@
 /**
  * `engine.exec({ language, code, context, ... })`: untrusted source in the JS/TS lane (QuickJS on
- * wasm) or the Python lane (hardened Pyodide in the os_process tier), under a profile like any
- * other guest (DESIGN §7, §8).
+ * wasm) or the Python lane (hardened Pyodide in the os_process tier, or CPython on WASI in the
+ * engine's own workers: EngineOptions.pythonLane), under a profile like any other guest (DESIGN §7, §8).
  *
  * Owns: resolving the profile into the lane request (time, fuel, memory, caps — a caller can only
  * lower them), starting each lane on first use (and warming its pool), the profile fallback's
@@ -22,6 +22,7 @@ import { resolvePolicy, type PolicyOptions, type ResolveContext } from '../polic
 import type { ExecRequest, ExecResult, Language } from './types.ts';
 import type { PowerServer } from './powers.ts';
 import type { PreparedWasm } from './python/wasm-prep.ts';
+import type { CPythonRunner } from './cpython/lane.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import { resolveVfs } from '../storage/index.ts';
 import { checkName } from '../policy/names.ts';
@@ -38,7 +39,7 @@ export type PowersFor = (
   tenant: string,
   policy: PolicyConfig,
   vfs: string | undefined,
-) => { readonly serve: PowerServer; end(): Promise<void>; fuelUsed(): number };
+) => { readonly serve: PowerServer; end(): Promise<void>; fuelUsed(): number; readonly vfsFile?: () => string };
 
 export interface ExecOptions extends PolicyOptions, CallControls {
   readonly language: Language | string;
@@ -73,6 +74,8 @@ export interface LanesConfig extends ResolveContext {
   readonly outputLimitBytes: number;
   /** Whether fuel is metered at all. */
   readonly fuel: boolean;
+  /** Which interpreter runs Python (EngineOptions.pythonLane). */
+  readonly pythonLane: 'pyodide' | 'cpython';
 }
 
 /** Pyodide's rewrite on a thread off the main one (the engine's rewrite pool provides it). */
@@ -123,6 +126,8 @@ export class Lanes {
   constructor(
     private readonly config: LanesConfig,
     private readonly rewriter: PythonPreparer | null = null,
+    /** Runs the CPython lane's interpreter on the engine's workers (needed when pythonLane is 'cpython'). */
+    private readonly cpython: CPythonRunner | null = null,
   ) {}
 
   get(language: Language, onProgress?: (what: string) => void): Promise<Lane> {
@@ -145,8 +150,13 @@ export class Lanes {
         ...(rewriter ? { prepareWasm: () => rewriter.pythonInterpreter(cacheDir) } : {}),
       };
       lane = (async (): Promise<Lane> => {
-        const made: Lane =
-          key === 'python' ? gated(new (await import('./python/index.ts')).PythonLane(options), this.pythonGate) : new (await import('./js/index.ts')).JsLane(options);
+        const cpython = key === 'python' && this.config.pythonLane === 'cpython' ? this.cpython : null;
+        if (key === 'python' && this.config.pythonLane === 'cpython' && cpython === null) throw new SandboxError('INTERNAL', 'the cpython lane has no runner');
+        const made: Lane = cpython
+          ? new (await import('./cpython/index.ts')).CPythonLane(cpython)
+          : key === 'python'
+            ? gated(new (await import('./python/index.ts')).PythonLane(options), this.pythonGate)
+            : new (await import('./js/index.ts')).JsLane(options);
         let last = -1;
         await made.warm((done, total) => {
           if (done === last) return;
@@ -214,6 +224,7 @@ export async function runExec(
       caps: policy.caps,
       ...(server ? { powers: server.serve } : {}),
       ...(server && hostPowers.length > 0 ? { hostPowers } : {}),
+      ...(server?.vfsFile ? { vfsFile: server.vfsFile } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
       ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),

@@ -26,6 +26,12 @@ export interface ExecRequest extends CallControls {
   readonly powers?: PowerServer;
   /** The embedder's host caps this call was granted, as globals (served by `powers` too). */
   readonly hostPowers?: readonly HostPower[];
+  /**
+   * With `vfs`: the call's VFS database file (the one `powers` serves `vfs.*` from), opened — a
+   * private one created — when first asked for. A lane that mounts files for its interpreter
+   * asks; one that only serves powers never does.
+   */
+  readonly vfsFile?: () => string;
 }
 export interface ExecResult {
   readonly ok: boolean;

@@ -94,7 +94,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
     ...pathCalls(ctx, table),
 
     fd_read: g((fd: number, iovs: number, count: number, nread: number) => {
-      if (fd === PORT_FD) return (stdio['fd_read'] as unknown as (...x: number[]) => number)(fd, iovs, count, nread);
+      if (fd === PORT_FD && ctx.wasi?.port) return (stdio['fd_read'] as unknown as (...x: number[]) => number)(fd, iovs, count, nread);
       if (isStdio(fd)) return delegate('fd_read', fd, iovs, count, nread);
       const f = fileFd(table, fd, R.FD_READ);
       memory.check(nread, 4);
@@ -113,7 +113,7 @@ export function vfsWasi(ctx: VfsWasiContext, stdio: Record<string, WasiFn>): Rec
     }),
 
     fd_write: g((fd: number, iovs: number, count: number, nwritten: number) => {
-      if (fd === PORT_FD) return (stdio['fd_write'] as unknown as (...x: number[]) => number)(fd, iovs, count, nwritten);
+      if (fd === PORT_FD && ctx.wasi?.port) return (stdio['fd_write'] as unknown as (...x: number[]) => number)(fd, iovs, count, nwritten);
       if (isStdio(fd)) return delegate('fd_write', fd, iovs, count, nwritten);
       mutating(ctx);
       const f = fileFd(table, fd, R.FD_WRITE);

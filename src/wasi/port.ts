@@ -1,8 +1,9 @@
 /**
- * The lane port: one extra descriptor, `PORT_FD`, through which a lane's driver inside a WASI
+ * The lane port: the descriptor `PORT_FD` (stdin) through which a lane's driver inside a WASI
  * guest (the CPython lane's Python prelude) talks to the engine — its snippet arrives there, its
- * powers are asked for there, its result leaves there. It exists only when the engine gave the
- * run a port; it is not a file, not a preopen, and no path reaches it.
+ * powers are asked for there, its result leaves there. Only a run the engine gave a port has
+ * one: there stdin is the port (readable and writable), elsewhere it is the run's stdin bytes.
+ * It is not a file, not a preopen, and no path reaches it.
  *
  * Why hand-written: a WASI guest reaches its host only through its imports, and an interpreter
  * (CPython) cannot call an import we add; but it can `write` and `read` a descriptor number. So a
@@ -21,15 +22,32 @@
 
 import type { GuestMemory } from '../abi/memory.ts';
 
-/** Far above any descriptor the table hands out (≤ 3 + MAX_FDS), and a positive C `int`. */
-export const PORT_FD = 0x4000_0000;
+/**
+ * The port is the run's stdin (a lane's interpreter has no other use for it): a number every
+ * layer inside the guest passes through to the host — CPython's embedded filesystem (wasi-vfs)
+ * keeps a table of its own and answers EBADF for any descriptor it was not told about.
+ */
+export const PORT_FD = 0;
 
 /** The largest request a guest may write before reading its answer (a power's frame and a margin). */
 export const MAX_PORT_REQUEST_BYTES = 9 * 1024 * 1024;
 
 const E = { SUCCESS: 0, FBIG: 22, IO: 29 } as const;
 
-/** The host side of the port: the answer's bytes, or a guest error code when there is none. */
+/**
+ * The engine side of a run's port (host-services.ts serves it): `request` is the guest's bytes
+ * (parse them as hostile), `fuelUsed` its meter's count so far, `call` the host call's bound.
+ * The answer's bytes — with `start` when the snippet begins now (the worker counts the job's
+ * fuel from there) and `charge`, fuel spent on the guest's behalf (a command it ran) — or a
+ * guest error code.
+ */
+export type PortHandler = (
+  request: Uint8Array,
+  fuelUsed: number,
+  call: { readonly deadline: number; readonly signal: AbortSignal },
+) => Promise<{ answer: Uint8Array; start?: boolean; charge?: number } | number>;
+
+/** The worker side of the port: the answer's bytes, or a guest error code when there is none. */
 export interface LanePort {
   exchange(request: Uint8Array): Uint8Array | number;
 }

@@ -1,6 +1,6 @@
 // The lane port (src/wasi/port.ts): a WASI guest writes a request to PORT_FD and reads the answer
-// (u32 length, then bytes); the engine hands each request to the run's port handler. Only a run
-// given a port has it: any other guest's write to that descriptor is EBADF. The answer that
+// (u32 length, then bytes); the engine hands each request to the run's port handler. The port is
+// stdin, and only a run given a port has it: any other guest's write to stdin is EBADF. The answer that
 // starts the snippet restarts the fuel count.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -82,11 +82,11 @@ test('a guest error code from the handler reads as EIO (29); a read with nothing
   assert.equal(r.stdout, '09');
 });
 
-test('without a port the descriptor does not exist: EBADF (8) for write and read, under every run', async () => {
+test('without a port, stdin is the run\'s bytes: writing it is EBADF (8), reading it reads them, under every run', async () => {
   const r = await engine.run(await guest(1, 0), { profile: 'compute' });
-  assert.equal(r.stdout, '88');
-  const posix = await engine.run(await guest(1, 0), { profile: 'posix' });
-  assert.equal(posix.stdout, '88');
+  assert.equal(r.stdout, '80');
+  const posix = await engine.run(await guest(1, 0), { profile: 'posix', stdin: 'abcdefgh' });
+  assert.equal(posix.stdout, '80efgh');
 });
 
 test('a request past MAX_PORT_REQUEST_BYTES is EFBIG (22) and never reaches the handler', async () => {

@@ -34,6 +34,7 @@ import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } fr
 import type { CommandRegistry } from '../registry.ts';
 import type { RunResult } from '../results.ts';
 import type { HostCall, HostHandler, WorkerHandle } from './worker-handle.ts';
+import type { PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
@@ -52,12 +53,7 @@ export interface Caller {
   readonly port?: PortHandler;
 }
 
-/**
- * Serves a lane's port: `request` is the guest's bytes (parse them as hostile), `fuelUsed` its
- * meter's count so far. The answer's bytes, `start: true` when the snippet begins now; or a
- * guest error code. Bounded by `call` like every host call.
- */
-export type PortHandler = (request: Uint8Array, fuelUsed: number, call: HostCall) => Promise<{ answer: Uint8Array; start?: boolean } | number>;
+export type { PortHandler };
 
 export interface ProcessRun {
   readonly request: CommandRequest;
@@ -298,7 +294,8 @@ export class HostServices {
           if (!caller.port) return err(GUEST_ERR.NOT_FOUND);
           const got = await caller.port(blobs[0] ?? new Uint8Array(0), req.fuelUsed, call);
           if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
-          return typeof got === 'number' ? err(got) : ok(got.start ? 1 : 0, got.answer);
+          // `value`: bit 0 starts the snippet's fuel count; the rest is fuel to charge (docs: protocol.ts).
+          return typeof got === 'number' ? err(got) : ok(Math.max(0, Math.floor(got.charge ?? 0)) * 2 + (got.start ? 1 : 0), got.answer);
         }
         case 'vfs_query': {
           if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);

@@ -158,9 +158,9 @@ export type HostOp =
   | { readonly op: 'hostfn'; readonly cap: string; readonly fn: string; readonly out: number; readonly oversized?: number }
   /**
    * A lane port exchange (src/wasi/port.ts): the request is the blob; `fuelUsed` is what the
-   * guest's meter counted so far. The reply's payload is the answer; `value` 1 means the
+   * guest's meter counted so far. The reply's payload is the answer; `value`'s bit 0 means the
    * snippet starts now — the worker counts the job's fuel from here (an interpreter's boot is
-   * not the snippet's).
+   * not the snippet's) — and `value >> 1` is fuel spent on the guest's behalf, charged to it.
    */
   | { readonly op: 'port'; readonly fuelUsed: number };
 

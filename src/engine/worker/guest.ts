@@ -141,11 +141,13 @@ export class Guest {
     });
   }
 
-  /** One lane port exchange (src/wasi/port.ts): the host's answer; "the snippet starts" restarts the fuel count. */
+  /** One lane port exchange (src/wasi/port.ts): the host's answer; it may restart the fuel count and charge fuel. */
   private exchange(request: Uint8Array): Uint8Array | number {
     const answer = this.host.call({ op: 'port', fuelUsed: this.meter ? this.meter.used() : 0 }, [request]);
     if (!answer.ok) return answer.errno;
-    if (answer.value === 1) this.meter?.begin(this.budgetFuel, this.deadline);
+    if (answer.value % 2 === 1) this.meter?.begin(this.budgetFuel, this.deadline);
+    const charge = Math.floor(answer.value / 2);
+    if (charge > 0) this.meter?.spend(charge);
     return answer.payload ?? new Uint8Array(0);
   }
 

@@ -1,0 +1,93 @@
+/**
+ * The CPython lane's driver: the Python that `python -I -S -c DRIVER` runs inside the WASI guest
+ * before any snippet — the shared Python of both lanes (common-py.mjs: the `membrane` module and
+ * the outcome report), the port transport, and the runner.
+ *
+ * Owns: the driver's side of the lane protocol over the port (src/wasi/port.ts) — each request is
+ * one tag byte and JSON: `N` asks for the snippet (the answer `{code, context, powers,
+ * maxFrame, messages, maxResult, stream}` starts the snippet's fuel count), `P` a power request
+ * (`{power, args}`), `D` the outcome (common-py's JSON). The runner compiles the snippet as
+ * `<snippet>` (dedented, as the Pyodide lane does) with PyCF_ALLOW_TOP_LEVEL_AWAIT; a last
+ * expression statement becomes the result (none when the source ends in `;`); a snippet with a
+ * top-level `await` is driven as a coroutine by a loop that only resumes it (no event loop:
+ * WASI has no sockets for asyncio's self-pipe).
+ * Invariant: the snippet's globals are a fresh dict holding only `context`, the granted host caps
+ * and builtins; the driver's own names live in its module, never in the snippet's globals, and
+ * the interpreter serves exactly one snippet, then exits.
+ *
+ * Does not protect against: a snippet that writes to the port itself — it can say nothing the
+ * `membrane` module could not (the host checks every request as the snippet's).
+ */
+
+import { COMMON_PY } from '../python/common-py.mjs';
+import { PORT_FD } from '../../wasi/port.ts';
+
+const RUNNER_PY = String.raw`
+import ast as _ast
+
+_PORT = ${PORT_FD}
+_CO_COROUTINE = 0x80
+
+def _readn(n):
+    chunks = []
+    while n > 0:
+        b = os.read(_PORT, min(n, 1 << 20))
+        if not b: raise OSError('the lane port closed')
+        chunks.append(b)
+        n -= len(b)
+    return b''.join(chunks)
+
+def _exchange(tag, data):
+    view = memoryview(tag + data)
+    while len(view):
+        view = view[os.write(_PORT, view):]
+    return _readn(int.from_bytes(_readn(4), 'little'))
+
+def _compile(code):
+    text = _textwrap.dedent(code)
+    tree = compile(text, _SNIPPET, 'exec', _ast.PyCF_ONLY_AST | _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    quiet = text.rstrip().endswith(';')
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, _ast.Expr) and not quiet:
+        target = _ast.Name(id='_membrane_last_', ctx=_ast.Store())
+        tree.body[-1] = _ast.copy_location(_ast.Assign(targets=[target], value=last.value), last)
+        _ast.fix_missing_locations(tree)
+    return compile(tree, _SNIPPET, 'exec', _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+def _drive(coro):
+    # A coroutine that awaits only what yields no future (asyncio.sleep(0), its own async defs).
+    try:
+        while True:
+            if coro.send(None) is not None:
+                raise RuntimeError('the snippet awaited something that needs an event loop, which this lane does not have')
+    except StopIteration as stop:
+        return stop.value
+
+def _run(req):
+    powers = req['powers']
+    sys.modules['membrane'] = _membrane_module(powers, req['maxFrame'], req['messages'], lambda data: _exchange(b'P', data))
+    g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(req['context'])}
+    for c in powers:
+        if isinstance(c, dict): g[c['global']] = getattr(sys.modules['membrane'], c['global'])
+    if req['stream']: _write_through()
+    # The port is the interpreter's stdin: the snippet reads an empty one.
+    sys.stdin = sys.__stdin__ = io.StringIO('')
+    src = _Source(req['code'])
+    try:
+        code = _compile(req['code'])
+    except BaseException as e:
+        return _failure(e, src, True)
+    try:
+        if code.co_flags & _CO_COROUTINE: _drive(eval(code, g))
+        else: exec(code, g)
+    except BaseException as e:
+        return _failure(e, src, False)
+    return _success(g.pop('_membrane_last_', None), req['maxResult'])
+
+_exchange(b'D', _run(json.loads(_exchange(b'N', b''))).encode())
+# Nothing of the snippet runs after its outcome: no finalizers, no atexit hooks.
+os._exit(0)
+`;
+
+/** `python -I -S -c DRIVER`: the driver, whole. */
+export const DRIVER_PY = COMMON_PY + RUNNER_PY;

