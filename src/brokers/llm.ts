@@ -13,9 +13,12 @@
  * Does not protect against: what the model says (its output is data for the guest), or the
  * endpoint itself — it is operator configuration, reached directly (not through the SSRF guard,
  * which exists for guest-chosen destinations).
+ *
+ * undici is imported on the first completion, not with this module, so a process that never
+ * calls the endpoint does not pay its load.
  */
 
-import { Agent, request } from 'undici';
+import type * as Undici from 'undici';
 import { GUEST_ERR } from '../abi/command.ts';
 
 export interface LlmOptions {
@@ -31,6 +34,9 @@ export interface LlmOptions {
   readonly timeoutMs?: number;
   readonly maxResponseBytes?: number;
 }
+
+let undiciLoad: Promise<typeof Undici> | undefined;
+const undici = (): Promise<typeof Undici> => (undiciLoad ??= import('undici'));
 
 export const LLM_MAX_REQUEST_BYTES = 512 * 1024;
 const DEFAULT_MAX_TOKENS = 4096;
@@ -53,6 +59,7 @@ export class LlmBroker {
     } catch {
       return GUEST_ERR.INVALID;
     }
+    const { Agent, request } = await undici();
     const cap = o.maxResponseBytes ?? 1024 * 1024;
     const timeout = AbortSignal.timeout(Math.max(1, Math.min(o.timeoutMs ?? 60_000, limitMs)));
     const both = AbortSignal.any([signal, timeout]);

@@ -12,17 +12,21 @@
  *
  * Does not protect against: an operator configuring generous limits or wide CIDRs — the file is
  * trusted input; it is validated so mistakes fail loudly, not to second-guess intent.
+ *
+ * zod and smol-toml are loaded by a top-level `await import()` (a static import would be hoisted
+ * to the top of the CLI bundle), so only a command that reaches this module (`serve`, `mcp`) pays.
  */
 
 import { readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { parse as parseToml } from 'smol-toml';
-import { z } from 'zod';
+import type { z as Z } from 'zod';
 import { SandboxError } from '../errors.ts';
 import { PROFILE_NAMES, type ProfileName } from '../policy/profiles.ts';
 import { SecretStore, type SecretSpec } from '../brokers/secrets.ts';
 import type { EngineOptions } from '../engine/index.ts';
 import { LOG_LEVELS } from './http/log.ts';
+
+const [{ parse: parseToml }, { z }] = await Promise.all([import('smol-toml'), import('zod')]);
 
 const positiveInt = z.number().int().positive();
 const profileLimits = z.strictObject({ memoryBytes: positiveInt.optional(), timeoutMs: positiveInt.optional(), fuel: z.number().positive().finite().optional() });
@@ -42,7 +46,7 @@ export const ConfigSchema = z.strictObject({
   secrets: z.strictObject({ file: z.string().min(1).optional(), envPrefix: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'expected an upper-case variable prefix').optional() }).optional(),
   limits: z
     .strictObject({
-      operatorLimits: z.strictObject(Object.fromEntries(PROFILE_NAMES.map((p) => [p, profileLimits.optional()])) as Record<ProfileName, z.ZodOptional<typeof profileLimits>>).optional(),
+      operatorLimits: z.strictObject(Object.fromEntries(PROFILE_NAMES.map((p) => [p, profileLimits.optional()])) as Record<ProfileName, Z.ZodOptional<typeof profileLimits>>).optional(),
       /** JSON body cap of the API. */
       bodyBytes: positiveInt.optional(),
       /** Body cap of routes that take a module. */
@@ -61,9 +65,9 @@ export const ConfigSchema = z.strictObject({
     .optional(),
 });
 
-export type OperatorConfig = z.output<typeof ConfigSchema> & { readonly baseDir: string };
+export type OperatorConfig = Z.output<typeof ConfigSchema> & { readonly baseDir: string };
 
-function describe(issue: z.core.$ZodIssue): string {
+function describe(issue: Z.core.$ZodIssue): string {
   const at = issue.path.length ? issue.path.map(String).join('.') : 'the top level';
   if (issue.code === 'unrecognized_keys') return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} in ${at}`;
   return `${at}: ${issue.message}`;

@@ -21,9 +21,12 @@
  *
  * Does not protect against: what a public server sends back within the caps; slow-drip bodies
  * are bounded only by the deadline.
+ *
+ * undici is imported by the first fetch, before its deadline starts, not with this module, so a
+ * process that never fetches (a `membrane build`) does not pay its ~0.1 s load.
  */
 
-import { Client } from 'undici';
+import type * as Undici from 'undici';
 import { parseAllowCidrs, type CidrSet } from './address.ts';
 import { pinnedConnector } from './connect.ts';
 import { resolveAndCheck, type Resolver } from './guard.ts';
@@ -35,6 +38,9 @@ export const MAX_REDIRECT_HOPS = 5;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
 export const DEFAULT_TIMEOUT_MS = 10_000;
+
+let undiciLoad: Promise<typeof Undici> | undefined;
+const undici = (): Promise<typeof Undici> => (undiciLoad ??= import('undici'));
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -105,7 +111,7 @@ function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
 }
 
 /** One request to one checked origin; the body is read (capped) unless the answer redirects. */
-async function exchange(hop: Hop, allow: CidrSet, options: FetchOptions, maxBody: number, signal: AbortSignal): Promise<HopResult> {
+async function exchange(Client: typeof Undici.Client, hop: Hop, allow: CidrSet, options: FetchOptions, maxBody: number, signal: AbortSignal): Promise<HopResult> {
   const pin = await resolveAndCheck(hop.target.host, { allowCidrs: allow, signal, ...(options.resolver ? { resolver: options.resolver } : {}) });
   const origin = new URL(hop.target.url.origin);
   const client = new Client(origin, {
@@ -181,10 +187,11 @@ export async function guardedFetch(request: FetchRequest, options: FetchOptions 
     if (!Number.isInteger(maxRedirects) || maxRedirects < 0) throw new NetError('INVALID', 'maxRedirects must be a non-negative integer');
     const allow = parseAllowCidrs(options.allowCidrs ?? []);
     let hop = checkRequest(request);
+    const { Client } = await undici(); // before the deadline: loading undici is not the upstream's time
     deadline = startDeadline(timeoutMs, options.signal);
     const { signal } = deadline;
     for (let redirects = 0; ; redirects++) {
-      const res = await exchange(hop, allow, options, maxBody, signal);
+      const res = await exchange(Client, hop, allow, options, maxBody, signal);
       if (res.body !== undefined) return { status: res.status, headers: res.headers, body: res.body, url: hop.target.url.href };
       if (redirects >= maxRedirects) throw new NetError('TOO_LARGE', `more than ${maxRedirects} redirects`);
       hop = nextHop(hop, res.status, res.headers['location']!);

@@ -2,35 +2,30 @@
  * The `membrane` command: dispatch to subcommands; errors become the fixed exit-code table.
  * `--help`/`-h` (anywhere before `--`) prints the command's usage and exits 0; `--version`/`-V`
  * prints the version. A finished command's process never lingers: a handle a command failed to
- * release cannot keep it past EXIT_BACKSTOP_MS.
+ * release cannot keep it past EXIT_BACKSTOP_MS. A subcommand's module loads only when that
+ * command runs, so one command's start never pays for another's dependencies.
  */
 
 import { reportError, USAGE_EXIT } from './args.ts';
-import { auditCommand } from './audit.ts';
 import { COMMAND_HELP, commandHelp, helpText, version } from './help.ts';
-import { execCommand } from './exec.ts';
-import { buildCommand } from './build.ts';
-import { inspectCommand } from './inspect.ts';
-import { instrumentCommand } from './instrument.ts';
-import { shCommand } from './sh.ts';
-import { profilesCommand } from './profiles.ts';
-import { runCommand } from './run.ts';
-import { mcpCommand } from './mcp.ts';
-import { serveCommand } from './serve.ts';
-import { tokenCommand } from './token.ts';
 
-const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
-  run: runCommand,
-  exec: execCommand,
-  build: buildCommand,
-  inspect: inspectCommand,
-  profiles: profilesCommand,
-  instrument: instrumentCommand,
-  sh: shCommand,
-  audit: auditCommand,
-  serve: serveCommand,
-  mcp: mcpCommand,
-  token: tokenCommand,
+type Command = (argv: string[]) => Promise<number>;
+
+// Each command's module is imported when that command is dispatched, so a command never
+// evaluates another's code (nor, in the bundle, its npm packages: `membrane build` loads no
+// MCP SDK, zod, pino or prom-client).
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import('./run.ts')).runCommand,
+  exec: async () => (await import('./exec.ts')).execCommand,
+  build: async () => (await import('./build.ts')).buildCommand,
+  inspect: async () => (await import('./inspect.ts')).inspectCommand,
+  profiles: async () => (await import('./profiles.ts')).profilesCommand,
+  instrument: async () => (await import('./instrument.ts')).instrumentCommand,
+  sh: async () => (await import('./sh.ts')).shCommand,
+  audit: async () => (await import('./audit.ts')).auditCommand,
+  serve: async () => (await import('./serve.ts')).serveCommand,
+  mcp: async () => (await import('./mcp.ts')).mcpCommand,
+  token: async () => (await import('./token.ts')).tokenCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */
@@ -61,14 +56,14 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`membrane ${version()}\n`);
     return 0;
   }
-  const fn = COMMANDS[cmd];
-  if (!fn) return unknownCommand(cmd);
+  const load = COMMANDS[cmd];
+  if (!load) return unknownCommand(cmd);
   if (wantsHelp(rest)) {
     process.stdout.write(commandHelp(cmd));
     return 0;
   }
   try {
-    return await fn(rest);
+    return await (await load())(rest);
   } catch (e) {
     return reportError(e, cmd);
   }

@@ -13,10 +13,15 @@
  *
  * Does not protect against: a guest writing a secret into its own stdout (that is the guest's
  * answer, never logged here) or an operator raising the level and logging bodies elsewhere.
+ *
+ * pino is loaded by a top-level `await import()` (a static import would be hoisted to the top of
+ * the CLI bundle), so only a command that reaches this module (`serve`, `mcp`) pays for it.
  */
 
 import { randomUUID } from 'node:crypto';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+
+const { pino } = await import('pino');
 
 /** Paths pino blanks in every line; censored with "[redacted]". */
 export const REDACT_PATHS = [

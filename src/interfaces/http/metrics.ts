@@ -17,19 +17,24 @@
  *
  * Does not protect against: someone who can reach /metrics learning aggregate load (bind the
  * server to loopback, as it is by default, or put it behind a proxy).
+ *
+ * prom-client is loaded by a top-level `await import()` (a static import would be hoisted to the
+ * top of the CLI bundle), so only `membrane serve` pays for it.
  */
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
 import type { EngineStats } from '../../engine/index.ts';
 import type { AuditRecord } from '../../storage/audit.ts';
 import { version } from '../version.ts';
+
+const prom = await import('prom-client');
 
 /** Histogram buckets for call durations, in seconds. */
 export const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Distinct label sets one metric keeps; past this, new ones fold into `other` (bounded series). */
 export const MAX_SERIES = 500;
 /** The exposition format's media type. */
-export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+export const METRICS_CONTENT_TYPE = prom.Registry.PROMETHEUS_CONTENT_TYPE;
 
 export type CallKind = 'run' | 'exec' | 'call';
 
@@ -64,13 +69,13 @@ let processRegistry: Registry | null = null;
 /** The process-wide registry of prom-client's default metrics, created on first use. */
 function processMetrics(): Registry {
   if (processRegistry) return processRegistry;
-  processRegistry = new Registry();
-  collectDefaultMetrics({ register: processRegistry });
+  processRegistry = new prom.Registry();
+  prom.collectDefaultMetrics({ register: processRegistry });
   return processRegistry;
 }
 
 export class Metrics {
-  readonly registry = new Registry();
+  readonly registry = new prom.Registry();
   inFlight = 0;
   private readonly requests: Counter<'route' | 'method' | 'status'>;
   private readonly requestSeries = new SeriesBound(['route', 'method', 'status'] as const);
@@ -87,16 +92,16 @@ export class Metrics {
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
     processMetrics();
-    this.requests = new Counter({ name: 'membrane_http_requests_total', help: 'HTTP requests by route template, method and status.', labelNames: ['route', 'method', 'status'], registers });
-    this.calls = new Counter({ name: 'membrane_calls_total', help: 'Guest calls made through the HTTP API by kind (run, exec, call) and outcome (ok or an error code).', labelNames: ['kind', 'outcome'], registers });
-    this.durations = new Histogram({ name: 'membrane_call_duration_seconds', help: 'Duration of guest calls made through the HTTP API.', labelNames: ['kind'], buckets: DURATION_BUCKETS, registers });
-    this.tools = new Counter({ name: 'membrane_mcp_tool_calls_total', help: 'MCP tool calls at /mcp by tool and outcome (ok, or the error code of a failed run or a refusal).', labelNames: ['tool', 'outcome'], registers });
-    this.toolDurations = new Histogram({ name: 'membrane_mcp_tool_call_duration_seconds', help: 'Duration of MCP tool calls at /mcp.', labelNames: ['tool'], buckets: DURATION_BUCKETS, registers });
-    this.denials = new Counter({ name: 'membrane_denials_total', help: 'Audit records of kind "denied", by broker and code.', labelNames: ['broker', 'code'], registers });
-    this.fuel = new Counter({ name: 'membrane_fuel_used_total', help: 'Fuel used by calls made through the HTTP API.', registers });
-    new Gauge({ name: 'membrane_build_info', help: 'Always 1; the labels name the Membrane version and the Node.js runtime serving it.', labelNames: ['version', 'node'], registers }).set({ version: label(version()), node: label(process.version) }, 1);
+    this.requests = new prom.Counter({ name: 'membrane_http_requests_total', help: 'HTTP requests by route template, method and status.', labelNames: ['route', 'method', 'status'], registers });
+    this.calls = new prom.Counter({ name: 'membrane_calls_total', help: 'Guest calls made through the HTTP API by kind (run, exec, call) and outcome (ok or an error code).', labelNames: ['kind', 'outcome'], registers });
+    this.durations = new prom.Histogram({ name: 'membrane_call_duration_seconds', help: 'Duration of guest calls made through the HTTP API.', labelNames: ['kind'], buckets: DURATION_BUCKETS, registers });
+    this.tools = new prom.Counter({ name: 'membrane_mcp_tool_calls_total', help: 'MCP tool calls at /mcp by tool and outcome (ok, or the error code of a failed run or a refusal).', labelNames: ['tool', 'outcome'], registers });
+    this.toolDurations = new prom.Histogram({ name: 'membrane_mcp_tool_call_duration_seconds', help: 'Duration of MCP tool calls at /mcp.', labelNames: ['tool'], buckets: DURATION_BUCKETS, registers });
+    this.denials = new prom.Counter({ name: 'membrane_denials_total', help: 'Audit records of kind "denied", by broker and code.', labelNames: ['broker', 'code'], registers });
+    this.fuel = new prom.Counter({ name: 'membrane_fuel_used_total', help: 'Fuel used by calls made through the HTTP API.', registers });
+    new prom.Gauge({ name: 'membrane_build_info', help: 'Always 1; the labels name the Membrane version and the Node.js runtime serving it.', labelNames: ['version', 'node'], registers }).set({ version: label(version()), node: label(process.version) }, 1);
     const metrics = this;
-    new Gauge({
+    new prom.Gauge({
       name: 'membrane_http_requests_in_flight',
       help: 'HTTP requests being served now.',
       registers,
@@ -104,7 +109,7 @@ export class Metrics {
         this.set(metrics.inFlight);
       },
     });
-    new Gauge({
+    new prom.Gauge({
       name: 'membrane_audit_streams',
       help: 'Open server-sent audit streams.',
       registers,
@@ -115,7 +120,7 @@ export class Metrics {
     // The engine's pool, read once per scrape by the first of the three collectors.
     let snapshot: EngineStats | null = null;
     const stats = (): EngineStats => (snapshot ??= sources.stats());
-    new Gauge({
+    new prom.Gauge({
       name: 'membrane_pool_live_workers',
       help: 'Live worker threads of the engine.',
       registers,
@@ -124,7 +129,7 @@ export class Metrics {
         this.set(stats().liveWorkers);
       },
     });
-    new Gauge({
+    new prom.Gauge({
       name: 'membrane_instances',
       help: 'Persistent instances held by the engine.',
       registers,
@@ -132,7 +137,7 @@ export class Metrics {
         this.set(stats().instances);
       },
     });
-    new Counter({
+    new prom.Counter({
       name: 'membrane_workers_replaced_total',
       help: 'Workers terminated and replaced (runaways, deaths).',
       registers,

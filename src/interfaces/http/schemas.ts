@@ -8,10 +8,15 @@
  *
  * Does not protect against: values that are well-formed but refused by policy (the grant rule and
  * the engine decide those).
+ *
+ * zod is loaded by a top-level `await import()` (a static import would be hoisted to the top of
+ * the CLI bundle), so only a command that reaches this module (`serve`) pays for it.
  */
 
-import { z } from 'zod';
+import type { z as Z } from 'zod';
 import { CAP_WORDS, PROFILE_NAMES } from '../../policy/profiles.ts';
+
+const { z } = await import('zod');
 
 /** Names of instances: the engine's id alphabet, kept short enough to be namespaced by tenant. */
 export const ID = z.string().regex(/^[A-Za-z0-9._:@-]{1,64}$/, 'expected 1-64 characters of [A-Za-z0-9._:@-]');

@@ -16,14 +16,18 @@
  *
  * Does not protect against: body size, rates and authentication — the HTTP layer enforces them
  * before calling here (MAX_MCP_BODY_BYTES is the body a maximal run_wasm upload needs).
+ *
+ * The SDK's transport is loaded by a top-level `await import()` (a static import would be hoisted
+ * to the top of the CLI bundle), so only a command that reaches this module pays for it.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ERROR_TABLE } from '../../errors.ts';
 import type { McpContext } from './context.ts';
 import { MAX_MODULE_BYTES } from './schemas.ts';
 import { createMcpServer } from './server.ts';
+
+const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
 
 /** A JSON-RPC envelope around a base64 module of MAX_MODULE_BYTES, plus 1 MiB for the rest. */
 export const MAX_MCP_BODY_BYTES = Math.ceil(MAX_MODULE_BYTES / 3) * 4 + 1024 * 1024;

@@ -11,9 +11,14 @@
  * Does not protect against: the size of the JSON-RPC message itself — the stdio transport reads
  * whatever its (local, trusted) client sends, and under `membrane serve` the HTTP body cap
  * applies before this layer sees anything (see MAX_MCP_BODY_BYTES in http.ts).
+ *
+ * zod is loaded by a top-level `await import()` (a static import would be hoisted to the top of
+ * the CLI bundle), so only a command that reaches this module (`serve`, `mcp`) pays for it.
  */
 
-import { z } from 'zod';
+import type { z as Z } from 'zod';
+
+const { z } = await import('zod');
 
 /** A module upload decodes to at most 16 MiB (module-upload.ts refuses a bomb before decoding). */
 export { MAX_MODULE_BYTES } from '../module-upload.ts';
@@ -113,9 +118,9 @@ export const ListProfilesOutput = z.object({
   tenant: z.string(),
 });
 
-export type ExecuteArgs = z.output<typeof ExecuteInput>;
-export type RunWasmArgs = z.output<typeof RunWasmInput>;
-export type ExecuteResult = z.output<typeof ExecuteOutput>;
-export type RunWasmResult = z.output<typeof RunWasmOutput>;
-export type ListProfilesResult = z.output<typeof ListProfilesOutput>;
-export type ErrorResult = z.output<typeof ErrorShape>;
+export type ExecuteArgs = Z.output<typeof ExecuteInput>;
+export type RunWasmArgs = Z.output<typeof RunWasmInput>;
+export type ExecuteResult = Z.output<typeof ExecuteOutput>;
+export type RunWasmResult = Z.output<typeof RunWasmOutput>;
+export type ListProfilesResult = Z.output<typeof ListProfilesOutput>;
+export type ErrorResult = Z.output<typeof ErrorShape>;

@@ -13,9 +13,12 @@
  *
  * Does not protect against: a client flooding calls — under `membrane serve` the HTTP layer's
  * in-flight and rate limits apply; over stdio the one client is the operator's own.
+ *
+ * The MCP SDK is loaded by a top-level `await import()` (a static import would be hoisted to the
+ * top of the CLI bundle), so only a command that reaches this module (`serve`, `mcp`) pays for it.
  */
 
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpContext } from './context.ts';
 import { sandboxExecute } from './execute.ts';
@@ -23,6 +26,8 @@ import { listProfiles } from './profiles.ts';
 import { publicError, refusalText } from './reply.ts';
 import { runWasm } from './run-wasm.ts';
 import { ExecuteInput, ExecuteOutput, ListProfilesInput, ListProfilesOutput, RunWasmInput, RunWasmOutput } from './schemas.ts';
+
+const sdk = await import('@modelcontextprotocol/sdk/server/mcp.js');
 
 export const SERVER_NAME = 'membrane';
 export const SERVER_VERSION = '0.1.0';
@@ -48,7 +53,7 @@ async function guarded(ctx: McpContext, tool: string, run: () => Promise<CallToo
 }
 
 export function createMcpServer(ctx: McpContext): McpServer {
-  const server = new McpServer(
+  const server = new sdk.McpServer(
     { name: SERVER_NAME, version: SERVER_VERSION },
     {
       capabilities: { tools: {} },

@@ -12,14 +12,18 @@
  *
  * Does not protect against: a client that sends a request and never reads the answer (stdout
  * back-pressure stalls that answer only); the client is the local program that spawned us.
+ *
+ * The SDK's transport is loaded by a top-level `await import()` (a static import would be hoisted
+ * to the top of the CLI bundle), so only a command that reaches this module pays for it.
  */
 
 import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { McpContext } from './context.ts';
 import { MAX_MCP_BODY_BYTES } from './http.ts';
 import { createMcpServer } from './server.ts';
+
+const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
 
 /** One JSON-RPC line on stdin: the same envelope bound as /mcp's body. */
 export const MAX_MCP_MESSAGE_BYTES = MAX_MCP_BODY_BYTES;
