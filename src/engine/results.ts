@@ -70,6 +70,8 @@ export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
   const durationMs = round(performance.now() - ctx.startedAt);
   if (a.kind === 'timeout') return failure(stopped(ctx, durationMs), ctx, durationMs);
   if (a.kind === 'dead') return failure(a.error, ctx, durationMs);
+  // Only a lane's pool parks a job, and it never reads a parked wait as a result.
+  if (a.kind === 'parked') return failure(new SandboxError('INTERNAL', 'the run stopped in a host call'), ctx, durationMs);
   const { frame } = a;
   const warnings = [...ctx.warnings];
   const o = frame.outcome.ok || frame.outcome.error.code !== 'TIMEOUT' ? frame.outcome : { ...frame.outcome, error: stopped(ctx, durationMs).toPublic() };

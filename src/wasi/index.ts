@@ -8,4 +8,4 @@
 export { ambientWasi, pollOneoff, SLEEP_SLICE_MS, type WasiContext } from './ambient.ts';
 export { vfsWasi, MAX_FDS, type Preopen, type VfsWasiContext, type WasiFn } from './fs.ts';
 export { CappedStream } from './output.ts';
-export { PORT_FD, MAX_PORT_REQUEST_BYTES, type LanePort, type PortHandler } from './port.ts';
+export { PORT_FD, MAX_PORT_REQUEST_BYTES, PARK, type LanePort, type PortHandler } from './port.ts';

@@ -37,15 +37,21 @@ const E = { SUCCESS: 0, FBIG: 22, IO: 29 } as const;
 /**
  * The engine side of a run's port (host-services.ts serves it): `request` is the guest's bytes
  * (parse them as hostile), `fuelUsed` its meter's count so far, `call` the host call's bound.
- * The answer's bytes — with `start` when the snippet begins now (the worker counts the job's
- * fuel from there) and `charge`, fuel spent on the guest's behalf (a command it ran) — or a
- * guest error code.
+ * The answer's bytes — with `start` when the snippet begins now (its budget: the worker counts
+ * the job's time and fuel from there, over `vfsFile` if given) and `charge`, fuel spent on the
+ * guest's behalf (a command it ran) — a guest error code, or PARK.
  */
 export type PortHandler = (
   request: Uint8Array,
   fuelUsed: number,
   call: { readonly deadline: number; readonly signal: AbortSignal },
-) => Promise<{ answer: Uint8Array; start?: boolean; charge?: number } | number>;
+) => Promise<{ answer: Uint8Array; start?: { ms: number; fuel: number; vfsFile?: string }; charge?: number } | number | typeof PARK>;
+
+/**
+ * What a port handler answers to hold the run where it is: the request stays unanswered and the
+ * run's wait returns `parked` (a pooled interpreter, booted, waiting for its snippet).
+ */
+export const PARK: unique symbol = Symbol('park');
 
 /** The worker side of the port: the answer's bytes, or a guest error code when there is none. */
 export interface LanePort {

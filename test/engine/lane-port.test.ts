@@ -68,7 +68,7 @@ test('each request reaches the handler and its answer is read back; the handler 
 });
 
 test('"the snippet starts" restarts the fuel count: the spin before it is not billed', async () => {
-  const handler = (start: boolean) => async () => ({ answer: new Uint8Array(0), start });
+  const handler = (start: boolean) => async () => (start ? { answer: new Uint8Array(0), start: { ms: 5000, fuel: 1e9 } } : { answer: new Uint8Array(0) });
   const counted = await engine.runResolved(await guest(1, 2_000_000), {}, policy(), handler(false));
   const restarted = await engine.runResolved(await guest(1, 2_000_000), {}, policy(), handler(true));
   assert.equal(counted.ok, true, counted.error?.message);

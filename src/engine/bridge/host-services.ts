@@ -30,11 +30,11 @@ import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../../policy/profiles.ts';
 import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, fanOut, type BrokerAnswer } from '../../brokers/index.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
-import { PROTOCOL_VERSION, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
+import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from '../registry.ts';
 import type { RunResult } from '../results.ts';
-import type { HostCall, HostHandler, WorkerHandle } from './worker-handle.ts';
-import type { PortHandler } from '../../wasi/port.ts';
+import { PARKED, type HostCall, type HostHandler, type WorkerHandle } from './worker-handle.ts';
+import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
@@ -293,9 +293,12 @@ export class HostServices {
         case 'port': {
           if (!caller.port) return err(GUEST_ERR.NOT_FOUND);
           const got = await caller.port(blobs[0] ?? new Uint8Array(0), req.fuelUsed, call);
+          if (got === PARK) return PARKED;
           if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
-          // `value`: bit 0 starts the snippet's fuel count; the rest is fuel to charge (docs: protocol.ts).
-          return typeof got === 'number' ? err(got) : ok(Math.max(0, Math.floor(got.charge ?? 0)) * 2 + (got.start ? 1 : 0), got.answer);
+          if (typeof got === 'number') return err(got);
+          // `value`: bit 0 starts the snippet (its budget before the answer); the rest is fuel to charge (protocol.ts).
+          const charge = Math.max(0, Math.floor(got.charge ?? 0)) * 2;
+          return got.start ? ok(charge + 1, encodeStart(got.start, got.answer)) : ok(charge, got.answer);
         }
         case 'vfs_query': {
           if (!caller.spec.vfs) return err(GUEST_ERR.DENIED);

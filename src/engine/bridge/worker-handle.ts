@@ -80,8 +80,16 @@ const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']
 const TIMEOUT_ERRNO = -7;
 const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: TIMEOUT_ERRNO };
 
+/**
+ * A host handler's reply that holds the job where it is: its host call stays unanswered and the
+ * wait returns `parked`; `answerParked` answers it later and a new wait goes on (a pooled lane
+ * interpreter, booted, waiting for its snippet).
+ */
+export const PARKED: HostReply = Object.freeze({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value: 0 });
+
 export type Awaited =
   | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array }
+  | { readonly kind: 'parked' }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'dead'; readonly error: SandboxError };
 
@@ -294,6 +302,7 @@ export class WorkerHandle {
             const until = late ? performance.now() + HOST_CALL_GRACE_MS : limit;
             const r = onHost(req, frame.blobs, this, { deadline: until, signal: abort.signal });
             const answered = !(r instanceof Promise) ? r : late ? await within(r, until) : await bounded(r, limit);
+            if (answered === PARKED && !late && ch.state === State.HOST_REQ) return { kind: 'parked' };
             // An answer at the deadline is the deadline: the guest must not run on past it. A
             // handler's own TIMEOUT from a timer of its own may land up to a clock tick early.
             if (!late && answered !== null && !pastLimit(answered, limit)) reply = answered;
@@ -340,6 +349,19 @@ export class WorkerHandle {
       const res = Atomics.waitAsync(ch.words, 0, s, Math.max(1, limit - now));
       if (res.async) await res.value;
     }
+  }
+
+  /** Answer the host call a job was parked in (then `awaitDone` again to wait for its result). */
+  answerParked(reply: HostReply): void {
+    const ch = this.channel;
+    if (!this.alive || ch.state !== State.HOST_REQ) throw this.deathError ?? new SandboxError('INSTANCE_DEAD', 'the parked job is gone');
+    if (reply.ok && reply.payload) {
+      const { payload, ...header } = reply;
+      ch.write(header, [payload]);
+    } else {
+      ch.write(reply);
+    }
+    ch.set(State.HOST_REP);
   }
 
   /** Tell a serving worker to leave its loop, then end the thread. */

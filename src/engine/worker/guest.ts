@@ -14,7 +14,7 @@
 
 import { SandboxError } from '../../errors.ts';
 import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
-import { fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../bridge/protocol.ts';
+import { decodeStart, fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { Commands } from './commands.ts';
 import { vfsImports } from './vfs-imports.ts';
@@ -25,6 +25,8 @@ import { FuelMeter } from './fuel.ts';
 import { GuestMemory, FaultError } from '../../abi/memory.ts';
 import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from '../../abi/signals.ts';
 import { Vfs } from '../../storage/index.ts';
+import { lateVfs, type LateVfs } from './late-vfs.ts';
+import { GUEST_ERR } from '../../abi/command.ts';
 import { ambientWasi, CappedStream, vfsWasi, type WasiContext } from '../../wasi/index.ts';
 
 const encoder = new TextEncoder();
@@ -53,6 +55,7 @@ export class Guest {
   private deadline = 0;
   /** The current job's fuel budget (a lane port restarts the count from it). */
   private budgetFuel = 0;
+  private late: LateVfs | null = null;
   private growGlobal: WebAssembly.Global | null = null;
   private readonly wasi: WasiContext;
   private readonly meter: FuelMeter | null;
@@ -145,10 +148,19 @@ export class Guest {
   private exchange(request: Uint8Array): Uint8Array | number {
     const answer = this.host.call({ op: 'port', fuelUsed: this.meter ? this.meter.used() : 0 }, [request]);
     if (!answer.ok) return answer.errno;
-    if (answer.value % 2 === 1) this.meter?.begin(this.budgetFuel, this.deadline);
+    let payload = answer.payload ?? new Uint8Array(0);
+    if (answer.value % 2 === 1) {
+      // The snippet starts: its own budget from now, over its call's VFS when the host names one.
+      const { start, answer: rest } = decodeStart(payload);
+      if (start.vfsFile !== undefined && !this.bindVfs(start.vfsFile)) return GUEST_ERR.UNAVAILABLE;
+      this.deadline = performance.now() + start.ms;
+      this.budgetFuel = start.fuel;
+      this.meter?.begin(start.fuel, this.deadline);
+      payload = rest;
+    }
     const charge = Math.floor(answer.value / 2);
     if (charge > 0) this.meter?.spend(charge);
-    return answer.payload ?? new Uint8Array(0);
+    return payload;
   }
 
   hasExport(name: string): boolean {
@@ -219,11 +231,22 @@ export class Guest {
       if (this.sharedVfs) {
         this.vfs = this.sharedVfs;
       } else {
-        this.vfs = Vfs.open({ file: spec.file, maxBytes: spec.maxBytes, maxInodes: spec.maxInodes });
+        const own = Vfs.open({ file: spec.file, maxBytes: spec.maxBytes, maxInodes: spec.maxInodes });
+        // A lane interpreter may get its call's VFS only when its snippet arrives (late-vfs.ts).
+        if (this.spec.wasi.port) this.late = lateVfs(own);
+        this.vfs = this.late?.vfs ?? own;
         this.ownsVfs = true;
       }
     }
     return this.vfs;
+  }
+
+  /** Put the call's VFS database under the guest's preopens (a pooled lane interpreter's snippet start). */
+  private bindVfs(file: string): boolean {
+    const spec = this.spec.vfs;
+    this.openVfs();
+    if (!spec || !this.late) return false;
+    return this.late.bind(file, { maxBytes: spec.maxBytes, maxInodes: spec.maxInodes }, spec.preopens.map((p) => p.volume));
   }
 
   private buildImports(): WebAssembly.Imports {

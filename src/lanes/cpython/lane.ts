@@ -104,7 +104,7 @@ export class CPythonLane {
       const tag = request[0];
       if (tag === 0x4e /* N */ && !started) {
         started = true;
-        return { answer: snippet, start: true };
+        return { answer: snippet, start: { ms: Math.max(0, call.deadline - performance.now()), fuel: req.fuel } };
       }
       if (tag === 0x50 /* P */ && started && outcome === null) {
         const deadline = Date.now() + Math.max(0, call.deadline - performance.now());
