@@ -38,6 +38,7 @@ import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOpt
 export type { GuestOptions, RunOptions, StartOptions };
 import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
+import { laneRunner } from './lane-runner.ts';
 import { HostServices, type Caller, type JobHost, type PortHandler, type ProcessRun } from './bridge/host-services.ts';
 import { serveTracked, type ServeHandle, type ServeOptions } from './serve.ts';
 import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
@@ -110,8 +111,7 @@ export class Engine {
     });
     this.pool.warm();
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
-    const cpython = { run: this.runResolved.bind(this), warm: async (bytes: Uint8Array, policy: PolicyConfig) => void (await this.prepare(bytes, policy)) };
-    this.lanes = new Lanes(this.config, this.rewriter, cpython);
+    this.lanes = new Lanes(this.config, this.rewriter, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
     this.commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: this.config.cacheDir });
     this.services = new HostServices({
       registry: this.commands,

@@ -153,7 +153,7 @@ export class Lanes {
         const cpython = key === 'python' && this.config.pythonLane === 'cpython' ? this.cpython : null;
         if (key === 'python' && this.config.pythonLane === 'cpython' && cpython === null) throw new SandboxError('INTERNAL', 'the cpython lane has no runner');
         const made: Lane = cpython
-          ? new (await import('./cpython/index.ts')).CPythonLane(cpython)
+          ? new (await import('./cpython/index.ts')).CPythonLane(cpython, poolSize)
           : key === 'python'
             ? gated(new (await import('./python/index.ts')).PythonLane(options), this.pythonGate)
             : new (await import('./js/index.ts')).JsLane(options);

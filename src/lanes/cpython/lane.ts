@@ -14,8 +14,10 @@
  * checked, the exception cut again by python/exception.ts. A call without an outcome ended at a
  * wall, and says which.
  *
- * Does not protect against: what the WASI surface and the brokers do not (src/wasi, src/brokers);
- * a pool of pre-booted interpreters is not here yet — each call boots one (its boot is not billed).
+ * A call takes a parked, never-used interpreter of its shape from the pool (pool.ts), else boots
+ * its own; either way the boot is not billed to it.
+ *
+ * Does not protect against: what the WASI surface and the brokers do not (src/wasi, src/brokers).
  */
 
 import type { PortHandler } from '../../wasi/port.ts';
@@ -26,6 +28,8 @@ import { MAX_POWER_FRAME_BYTES, POWER_ERROR_MESSAGES, answerPowerFrame, encodeAn
 import { guestExceptionError, parseGuestException, pathScrubber } from '../python/exception.ts';
 import { DRIVER_PY } from './driver.ts';
 import { interpreterBytes } from './interpreter.ts';
+import { InterpreterPool, type Parked } from './pool.ts';
+import { resolvePolicy } from '../../policy/resolve.ts';
 
 /** The most result JSON the driver reports (past it the result is dropped with a warning). */
 const MAX_RESULT_CHARS = 4 * 1024 * 1024;
@@ -54,11 +58,15 @@ export interface InterpreterRun {
   readonly error?: { readonly code: string; readonly message: string };
 }
 
-/** What the lane needs from the engine: run the interpreter under a resolved policy, with a port. */
+/** What the lane needs from the engine: run the interpreter under a resolved policy, with a port; park one. */
 export interface CPythonRunner {
   run(bytes: Uint8Array, opts: InterpreterRunOptions, policy: PolicyConfig, port: PortHandler): Promise<InterpreterRun>;
   warm(bytes: Uint8Array, policy: PolicyConfig): Promise<void>;
+  park(bytes: Uint8Array, opts: InterpreterRunOptions, policy: PolicyConfig): Promise<Parked>;
 }
+
+/** The interpreter's argv: isolated (no environment, no user site, no script directory), no site module. */
+const ARGV = ['-I', '-S', '-c', DRIVER_PY];
 
 type Outcome =
   | { ok: true; result?: unknown; warning?: string }
@@ -66,18 +74,34 @@ type Outcome =
 
 export class CPythonLane {
   private closed = false;
+  private readonly pool: InterpreterPool;
 
-  constructor(private readonly runner: CPythonRunner) {}
+  /** `poolSize`: interpreters kept parked per shape (0: every call boots its own). */
+  constructor(
+    private readonly runner: CPythonRunner,
+    private readonly poolSize: number,
+  ) {
+    this.pool = new InterpreterPool((opts, policy) => runner.park(interpreterBytes(), opts, policy), { argv0: 'python', argv: ARGV }, poolSize);
+  }
 
-  /** Compile (and instrument) the interpreter ahead of the first call. */
+  /** Compile (and instrument) the interpreter, then park the pool for the default profile's shape. */
   async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
-    onProgress?.(0, 1);
-    await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: 64 * 1024 * 1024, caps: [] }));
-    onProgress?.(1, 1);
+    const total = 1 + this.poolSize;
+    onProgress?.(0, total);
+    const compute = resolvePolicy({ profile: 'compute' });
+    await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: compute.memoryBytes, caps: [] }));
+    onProgress?.(1, total);
+    if (this.poolSize > 0) await this.pool.refill({ memoryBytes: compute.memoryBytes, vfs: compute.caps.includes('vfs') });
+    onProgress?.(total, total);
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.pool.close();
+  }
+
+  stats(): { ready: number; hits: number; misses: number } {
+    return { ready: this.pool.ready, hits: this.pool.hits, misses: this.pool.misses };
   }
 
   async exec(req: ExecRequest): Promise<ExecResult> {
@@ -118,21 +142,27 @@ export class CPythonLane {
       return -4; // INVALID: a request out of turn (the snippet wrote to the port itself)
     };
     const vfsFile = req.caps.includes('vfs') ? req.vfsFile?.() : undefined;
-    const r = await this.runner.run(
-      interpreterBytes(),
-      {
+    const streaming = req.onStdout !== undefined || req.onStderr !== undefined;
+    // A parked interpreter was booted without streaming: a streaming call boots its own.
+    const parked = this.poolSize > 0 && !streaming ? this.pool.take({ memoryBytes: req.memoryBytes, vfs: req.caps.includes('vfs') }) : null;
+    let r: InterpreterRun;
+    if (parked) {
+      started = true;
+      const begin = { ms: req.timeoutMs, fuel: req.fuel, ...(vfsFile !== undefined ? { vfsFile } : {}) };
+      r = await parked.resume({ tenant: 'default', policy: this.policy(req), port, answer: snippet, start: begin, signal: req.signal });
+    } else {
+      const opts = {
         argv0: 'python',
-        argv: ['-I', '-S', '-c', DRIVER_PY],
+        argv: ARGV,
         ...(vfsFile !== undefined ? { vfsFile } : {}),
         ...(req.signal ? { signal: req.signal } : {}),
         ...(req.onStdout ? { onStdout: req.onStdout } : {}),
         ...(req.onStderr ? { onStderr: req.onStderr } : {}),
-      },
-      this.policy(req),
-      port,
-    );
+      };
+      r = await this.runner.run(interpreterBytes(), opts, this.policy(req), port);
+    }
     warnings.push(...r.warnings);
-    return toResult(r, outcome, req, warnings, start);
+    return { ...toResult(r, outcome, req, warnings, start), poolHit: parked !== null };
   }
 
   /** The interpreter's policy: the request's walls; of its caps only `vfs` reaches the guest's imports. */

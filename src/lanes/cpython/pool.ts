@@ -1,0 +1,124 @@
+/**
+ * The CPython lane's pool: interpreters booted up to the request for their snippet and parked on
+ * the engine's workers (engine/lane-runner.ts), each serving exactly one call — fresh, never
+ * reused, yet with no boot on the call's path. Kept per shape (the memory cap the interpreter
+ * was instantiated with, and whether it has the `vfs` preopens), refilled in the background after
+ * every take, replaced before its boot's walls would end it.
+ *
+ * Owns: which parked interpreters exist, their ages, the refill (at most `size` parked or booting
+ * per shape) and the hit/miss counts. Invariant: an interpreter is handed out at most once, and
+ * never after `close()` (those still booting are discarded when they arrive).
+ *
+ * Does not protect against: memory held by parked interpreters (each is a worker and its
+ * interpreter's heap, ~15 MB: the pool is small by design).
+ */
+
+import type { PolicyConfig } from '../../policy/resolve.ts';
+import type { PortHandler } from '../../wasi/port.ts';
+import type { InterpreterRun, InterpreterRunOptions } from './lane.ts';
+
+/** How long a parked interpreter may wait for a call (the boot policy's time is twice this). */
+export const MAX_PARKED_MS = 5 * 60_000;
+/** The boot's fuel (wasm units): CPython's start-up and the driver's imports take ~0.5e9. */
+const BOOT_FUEL = 2e10;
+
+/** A parked interpreter, as the engine hands it over (engine/lane-runner.ts). */
+export interface Parked {
+  resume(call: {
+    readonly tenant: string;
+    readonly policy: PolicyConfig;
+    readonly port: PortHandler;
+    readonly answer: Uint8Array;
+    readonly start: { readonly ms: number; readonly fuel: number; readonly vfsFile?: string };
+    readonly signal?: AbortSignal | undefined;
+  }): Promise<InterpreterRun>;
+  discard(): void;
+  readonly parkedAt: number;
+}
+
+export type Park = (opts: InterpreterRunOptions, policy: PolicyConfig) => Promise<Parked>;
+
+/** The shape an interpreter was booted for: a call takes one only of its own shape. */
+export interface Shape {
+  readonly memoryBytes: number;
+  readonly vfs: boolean;
+}
+
+const keyOf = (s: Shape): string => `${s.memoryBytes}:${s.vfs ? 'vfs' : '-'}`;
+
+export class InterpreterPool {
+  private readonly parked = new Map<string, Parked[]>();
+  private readonly booting = new Map<string, number>();
+  private closed = false;
+  hits = 0;
+  misses = 0;
+
+  constructor(
+    private readonly park: Park,
+    private readonly opts: InterpreterRunOptions,
+    private readonly size: number,
+  ) {}
+
+  /** A parked interpreter of this shape, or null (a miss); the pool refills behind it either way. */
+  take(shape: Shape): Parked | null {
+    const key = keyOf(shape);
+    const list = this.parked.get(key) ?? [];
+    let found: Parked | null = null;
+    while (found === null && list.length > 0) {
+      const p = list.shift()!;
+      if (performance.now() - p.parkedAt < MAX_PARKED_MS) found = p;
+      else p.discard();
+    }
+    if (found) this.hits++;
+    else this.misses++;
+    this.refill(shape);
+    return found;
+  }
+
+  /** Boot until `size` of this shape are parked or booting; resolves when those started now have parked. */
+  async refill(shape: Shape): Promise<void> {
+    const key = keyOf(shape);
+    const boots: Promise<void>[] = [];
+    while (!this.closed && (this.parked.get(key)?.length ?? 0) + (this.booting.get(key) ?? 0) < this.size) {
+      this.booting.set(key, (this.booting.get(key) ?? 0) + 1);
+      boots.push(
+        this.park(this.opts, bootPolicy(shape))
+          .then((p) => {
+            if (this.closed) p.discard();
+            else this.parked.set(key, [...(this.parked.get(key) ?? []), p]);
+          })
+          // A boot that failed leaves a gap the next take refills; the call that needs it runs cold.
+          .catch(() => {})
+          .finally(() => this.booting.set(key, (this.booting.get(key) ?? 1) - 1)),
+      );
+    }
+    await Promise.all(boots);
+  }
+
+  get ready(): number {
+    let n = 0;
+    for (const list of this.parked.values()) n += list.length;
+    return n;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const list of this.parked.values()) for (const p of list) p.discard();
+    this.parked.clear();
+  }
+}
+
+/** The walls of a boot: the shape's memory, room to boot and then to wait MAX_PARKED_MS. */
+function bootPolicy(shape: Shape): PolicyConfig {
+  return {
+    profile: 'compute',
+    requestedProfile: 'compute',
+    caps: shape.vfs ? ['vfs'] : [],
+    hostCaps: [],
+    memoryBytes: shape.memoryBytes,
+    timeoutMs: 2 * MAX_PARKED_MS,
+    fuel: BOOT_FUEL,
+    allowHttp: false,
+    warnings: [],
+  };
+}
