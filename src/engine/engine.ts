@@ -54,7 +54,6 @@ import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import type { Database } from '../storage/sqlite.ts';
 
-
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
   readonly policy: PolicyConfig;

@@ -21,14 +21,13 @@
  */
 
 import type { PortHandler } from '../../wasi/port.ts';
-import type { CallControls } from '../controls.ts';
 import type { PolicyConfig } from '../../policy/resolve.ts';
 import type { ExecRequest, ExecResult } from '../types.ts';
 import { MAX_POWER_FRAME_BYTES, POWER_ERROR_MESSAGES, answerPowerFrame, encodeAnswer, lanePowerCaps } from '../powers.ts';
 import { guestExceptionError, parseGuestException, pathScrubber } from '../python/exception.ts';
 import { DRIVER_PY } from './driver.ts';
 import { interpreterBytes } from './interpreter.ts';
-import { InterpreterPool, type Parked } from './pool.ts';
+import { InterpreterPool, type InterpreterRun, type InterpreterRunOptions, type Parked } from './pool.ts';
 import { resolvePolicy } from '../../policy/resolve.ts';
 
 /** The most result JSON the driver reports (past it the result is dropped with a warning). */
@@ -38,25 +37,6 @@ const MAX_OUTCOME_BYTES = MAX_RESULT_CHARS * 3 + 256 * 1024;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: false });
-
-/** How the interpreter runs: the engine's `RunOptions`, as far as this lane sets them. */
-export interface InterpreterRunOptions extends CallControls {
-  readonly argv0: string;
-  readonly argv: readonly string[];
-  /** The call's VFS database (the power server's): the guest's preopens, with `vfs`. */
-  readonly vfsFile?: string;
-}
-
-/** What comes back: the engine's `RunResult`, as far as this lane reads it. */
-export interface InterpreterRun {
-  readonly ok: boolean;
-  readonly exitCode?: number;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly fuelUsed: number;
-  readonly warnings: readonly string[];
-  readonly error?: { readonly code: string; readonly message: string };
-}
 
 /** What the lane needs from the engine: run the interpreter under a resolved policy, with a port; park one. */
 export interface CPythonRunner {

@@ -15,7 +15,26 @@
 
 import type { PolicyConfig } from '../../policy/resolve.ts';
 import type { PortHandler } from '../../wasi/port.ts';
-import type { InterpreterRun, InterpreterRunOptions } from './lane.ts';
+import type { CallControls } from '../controls.ts';
+
+/** How the interpreter runs: the engine's `RunOptions`, as far as this lane sets them. */
+export interface InterpreterRunOptions extends CallControls {
+  readonly argv0: string;
+  readonly argv: readonly string[];
+  /** The call's VFS database (the power server's): the guest's preopens, with `vfs`. */
+  readonly vfsFile?: string;
+}
+
+/** What comes back: the engine's `RunResult`, as far as this lane reads it. */
+export interface InterpreterRun {
+  readonly ok: boolean;
+  readonly exitCode?: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly fuelUsed: number;
+  readonly warnings: readonly string[];
+  readonly error?: { readonly code: string; readonly message: string };
+}
 
 /** How long a parked interpreter may wait for a call (the boot policy's time is twice this). */
 export const MAX_PARKED_MS = 5 * 60_000;
