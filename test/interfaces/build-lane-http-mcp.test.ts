@@ -14,8 +14,17 @@ import { testEngine } from '../helpers/engine.ts';
 import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { structured, text } from './mcp-contract.ts';
 
-/** A test engine on the shared toolchain cache, with its own engine database (audit log). */
-const engine = () => testEngine({ cacheDir: TOOLCHAIN_CACHE, brokers: { databaseFile: join(mkdtempSync(join(tmpdir(), 'membrane-build-http-')), 'engine.sqlite') } });
+/**
+ * A test engine on the shared toolchain cache, with its own engine database (audit log). A C++
+ * compile takes seconds on a quiet machine and far longer on a loaded 2-core runner: the token's
+ * profile (compute) gets the time here, so the test checks the lane, not the load.
+ */
+const engine = () =>
+  testEngine({
+    cacheDir: TOOLCHAIN_CACHE,
+    operatorLimits: { compute: { timeoutMs: 120_000 } },
+    brokers: { databaseFile: join(mkdtempSync(join(tmpdir(), 'membrane-build-http-')), 'engine.sqlite') },
+  });
 
 const HELLO = '#include <stdio.h>\nint main(void) { puts("hello over http"); return 0; }\n';
 
