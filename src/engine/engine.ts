@@ -38,7 +38,7 @@ import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOpt
 export type { GuestOptions, RunOptions, StartOptions };
 import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
-import { laneRunner } from './lane-runner.ts';
+import { laneCaps, laneRunner, laneSpec } from './lane-runner.ts';
 import { HostServices, type Caller, type JobHost, type PortHandler, type ProcessRun } from './bridge/host-services.ts';
 import { serveTracked, type ServeHandle, type ServeOptions } from './serve.ts';
 import { execPowerServer, Lanes, runExec, type ExecOptions, type ExecOutcome } from '../lanes/index.ts';
@@ -150,12 +150,12 @@ export class Engine {
       if (opts.signal?.aborted) return notRun(policy, t0);
       if (!inherited) this.auditFallback(policy, tenant, id);
       const prepared = await this.prepare(bytes, policy);
-      const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
+      const plan = planLinks(prepared.desc, inherited?.port ? laneCaps(policy) : policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       const { entry, isCommand } = chooseEntry(prepared, opts);
       if (opts.signal?.aborted) throw cancelled();
       mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0);
-      if (inherited?.port) spec = { ...spec, wasi: { ...spec.wasi, port: true } };
+      if (inherited?.port) spec = laneSpec(spec, this.config);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
       else if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
         // Processes run on other workers: they can share a file VFS, not an in-memory one.

@@ -18,10 +18,10 @@
  * well before that.
  */
 
-import { PROTOCOL_VERSION, encodeStart, type SnippetStart } from './bridge/protocol.ts';
+import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type SnippetStart } from './bridge/protocol.ts';
 import type { Caller, JobHost } from './bridge/host-services.ts';
 import type { WorkerHandle } from './bridge/worker-handle.ts';
-import { buildSpec, type RunOptions } from './guest-spec.ts';
+import { buildSpec, vfsSpec, type RunOptions } from './guest-spec.ts';
 import { planLinks } from './linker.ts';
 import { graceFor } from './budget.ts';
 import { CallWatch } from './call-controls.ts';
@@ -63,6 +63,21 @@ export interface ParkedInterpreter {
   readonly parkedAt: number;
 }
 
+/**
+ * The caps a lane interpreter is linked with: the call's, and always the filesystem calls — an
+ * interpreter reads its own embedded library through them; without `vfs` they find no preopen
+ * (laneSpec), so nothing of the host or of any VFS is reachable.
+ */
+export function laneCaps(policy: PolicyConfig): PolicyConfig['caps'] {
+  return policy.caps.includes('vfs') ? policy.caps : [...policy.caps, 'vfs'];
+}
+
+/** A lane interpreter's spec: its port, and without `vfs` an empty, read-only filesystem with no preopen. */
+export function laneSpec(spec: GuestSpec, config: EngineConfig): GuestSpec {
+  const vfs = spec.vfs ?? { ...vfsSpec(undefined, undefined, config), preopens: [], readOnly: true };
+  return { ...spec, vfs, wasi: { ...spec.wasi, port: true } };
+}
+
 /** Job ids of parked runs: far from the engine's own counter, so no two jobs of a worker share one. */
 let nextJob = 2 ** 40;
 let nextId = 1;
@@ -82,11 +97,11 @@ export function laneRunner(parts: LaneRunnerParts): {
 async function park(parts: LaneRunnerParts, bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig): Promise<ParkedInterpreter> {
   const { config, pool, services } = parts;
   const prepared = await parts.prepare(bytes, policy);
-  const plan = planLinks(prepared.desc, policy.caps, { defined: config.hostFunctions, granted: policy.hostCaps });
+  const plan = planLinks(prepared.desc, laneCaps(policy), { defined: config.hostFunctions, granted: policy.hostCaps });
   const id = `lane-${nextId++}`;
   // Its VFS, with `vfs`, is an empty placeholder until a call names its own (late-vfs.ts).
   const base = buildSpec(config, prepared, plan, policy, { id, tenant: 'default', ...(opts.argv0 ? { argv0: opts.argv0 } : {}) }, { ...opts, vfs: undefined, vfsFile: undefined });
-  const spec = { ...base, wasi: { ...base.wasi, port: true } };
+  const spec = laneSpec(base, config);
   const handle = await pool.acquire(policy.timeoutMs);
   let asked = false;
   const boot: PortHandler = async (request) => {

@@ -64,7 +64,7 @@ export class CPythonLane {
     this.pool = new InterpreterPool((opts, policy) => runner.park(interpreterBytes(), opts, policy), { argv0: 'python', argv: ARGV }, poolSize);
   }
 
-  /** Compile (and instrument) the interpreter, then park the pool for the default profile's shape. */
+  /** Compile (and instrument) the interpreter, park the pool for the default profile's shape, and wait for every boot in flight. */
   async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
     const total = 1 + this.poolSize;
     onProgress?.(0, total);
@@ -72,6 +72,7 @@ export class CPythonLane {
     await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: compute.memoryBytes, caps: [] }));
     onProgress?.(1, total);
     if (this.poolSize > 0) await this.pool.refill({ memoryBytes: compute.memoryBytes, vfs: compute.caps.includes('vfs') });
+    await this.pool.settled();
     onProgress?.(total, total);
   }
 

@@ -68,6 +68,7 @@ const keyOf = (s: Shape): string => `${s.memoryBytes}:${s.vfs ? 'vfs' : '-'}`;
 export class InterpreterPool {
   private readonly parked = new Map<string, Parked[]>();
   private readonly booting = new Map<string, number>();
+  private readonly inflight = new Set<Promise<void>>();
   private closed = false;
   hits = 0;
   misses = 0;
@@ -100,18 +101,26 @@ export class InterpreterPool {
     const boots: Promise<void>[] = [];
     while (!this.closed && (this.parked.get(key)?.length ?? 0) + (this.booting.get(key) ?? 0) < this.size) {
       this.booting.set(key, (this.booting.get(key) ?? 0) + 1);
-      boots.push(
-        this.park(this.opts, bootPolicy(shape))
-          .then((p) => {
-            if (this.closed) p.discard();
-            else this.parked.set(key, [...(this.parked.get(key) ?? []), p]);
-          })
-          // A boot that failed leaves a gap the next take refills; the call that needs it runs cold.
-          .catch(() => {})
-          .finally(() => this.booting.set(key, (this.booting.get(key) ?? 1) - 1)),
-      );
+      const boot = this.park(this.opts, bootPolicy(shape))
+        .then((p) => {
+          if (this.closed) p.discard();
+          else this.parked.set(key, [...(this.parked.get(key) ?? []), p]);
+        })
+        // A boot that failed leaves a gap the next take refills; the call that needs it runs cold.
+        .catch(() => {})
+        .finally(() => {
+          this.booting.set(key, (this.booting.get(key) ?? 1) - 1);
+          this.inflight.delete(boot);
+        });
+      this.inflight.add(boot);
+      boots.push(boot);
     }
     await Promise.all(boots);
+  }
+
+  /** Resolves when every boot started so far has parked (or failed). */
+  async settled(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.all([...this.inflight]);
   }
 
   get ready(): number {
