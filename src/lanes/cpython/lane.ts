@@ -132,7 +132,10 @@ export class CPythonLane {
       port,
     );
     warnings.push(...r.warnings);
-    return toResult(r, outcome, req, warnings, start);
+    // The outcome counts only from an interpreter that then exited cleanly (the driver's
+    // `os._exit(0)` right after it): the snippet can write a `D` to the port itself, and a wall
+    // it runs into afterwards (TIMEOUT, MEMORY_LIMIT, ...) must not be masked by that report.
+    return toResult(r, r.ok ? outcome : null, req, warnings, start);
   }
 
   /** The interpreter's policy: the request's walls; of its caps only `vfs` reaches the guest's imports. */
