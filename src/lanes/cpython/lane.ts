@@ -6,7 +6,8 @@
  * needed: the walls are the module's imports.
  *
  * Owns: one call — the policy the interpreter runs under (the request's time, fuel and memory;
- * of its caps only `vfs`, whose VFS is the call's: the power server's file), the argv (`-I -S -c`
+ * always `vfs`, whose VFS is the call's — the power server's file — only when the call grants
+ * `vfs`, else a throwaway in-memory one), the argv (`-I -S -c`
  * and the driver, driver.ts), and the host side of the port protocol: `N` answers the snippet
  * (and starts its fuel count), `P` a power (through the request's power server, the answer's
  * fuel charged to the interpreter's meter), `D` the outcome, which becomes the `ExecResult`.
@@ -72,7 +73,7 @@ export class CPythonLane {
   /** Compile (and instrument) the interpreter ahead of the first call. */
   async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
     onProgress?.(0, 1);
-    await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: 64 * 1024 * 1024, caps: [] }));
+    await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: 64 * 1024 * 1024 }));
     onProgress?.(1, 1);
   }
 
@@ -138,12 +139,16 @@ export class CPythonLane {
     return toResult(r, r.ok ? outcome : null, req, warnings, start);
   }
 
-  /** The interpreter's policy: the request's walls; of its caps only `vfs` reaches the guest's imports. */
-  private policy(req: Pick<ExecRequest, 'timeoutMs' | 'fuel' | 'memoryBytes' | 'caps'>): PolicyConfig {
+  /**
+   * The interpreter's policy: the request's walls, and always `vfs` — CPython imports WASI's file
+   * calls and does not link without them. Which VFS they reach is `exec`'s choice: the call's
+   * (`vfsFile`) only when `vfs` is granted, otherwise a throwaway in-memory one of its own.
+   */
+  private policy(req: Pick<ExecRequest, 'timeoutMs' | 'fuel' | 'memoryBytes'>): PolicyConfig {
     return {
       profile: 'compute',
       requestedProfile: 'compute',
-      caps: req.caps.includes('vfs') ? ['vfs'] : [],
+      caps: ['vfs'],
       hostCaps: [],
       memoryBytes: req.memoryBytes,
       timeoutMs: req.timeoutMs,
