@@ -28,6 +28,15 @@ import { guestExceptionError, parseGuestException, pathScrubber } from '../pytho
 import { DRIVER_PY } from './driver.ts';
 import { interpreterBytes } from './interpreter.ts';
 
+/**
+ * Wasm instructions the interpreter may spend booting (~3e8 measured) on top of the call's fuel.
+ * The worker meters the whole run against one budget, and the `N` answer restarts the count: so
+ * the run's budget is the call's plus this allowance, and the `N` answer charges the allowance
+ * at once — the snippet gets exactly the call's fuel, and a budget smaller than the boot still
+ * runs the snippet instead of ending FUEL_EXHAUSTED before it starts.
+ */
+const BOOT_FUEL = 2e9;
+
 /** The most result JSON the driver reports (past it the result is dropped with a warning). */
 const MAX_RESULT_CHARS = 4 * 1024 * 1024;
 /** An outcome frame larger than this is not believed (the result, an exception report and a margin). */
@@ -101,15 +110,17 @@ export class CPythonLane {
       }),
     );
     let started = false;
+    const policy = this.policy(req);
+    const allowance = policy.fuel - req.fuel;
     const port: PortHandler = async (request, fuelUsed, call) => {
       const tag = request[0];
       if (tag === 0x4e /* N */ && !started) {
         started = true;
-        return { answer: snippet, start: true };
+        return { answer: snippet, start: true, charge: allowance };
       }
       if (tag === 0x50 /* P */ && started && outcome === null) {
         const deadline = Date.now() + Math.max(0, call.deadline - performance.now());
-        const answer = await answerPowerFrame(decoder.decode(request.subarray(1)), req.powers ?? null, fuelUsed, deadline);
+        const answer = await answerPowerFrame(decoder.decode(request.subarray(1)), req.powers ?? null, Math.max(0, fuelUsed - allowance), deadline);
         return { answer: encoder.encode(encodeAnswer(answer)), charge: answer.fuel ?? 0 };
       }
       if (tag === 0x44 /* D */ && started && outcome === null && request.length <= MAX_OUTCOME_BYTES) {
@@ -129,14 +140,16 @@ export class CPythonLane {
         ...(req.onStdout ? { onStdout: req.onStdout } : {}),
         ...(req.onStderr ? { onStderr: req.onStderr } : {}),
       },
-      this.policy(req),
+      policy,
       port,
     );
     warnings.push(...r.warnings);
+    // The allowance charged at `N` is not the snippet's (before it, the count was the boot's, also not billed).
+    const run = { ...r, fuelUsed: started ? Math.max(0, r.fuelUsed - allowance) : 0 };
     // The outcome counts only from an interpreter that then exited cleanly (the driver's
     // `os._exit(0)` right after it): the snippet can write a `D` to the port itself, and a wall
     // it runs into afterwards (TIMEOUT, MEMORY_LIMIT, ...) must not be masked by that report.
-    return toResult(r, r.ok ? outcome : null, req, warnings, start);
+    return toResult(run, r.ok ? outcome : null, req, warnings, start);
   }
 
   /**
@@ -152,7 +165,7 @@ export class CPythonLane {
       hostCaps: [],
       memoryBytes: req.memoryBytes,
       timeoutMs: req.timeoutMs,
-      fuel: req.fuel,
+      fuel: Math.min(req.fuel + BOOT_FUEL, Number.MAX_SAFE_INTEGER),
       allowHttp: false,
       warnings: [],
     };
