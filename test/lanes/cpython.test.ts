@@ -197,6 +197,18 @@ test('files: open() writes the call VFS, seen by membrane.vfs.read; a named vfs 
   assert.equal(priv.result, false);
 });
 
+test('caps without vfs: the call runs, membrane.vfs is absent, and files are a throwaway scratch, not the named VFS', async () => {
+  const vfs = 'cpython-lane-no-vfs';
+  const seed = await py("open('/kept.txt', 'w').write('kept')", { vfs });
+  assert.equal(seed.ok, true, JSON.stringify(seed.error));
+  const code = "import membrane, os\nopen('/scratch.txt', 'w').write('x')\nmembrane.kv.put('cpy:no-vfs', 'kv works')\n[membrane.kv.get('cpy:no-vfs'), hasattr(membrane, 'vfs'), sorted(os.listdir('/'))]";
+  const r = await py(code, { caps: ['kv'], vfs });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.deepEqual(r.result, ['kv works', false, ['scratch.txt']]);
+  // The scratch file went nowhere: the named VFS has only what was written with vfs granted.
+  assert.deepEqual((await py("import os\nsorted(os.listdir('/'))", { vfs })).result, ['kept.txt']);
+});
+
 test('streaming: onStdout and onStderr receive the text, which adds up to the streams', async () => {
   const out: string[] = [];
   const err: string[] = [];
