@@ -7,6 +7,7 @@
  */
 
 import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
 import { createEngine } from '../../engine/index.ts';
 import { SandboxError, exitCodeFor } from '../../errors.ts';
 import { UsageError, parse, printJson, str } from './args.ts';
@@ -29,6 +30,10 @@ export async function execCommand(argv: string[]): Promise<number> {
   });
   const language = str(values['lang']);
   if (!language) throw new UsageError('exec needs --lang js|ts|python');
+  // One snippet in a one-shot process: a big interpreter or compiler module (CPython, clang) is
+  // done before V8's optimizing tier would pay for its recompiles (a first CPython call 2.7 →
+  // 1.7 s here; the build command's header has clang's numbers). Set before any wasm compiles.
+  if (language === 'c' || language === 'cpp' || (language === 'python' && process.env['MEMBRANE_PYTHON_LANE'] === 'cpython')) setFlagsFromString('--liftoff-only');
   const inline = str(values['command']);
   if ((inline === undefined) === (positionals.length === 0) || positionals.length > 1) throw new UsageError("exec takes -c 'CODE' or one FILE");
   let code: string;

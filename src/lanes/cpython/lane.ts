@@ -6,7 +6,8 @@
  * needed: the walls are the module's imports.
  *
  * Owns: one call — the policy the interpreter runs under (the request's time, fuel and memory;
- * of its caps only `vfs`, whose VFS is the call's: the power server's file), the argv (`-I -S -c`
+ * always `vfs`, whose VFS is the call's — the power server's file — only when the call grants
+ * `vfs`, else a throwaway in-memory one), the argv (`-I -S -c`
  * and the driver, driver.ts), and the host side of the port protocol: `N` answers the snippet
  * (and starts its fuel count), `P` a power (through the request's power server, the answer's
  * fuel charged to the interpreter's meter), `D` the outcome, which becomes the `ExecResult`.
@@ -29,6 +30,13 @@ import { DRIVER_PY } from './driver.ts';
 import { interpreterBytes } from './interpreter.ts';
 import { InterpreterPool, type InterpreterRun, type InterpreterRunOptions, type Parked } from './pool.ts';
 import { resolvePolicy } from '../../policy/resolve.ts';
+
+/**
+ * Wasm instructions an interpreter booting on the call's own run may spend (~3e8 measured) on top
+ * of the call's fuel: the `N` answer then restarts the count at the call's budget, so the snippet
+ * gets exactly its fuel, and a budget smaller than the boot still runs the snippet.
+ */
+const BOOT_FUEL = 2e9;
 
 /** The most result JSON the driver reports (past it the result is dropped with a warning). */
 const MAX_RESULT_CHARS = 4 * 1024 * 1024;
@@ -105,6 +113,7 @@ export class CPythonLane {
       }),
     );
     let started = false;
+    const policy = this.policy(req);
     const port: PortHandler = async (request, fuelUsed, call) => {
       const tag = request[0];
       if (tag === 0x4e /* N */ && !started) {
@@ -130,7 +139,7 @@ export class CPythonLane {
     if (parked) {
       started = true;
       const begin = { ms: req.timeoutMs, fuel: req.fuel, ...(vfsFile !== undefined ? { vfsFile } : {}) };
-      r = await parked.resume({ tenant: 'default', policy: this.policy(req), port, answer: snippet, start: begin, signal: req.signal });
+      r = await parked.resume({ tenant: 'default', policy, port, answer: snippet, start: begin, signal: req.signal });
     } else {
       const opts = {
         argv0: 'python',
@@ -140,13 +149,20 @@ export class CPythonLane {
         ...(req.onStdout ? { onStdout: req.onStdout } : {}),
         ...(req.onStderr ? { onStderr: req.onStderr } : {}),
       };
-      r = await this.runner.run(interpreterBytes(), opts, this.policy(req), port);
+      r = await this.runner.run(interpreterBytes(), opts, policy, port);
     }
     warnings.push(...r.warnings);
-    return { ...toResult(r, outcome, req, warnings, start), poolHit: parked !== null };
+    // The outcome counts only from an interpreter that then exited cleanly (the driver's
+    // `os._exit(0)` right after it): the snippet can write a `D` to the port itself, and a wall
+    // it runs into afterwards (TIMEOUT, MEMORY_LIMIT, ...) must not be masked by that report.
+    return { ...toResult(r, r.ok ? outcome : null, req, warnings, start), poolHit: parked !== null };
   }
 
-  /** The interpreter's policy: the request's walls; of its caps only `vfs` reaches the guest's imports. */
+  /**
+   * The interpreter's policy: the request's walls (with room to boot, for a call that boots its
+   * own: the snippet's start restarts the count at its fuel); of its caps only `vfs` reaches the
+   * guest's world — without it the interpreter's file calls find no preopen (engine/lane-runner.ts).
+   */
   private policy(req: Pick<ExecRequest, 'timeoutMs' | 'fuel' | 'memoryBytes' | 'caps'>): PolicyConfig {
     return {
       profile: 'compute',
@@ -155,7 +171,7 @@ export class CPythonLane {
       hostCaps: [],
       memoryBytes: req.memoryBytes,
       timeoutMs: req.timeoutMs,
-      fuel: req.fuel,
+      fuel: Math.min(req.fuel + BOOT_FUEL, Number.MAX_SAFE_INTEGER),
       allowHttp: false,
       warnings: [],
     };
