@@ -47,14 +47,14 @@ before(async () => {
   assert.equal(r.ok, true, JSON.stringify(r.error));
 });
 
-test('print(sum(range(10))) → stdout 45; fuel is counted, nothing pooled', async () => {
+test('print(sum(range(10))) → stdout 45; fuel is counted', async () => {
   const r = await py('print(sum(range(10)))');
   assert.equal(r.ok, true, JSON.stringify(r.error));
   assert.equal(r.stdout, '45\n');
   assert.equal(r.stderr, '');
   assert.equal('result' in r, false);
   assert.ok(r.fuelUsed > 0);
-  assert.equal(r.poolHit, false);
+  assert.equal(typeof r.poolHit, 'boolean');
 });
 
 test('the last expression is the result; a trailing `;` or a statement gives none', async () => {

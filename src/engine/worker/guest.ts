@@ -198,7 +198,7 @@ export class Guest {
       return { ok: false, error: err.toPublic(), exitCode: thrown.code };
     }
     const error = classify(thrown, this.probe());
-    if (error.code === 'FUEL_EXHAUSTED') this.fuelUsed = budget.fuel;
+    if (error.code === 'FUEL_EXHAUSTED') this.fuelUsed = this.budgetFuel;
     return { ok: false, error: error.toPublic(), exitCode: null };
   }
 
