@@ -34,7 +34,8 @@ for (const name of ['spawnSync', 'execSync', 'execFileSync']) {
 syncBuiltinESMExports();
 
 process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cpython-lane-'));
-const engine = testEngine({ poolSize: 1, pythonLane: 'cpython' });
+// minimal's time is raised so its calls check the lane, not a loaded machine's boot.
+const engine = testEngine({ poolSize: 1, pythonLane: 'cpython', operatorLimits: { minimal: { timeoutMs: 30_000 } } });
 
 /** One memory cap for every call (one prepared interpreter), and a deadline no boot on a loaded machine reaches. */
 const BASE = { profile: 'network', memoryBytes: 64 << 20, timeoutMs: 30_000 } as const;
@@ -149,15 +150,15 @@ test('a non-JSON result → its repr; one json.dumps cannot encode at all → re
 });
 
 test("membrane.kv put/get round trip under profile 'minimal'; net and fetch absent when net is not granted", async () => {
-  const r = await py("import membrane\nmembrane.kv.put('cpy:greeting', 'hello')\n[membrane.kv.get('cpy:greeting'), membrane.kv.get('cpy:none'), hasattr(membrane, 'kv'), hasattr(membrane, 'net')]", { profile: 'minimal', timeoutMs: 5_000 });
+  const r = await py("import membrane\nmembrane.kv.put('cpy:greeting', 'hello')\n[membrane.kv.get('cpy:greeting'), membrane.kv.get('cpy:none'), hasattr(membrane, 'kv'), hasattr(membrane, 'net')]", { profile: 'minimal', timeoutMs: 30_000 });
   assert.equal(r.ok, true, JSON.stringify(r.error));
   assert.deepEqual(r.result, ['hello', null, true, false]);
   // Durable in the tenant's store: a later call (a fresh interpreter) reads it.
-  assert.equal((await py("import membrane\nmembrane.kv.get('cpy:greeting')", { profile: 'minimal', timeoutMs: 5_000 })).result, 'hello');
-  const net = await py('import membrane\nmembrane.net', { profile: 'minimal', timeoutMs: 5_000 });
+  assert.equal((await py("import membrane\nmembrane.kv.get('cpy:greeting')", { profile: 'minimal', timeoutMs: 30_000 })).result, 'hello');
+  const net = await py('import membrane\nmembrane.net', { profile: 'minimal', timeoutMs: 30_000 });
   assert.equal(net.error?.code, 'GUEST_EXCEPTION');
   assert.equal(net.error?.message, "AttributeError: module 'membrane' has no attribute 'net'");
-  const fetch = await py('fetch', { profile: 'minimal', timeoutMs: 5_000 });
+  const fetch = await py('fetch', { profile: 'minimal', timeoutMs: 30_000 });
   assert.equal(fetch.error?.message, "NameError: name 'fetch' is not defined");
   // Narrowed away with caps, kv is gone too.
   assert.deepEqual((await py("import membrane\n[hasattr(membrane, 'kv'), hasattr(membrane, 'vfs')]", { caps: ['vfs'] })).result, [false, true]);
@@ -263,7 +264,7 @@ test('an AbortSignal ends a spinning snippet CANCELLED soon after the abort; the
 });
 
 test('no child process is spawned and no "weaker tier" warning is given (the spy itself works)', async () => {
-  const r = await py("import membrane\nmembrane.kv.put('cpy:k', 'v')\nprint('x')\nmembrane.kv.get('cpy:k')", { profile: 'minimal', timeoutMs: 5_000 });
+  const r = await py("import membrane\nmembrane.kv.put('cpy:k', 'v')\nprint('x')\nmembrane.kv.get('cpy:k')", { profile: 'minimal', timeoutMs: 30_000 });
   assert.equal(r.result, 'v', JSON.stringify(r.error));
   // Under minimal nothing in this lane has a reason to warn: no tier, no bubblewrap, no missing power.
   assert.deepEqual(r.warnings, []);
