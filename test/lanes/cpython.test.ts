@@ -126,13 +126,18 @@ test("top-level await of the snippet's own async def → its value, and the last
   assert.equal(sleep0.result, 42, JSON.stringify(sleep0.error));
 });
 
-test('top-level await of something that needs an event loop fails (WASI has no sockets for asyncio)', async () => {
-  // Does not hold as in the Pyodide lane: there is no event loop, so a real sleep (or
-  // gather/create_task) fails instead of waiting. The driver only resumes the coroutine.
-  const r = await py('import asyncio\nawait asyncio.sleep(0.01)\n6*7');
-  assert.equal(r.error?.code, 'GUEST_EXCEPTION');
-  assert.equal(r.error?.message, 'RuntimeError: no running event loop');
-  assert.equal((r.error?.details as Details).stack[0]?.line, 2);
+test('top-level await runs on an asyncio loop: sleeps, gather, asyncio.run; a future never resolved ends TIMEOUT', async () => {
+  // asyncio's own loop needs a socket pair (WASI has none); the driver's loop has a selector that
+  // only sleeps, through WASI's clock — bounded by the call's deadline.
+  const r = await py('import asyncio\nawait asyncio.sleep(0.01)\nx = await asyncio.gather(asyncio.sleep(0, 2), asyncio.sleep(0.01, 4))\n[6 * 7, x]');
+  assert.deepEqual(r.result, [42, [2, 4]], JSON.stringify(r.error));
+  const run = await py('import asyncio\nasync def main():\n    await asyncio.sleep(0.01)\n    return 7\nasyncio.run(main())');
+  assert.equal(run.result, 7, JSON.stringify(run.error));
+  const t0 = performance.now();
+  const never = await py("print('waiting')\nimport asyncio\nawait asyncio.Future()", { timeoutMs: 2_000 });
+  assert.equal(never.error?.code, 'TIMEOUT', JSON.stringify(never.error));
+  assert.equal(never.stdout, 'waiting\n');
+  assert.ok(performance.now() - t0 < 2_000 + LOAD_SLACK_MS);
 });
 
 test('a non-JSON result → its repr; one json.dumps cannot encode at all → repr and a warning', async () => {

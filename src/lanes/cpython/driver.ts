@@ -9,8 +9,8 @@
  * (`{power, args}`), `D` the outcome (common-py's JSON). The runner compiles the snippet as
  * `<snippet>` (dedented, as the Pyodide lane does) with PyCF_ALLOW_TOP_LEVEL_AWAIT; a last
  * expression statement becomes the result (none when the source ends in `;`); a snippet with a
- * top-level `await` is driven as a coroutine by a loop that only resumes it (no event loop:
- * WASI has no sockets for asyncio's self-pipe).
+ * top-level `await` (or one that names asyncio) gets an asyncio loop whose selector only sleeps
+ * (WASI has no socket pair for asyncio's self-pipe, and nothing here has a descriptor to watch).
  * Invariant: the snippet's globals are a fresh dict holding only `context`, the granted host caps
  * and builtins; the driver's own names live in its module, never in the snippet's globals, and
  * the interpreter serves exactly one snippet, then exits.
@@ -54,14 +54,28 @@ def _compile(code):
         _ast.fix_missing_locations(tree)
     return compile(tree, _SNIPPET, 'exec', _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
 
-def _drive(coro):
-    # A coroutine that awaits only what yields no future (asyncio.sleep(0), its own async defs).
-    try:
-        while True:
-            if coro.send(None) is not None:
-                raise RuntimeError('the snippet awaited something that needs an event loop, which this lane does not have')
-    except StopIteration as stop:
-        return stop.value
+def _asyncio_ready():
+    # asyncio's own loop needs a socket pair to wake itself, which WASI does not have. Nothing here
+    # ever has a descriptor to watch (no sockets exist), so a loop whose selector only sleeps —
+    # through WASI's clock, bounded by the call's deadline — runs every timer, task and future.
+    import asyncio, selectors, time
+    class _Selector(selectors.BaseSelector):
+        def __init__(self): self._map = {}
+        def register(self, fileobj, events, data=None): raise OSError('no descriptor can be watched in this sandbox')
+        def unregister(self, fileobj): raise KeyError(fileobj)
+        def select(self, timeout=None):
+            time.sleep(86400 if timeout is None else max(0, timeout))
+            return []
+        def get_map(self): return self._map
+        def close(self): pass
+    class _Loop(asyncio.SelectorEventLoop):
+        def _make_self_pipe(self): pass
+        def _close_self_pipe(self): pass
+        def _write_to_self(self): pass
+    class _Policy(asyncio.DefaultEventLoopPolicy):
+        def new_event_loop(self): return _Loop(_Selector())
+    asyncio.set_event_loop_policy(_Policy())
+    return asyncio
 
 def _run(req):
     powers = req['powers']
@@ -69,7 +83,8 @@ def _run(req):
     g = {'__name__': '__main__', '__builtins__': __builtins__, 'context': _freeze(req['context'])}
     for c in powers:
         if isinstance(c, dict): g[c['global']] = getattr(sys.modules['membrane'], c['global'])
-    if req['stream']: _write_through()
+    # Write-through always: what a snippet printed before a wall stopped it is in its result.
+    _write_through()
     # The port is the interpreter's stdin: the snippet reads an empty one.
     sys.stdin = sys.__stdin__ = io.StringIO('')
     try:
@@ -77,8 +92,11 @@ def _run(req):
     except BaseException as e:
         return _failure(e, _Source(req['code']), True)
     try:
-        if code.co_flags & _CO_COROUTINE: _drive(eval(code, g))
-        else: exec(code, g)
+        coroutine = code.co_flags & _CO_COROUTINE
+        if coroutine or 'asyncio' in req['code']:
+            asyncio = _asyncio_ready()
+            if coroutine: asyncio.run(eval(code, g))
+        if not coroutine: exec(code, g)
     except BaseException as e:
         return _failure(e, _Source(req['code']), False)
     return _success(g.pop('_membrane_last_', None), req['maxResult'])
