@@ -26,53 +26,49 @@ const CLI_RUNS = 3;
 const compute = resolvePolicy({ profile: 'compute' });
 const REQ: ExecRequest = { language: 'python', code: 'print(1+1)', timeoutMs: 10_000, fuel: 1e12, memoryBytes: compute.memoryBytes, caps: ['vfs'] };
 
+/** What a lane looks like here: the CPython and the Pyodide lane both. */
+interface Lane {
+  warm(): Promise<void>;
+  exec(req: ExecRequest): Promise<{ stdout: string; poolHit: boolean }>;
+  close(): Promise<void>;
+}
+
+/** Warm samples from `pooled` (each a pool hit, the pool refilled untimed before it), cold ones from `unpooled`. */
+async function samples(pooled: Lane, unpooled: Lane): Promise<{ warm: number[]; cold: number[] }> {
+  const time = async (lane: Lane, hit: boolean): Promise<number> => {
+    const t = performance.now();
+    const r = await lane.exec(REQ);
+    const ms = performance.now() - t;
+    if (r.stdout !== '2\n' || r.poolHit !== hit) throw new Error(`unexpected ${hit ? 'warm' : 'cold'} result: ${JSON.stringify(r)}`);
+    return ms;
+  };
+  const warm: number[] = [];
+  for (let i = 0; i < WARM_RUNS; i++) {
+    await pooled.warm();
+    warm.push(await time(pooled, true));
+  }
+  const cold: number[] = [];
+  for (let i = 0; i < COLD_RUNS; i++) cold.push(await time(unpooled, false));
+  await unpooled.close();
+  return { warm, cold };
+}
+
 async function cpython(): Promise<{ warm: number[]; cold: number[] }> {
   const engine = createEngine({ poolSize: 2, pythonLane: 'cpython' });
   // The bench reaches the engine's own lane for its runner (a test of the lane, not an API).
   const internals = engine as unknown as { lanes: { get(l: 'python'): Promise<CPythonLane> } };
   const lane = await internals.lanes.get('python');
-  const warm: number[] = [];
-  for (let i = 0; i < WARM_RUNS; i++) {
-    await lane.warm();
-    const t = performance.now();
-    const r = await lane.exec(REQ);
-    warm.push(performance.now() - t);
-    if (r.stdout !== '2\n' || !r.poolHit) throw new Error(`unexpected warm result: ${JSON.stringify(r)}`);
-  }
   const runner = (lane as unknown as { runner: CPythonRunner }).runner;
-  const coldLane = new CPythonLane(runner, 0);
-  const cold: number[] = [];
-  for (let i = 0; i < COLD_RUNS; i++) {
-    const t = performance.now();
-    const r = await coldLane.exec(REQ);
-    cold.push(performance.now() - t);
-    if (r.stdout !== '2\n' || r.poolHit) throw new Error(`unexpected cold result: ${JSON.stringify(r)}`);
-  }
+  const r = await samples(lane, new CPythonLane(runner, 0));
   await engine.close();
-  return { warm, cold };
+  return r;
 }
 
 async function pyodide(): Promise<{ warm: number[]; cold: number[] }> {
   const lane = new PythonLane({ poolSize: 2 });
-  const warm: number[] = [];
-  for (let i = 0; i < WARM_RUNS; i++) {
-    await lane.warm();
-    const t = performance.now();
-    const r = await lane.exec(REQ);
-    warm.push(performance.now() - t);
-    if (r.stdout !== '2\n' || !r.poolHit) throw new Error(`unexpected warm result: ${JSON.stringify(r)}`);
-  }
+  const r = await samples(lane, new PythonLane({ poolSize: 0 }));
   await lane.close();
-  const coldLane = new PythonLane({ poolSize: 0 });
-  const cold: number[] = [];
-  for (let i = 0; i < COLD_RUNS; i++) {
-    const t = performance.now();
-    const r = await coldLane.exec(REQ);
-    cold.push(performance.now() - t);
-    if (r.stdout !== '2\n') throw new Error(`unexpected cold result: ${JSON.stringify(r)}`);
-  }
-  await coldLane.close();
-  return { warm, cold };
+  return r;
 }
 
 /** A first `membrane exec --lang python` in a fresh process, its module cache warmed by one untimed call. */
