@@ -5,13 +5,13 @@
 // (its stdin) a result that hides a wall or a power beyond its grant. After each, the engine answers.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ExecOptions, ExecOutcome } from '../../src/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tripwire, type Tripwire } from '../helpers/tripwire.ts';
 
 const SECRET = 'sk-membrane-test-secret-should-never-leak';
 process.env['ANTHROPIC_API_KEY'] = SECRET;
@@ -20,27 +20,19 @@ const home = mkdtempSync(join(tmpdir(), 'membrane-cpython-escape-'));
 process.env['MEMBRANE_HOME'] = home;
 const MARKER = join(home, 'MARKER');
 const engine = testEngine({ poolSize: 1, pythonLane: 'cpython' });
-let server: Server;
-let port = 0;
-let connections = 0;
+let wire: Tripwire;
 
 /** One memory cap (one prepared interpreter), a deadline no boot reaches, and only the VFS granted. */
 const BASE = { profile: 'network', memoryBytes: 64 << 20, timeoutMs: 30_000, caps: ['vfs'] } as const;
 const py = (code: string, extra: Partial<ExecOptions> = {}) => engine.exec({ language: 'python', code, ...BASE, ...extra });
 
 before(async () => {
-  server = createServer((s) => {
-    connections++;
-    s.destroy();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const a = server.address();
-  port = typeof a === 'object' && a !== null ? a.port : 0;
+  wire = await tripwire();
   assert.equal((await py('1')).ok, true); // prepares the interpreter (seconds, once)
 });
 
-after(() => {
-  server.close();
+after(async () => {
+  await wire.close();
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -51,7 +43,7 @@ function assertContained(r: ExecOutcome): void {
   assert.ok(!all.includes(SECRET), 'host secret visible');
   assert.ok(!all.includes('root:x:0:'), '/etc/passwd content visible');
   assert.ok(!/\/work\/|node_modules|wt-cpython|\.ts:\d/.test(all), `host path in the result: ${all.slice(0, 500)}`);
-  assert.equal(connections, 0, 'a connection reached the host server');
+  assert.equal(wire.connections(), 0, 'a connection reached the host server');
 }
 
 /** The snippet's exception, by Python name, and contained. */
@@ -90,9 +82,9 @@ test('ctypes (and so ctypes.CDLL(None).system) does not exist', async () => {
 
 test('socket.create_connection / a raw socket / urllib to a server on 127.0.0.1 never connect', async () => {
   const attempts = [
-    `import socket\nsocket.create_connection(('127.0.0.1', ${port}), timeout=2)`,
-    `import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect(('127.0.0.1', ${port}))`,
-    `import urllib.request\nurllib.request.urlopen('http://127.0.0.1:${port}/', timeout=2).read()`,
+    `import socket\nsocket.create_connection(('127.0.0.1', ${wire.port}), timeout=2)`,
+    `import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect(('127.0.0.1', ${wire.port}))`,
+    `import urllib.request\nurllib.request.urlopen('http://127.0.0.1:${wire.port}/', timeout=2).read()`,
   ];
   for (const code of attempts) {
     const r = await py(code);
@@ -224,6 +216,6 @@ test('after every attack the engine still answers and the host is unaffected', a
   const r = await py('print(sum(range(10)))');
   assert.equal(r.stdout, '45\n');
   assert.equal(existsSync(MARKER), false);
-  assert.equal(connections, 0);
+  assert.equal(wire.connections(), 0);
   assert.equal(process.env['ANTHROPIC_API_KEY'], SECRET);
 });

@@ -3,13 +3,13 @@
 // process, reaches a socket on 127.0.0.1, sees a host env var or reads /etc/passwd.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PythonLane } from '../../src/lanes/python/index.ts';
 import type { ExecResult } from '../../src/lanes/types.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tripwire, type Tripwire } from '../helpers/tripwire.ts';
 
 const SECRET = 'sk-membrane-test-secret-should-never-leak';
 process.env['ANTHROPIC_API_KEY'] = SECRET;
@@ -18,24 +18,16 @@ process.env['OPENAI_API_KEY'] = SECRET;
 const dir = mkdtempSync(join(tmpdir(), 'membrane-pyesc-'));
 const MARKER = join(dir, 'MARKER');
 const lane = new PythonLane({ poolSize: 2, cacheDir: false });
-let server: Server;
-let port = 0;
-let connections = 0;
+let wire: Tripwire;
 
 before(async () => {
-  server = createServer((s) => {
-    connections++;
-    s.destroy();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const a = server.address();
-  port = typeof a === 'object' && a !== null ? a.port : 0;
+  wire = await tripwire();
   await lane.warm();
 });
 
 after(async () => {
   await lane.close();
-  server.close();
+  await wire.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -50,7 +42,7 @@ function assertContained(r: ExecResult): void {
   assert.ok(!all.includes(SECRET), 'host secret visible');
   assert.ok(!all.includes('root:x:0:0'), '/etc/passwd content visible');
   assert.ok(!/\/work\/|node_modules|\.mjs:\d/.test(r.error?.message ?? ''), `host path in error: ${r.error?.message}`);
-  assert.equal(connections, 0, 'a connection reached the host server');
+  assert.equal(wire.connections(), 0, 'a connection reached the host server');
 }
 
 function assertFailsOrHarmless(r: ExecResult, harmless: (v: unknown) => boolean = () => false): void {
@@ -114,11 +106,11 @@ test("open('/etc/passwd').read() fails", async () => {
 });
 
 test('socket.create_connection to a server on 127.0.0.1 never connects', async () => {
-  assertFailsOrHarmless(await run(`import socket\nsocket.create_connection(('127.0.0.1', ${port}), timeout=2)`));
+  assertFailsOrHarmless(await run(`import socket\nsocket.create_connection(('127.0.0.1', ${wire.port}), timeout=2)`));
 });
 
 test('urllib.request.urlopen to a server on 127.0.0.1 never connects', async () => {
-  assertFailsOrHarmless(await run(`import urllib.request\nurllib.request.urlopen('http://127.0.0.1:${port}/', timeout=2).read()`));
+  assertFailsOrHarmless(await run(`import urllib.request\nurllib.request.urlopen('http://127.0.0.1:${wire.port}/', timeout=2).read()`));
 });
 
 test('ANTHROPIC_API_KEY / OPENAI_API_KEY from the host environment are not visible', async () => {
@@ -160,6 +152,6 @@ test('after every attack the lane still answers and the host is unaffected', asy
   const r = await run('print(sum(range(10)))');
   assert.equal(r.stdout, '45\n');
   assert.equal(existsSync(MARKER), false);
-  assert.equal(connections, 0);
+  assert.equal(wire.connections(), 0);
   assert.equal(process.env['ANTHROPIC_API_KEY'], SECRET);
 });
