@@ -240,6 +240,15 @@ test('streaming: onStdout and onStderr receive the text, which adds up to the st
   assert.equal(r.stderr, 'partial line\n');
 });
 
+test('streaming past the output cap: the callbacks get exactly the kept bytes, which are the result\'s stdout (the cap is a warning)', async () => {
+  const chunks: string[] = [];
+  const r = await py("import sys\nfor i in range(20_000): sys.stdout.write('x' * 99 + '\\n')\n'done'", { onStdout: (c) => chunks.push(c) });
+  assert.equal(r.result, 'done', JSON.stringify(r.error));
+  assert.equal(Buffer.byteLength(r.stdout), 1024 * 1024);
+  assert.equal(chunks.join(''), r.stdout);
+  assert.ok(r.warnings.some((w) => /stdout truncated/.test(w)), JSON.stringify(r.warnings));
+});
+
 test('an AbortSignal ends a spinning snippet CANCELLED soon after the abort; the reason does not travel', async () => {
   const ac = new AbortController();
   let abortedAt = 0;

@@ -74,11 +74,11 @@ export class CPythonLane {
 
   /** Compile (and instrument) the interpreter, park the pool for the default profile's shape, and wait for every boot in flight. */
   async warm(onProgress?: (done: number, total: number) => void): Promise<void> {
-    const total = 1 + this.poolSize;
+    // Progress counts parked interpreters (the module's compile comes first, inside the 0).
+    const total = Math.max(1, this.poolSize);
     onProgress?.(0, total);
     const compute = resolvePolicy({ profile: 'compute' });
     await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: compute.memoryBytes, caps: [] }));
-    onProgress?.(1, total);
     if (this.poolSize > 0) await this.pool.refill({ memoryBytes: compute.memoryBytes, vfs: compute.caps.includes('vfs') });
     await this.pool.settled();
     onProgress?.(total, total);
@@ -198,8 +198,11 @@ function parseOutcome(text: string): Outcome | null {
 
 const scrub = pathScrubber([]);
 
+/** The engine's note at the end of a capped stream: a lane's stream is the kept bytes alone (its warning says the rest). */
+const CAP_NOTE = /\n\[membrane: (?:stdout|stderr) truncated at \d+ bytes\]\n$/;
+
 function toResult(r: InterpreterRun, o: Outcome | null, req: ExecRequest, warnings: string[], start: number): ExecResult {
-  const base = { stdout: r.stdout, stderr: r.stderr, fuelUsed: r.fuelUsed, poolHit: false, warnings, durationMs: performance.now() - start };
+  const base = { stdout: r.stdout.replace(CAP_NOTE, ''), stderr: r.stderr.replace(CAP_NOTE, ''), fuelUsed: r.fuelUsed, poolHit: false, warnings, durationMs: performance.now() - start };
   if (o === null) {
     // No outcome: a wall stopped the interpreter (its code says which), or the snippet ended the process.
     const code = r.error?.code;
