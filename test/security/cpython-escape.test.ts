@@ -170,10 +170,9 @@ test('10 MB of output is capped at the 1 MiB output limit, and the call is still
   const r = await py("import sys\nfor _ in range(10): sys.stdout.write('x' * (1 << 20))\n'done'");
   assert.equal(r.ok, true, JSON.stringify(r.error));
   assert.equal(r.result, 'done');
-  const marker = '\n[membrane: stdout truncated at 1048576 bytes]\n';
-  assert.equal(r.stdout.length, (1 << 20) + marker.length);
-  assert.ok(r.stdout.endsWith(marker));
-  assert.ok(/^x+$/.test(r.stdout.slice(0, 1 << 20)));
+  // The kept bytes, and only them (a lane's stream is what streaming would deliver); the cap is a warning.
+  assert.equal(r.stdout.length, 1 << 20);
+  assert.ok(/^x+$/.test(r.stdout));
   assert.ok(r.warnings.some((w) => /stdout truncated at 1048576 bytes/.test(w)), JSON.stringify(r.warnings));
 });
 
