@@ -32,6 +32,7 @@ before(() => {
     big.set([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]);
     put('/big.wasm', big);
     put('/membomb.wasm', fixture('membomb'));
+    put('/nest.wasm', nest);
   } finally {
     vfs.close();
   }
@@ -58,4 +59,13 @@ test('a memory bomb from the VFS is held to the caller\'s memory cap, and its ca
   const r = await run('run', './membomb.wasm');
   assert.equal(r.ok, true, r.error?.message);
   assert.match(r.stdout, /status=-1 error=MEMORY_LIMIT\n$/);
+});
+
+test('a module that runs itself by path again and again stops at the nesting depth (8): QUOTA, the chain unwinds', async () => {
+  const argv: string[] = [];
+  for (let i = 0; i < 12; i++) argv.push('exec', './nest.wasm');
+  const r = await run(...argv, 'exec', 'echo', 'bottom');
+  // Depth 1..8 ran; the exec that would be depth 9 is refused, and each level reports its child.
+  assert.equal(r.stdout, `error ${GUEST_ERR.QUOTA}\nstatus=1 error=\n${'status=0 error=\n'.repeat(7)}`);
+  assert.ok(!r.stdout.includes('bottom'));
 });
