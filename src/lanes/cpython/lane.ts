@@ -198,11 +198,19 @@ function parseOutcome(text: string): Outcome | null {
 
 const scrub = pathScrubber([]);
 
-/** The engine's note at the end of a capped stream: a lane's stream is the kept bytes alone (its warning says the rest). */
-const CAP_NOTE = /\n\[membrane: (?:stdout|stderr) truncated at \d+ bytes\]\n$/;
+/**
+ * A stream as the lane reports it: the kept bytes alone. The engine ends a capped stream with a
+ * note and says so in a warning (`stdout truncated at N bytes`); only then is the note its own —
+ * a snippet may print the same text, and that stays.
+ */
+function kept(text: string, name: 'stdout' | 'stderr', warnings: readonly string[]): string {
+  const capped = warnings.find((w) => w.startsWith(`${name} truncated at `));
+  const note = capped === undefined ? null : `\n[membrane: ${capped}]\n`;
+  return note !== null && text.endsWith(note) ? text.slice(0, -note.length) : text;
+}
 
 function toResult(r: InterpreterRun, o: Outcome | null, req: ExecRequest, warnings: string[], start: number): ExecResult {
-  const base = { stdout: r.stdout.replace(CAP_NOTE, ''), stderr: r.stderr.replace(CAP_NOTE, ''), fuelUsed: r.fuelUsed, poolHit: false, warnings, durationMs: performance.now() - start };
+  const base = { stdout: kept(r.stdout, 'stdout', r.warnings), stderr: kept(r.stderr, 'stderr', r.warnings), fuelUsed: r.fuelUsed, poolHit: false, warnings, durationMs: performance.now() - start };
   if (o === null) {
     // No outcome: a wall stopped the interpreter (its code says which), or the snippet ended the process.
     const code = r.error?.code;
