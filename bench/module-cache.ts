@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ModuleCache } from '../src/engine/module-cache.ts';
-import { pyodideDir } from '../src/lanes/python/wasm-prep.ts';
+import { createRequire } from 'node:module';
 import { applyLimits, describeModule, instrumentFuel } from '../src/wasm/index.ts';
 import { median, printTable, quantile, sample, watText } from './lib.ts';
 
@@ -39,7 +39,7 @@ async function stalled(op: () => Promise<unknown>): Promise<{ wallMs: number; st
 }
 
 export async function moduleCache(): Promise<void> {
-  const big = new Uint8Array(readFileSync(join(pyodideDir(), 'pyodide.asm.wasm')));
+  const big = new Uint8Array(readFileSync(createRequire(import.meta.url).resolve('pyodide/pyodide.asm.wasm')));
   const dir = mkdtempSync(join(tmpdir(), 'membrane-bench-cache-'));
   const inline: { wallMs: number; stallMs: number }[] = [];
   const miss: { wallMs: number; stallMs: number }[] = [];

@@ -1,6 +1,6 @@
 /**
  * The tour's second act: model-written source through `engine.exec` — JavaScript and TypeScript in
- * fuel-metered QuickJS, Python in hardened Pyodide in a child process, C compiled by clang running
+ * fuel-metered QuickJS, Python in CPython on WASI, C compiled by clang running
  * as a guest — each snippet fresh, hostile ones side by side with useful ones, all at once.
  */
 
@@ -50,6 +50,6 @@ export async function snippetTour(engine: Engine): Promise<void> {
   const py = results.filter((_, i) => SNIPPETS[i]!.language === 'python');
   console.log(
     `\n${SNIPPETS.length} snippets in ${((performance.now() - t0) / 1000).toFixed(1)} s, including the lanes' start ` +
-      `(Python pool misses boot an interpreter, ~5 s; warm-pool hits: ${py.filter((r) => r.poolHit).length}/${py.length}).`,
+      `(a Python pool miss boots an interpreter, ~0.3 s; warm-pool hits: ${py.filter((r) => r.poolHit).length}/${py.length}).`,
   );
 }

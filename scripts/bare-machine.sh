@@ -13,8 +13,7 @@
 #     llvm-*, the binaryen tools (wasm-opt, wasm2js, wasm-as, ...), chromium*, chromedriver,
 #     bwrap and openssl (a file bound over a program would not do: bash's `command -v` still
 #     prints it).
-# bwrap itself is among the hidden programs, so nothing inside can nest a namespace with it (the
-# Python lane falls back to its os_process tier, as on a machine without bubblewrap).
+# bwrap itself is among the hidden programs, so nothing inside can nest a namespace with it.
 # Needs bubblewrap on the host (apt-get install bubblewrap). It hides programs, it does not
 # confine them: it is a test harness, not a sandbox.
 set -euo pipefail

@@ -20,8 +20,6 @@ const TARGETS = [
   { entry: 'src/index.ts', out: 'dist/index.js', format: 'esm', packagesExternal: true },
   { entry: 'src/interfaces/cli/main.ts', out: 'dist/cli.mjs', format: 'esm', packagesExternal: true },
   { entry: 'src/storage/query-child.mjs', out: 'dist/query-child.mjs', format: 'esm' },
-  // The Python lane's interpreter child; it loads Pyodide from node_modules at run time.
-  { entry: 'src/lanes/python/child.mjs', out: 'dist/python-child.mjs', format: 'esm' },
   { entry: 'src/lanes/js/worker.ts', out: 'dist/js-lane-worker.cjs', format: 'cjs' },
 ];
 

@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
 # `npm run test:system`: the checks that need Debian's toolchains, kept out of `npm test` (which
 # needs only Node): the fuel rewriter is fuzzed differentially on 30 fresh `wasm-opt -ttf`
-# modules; the Python lane's tests run again in its bubblewrap tier (`npm test` on a machine
-# without bubblewrap covers only the os_process tier). The committed .wasm are checked against
+# modules. The committed .wasm are checked against
 # their C sources by `npm run check:c` (scripts/build-c.ts, the in-sandbox compiler), not here.
-# Needs: apt-get install binaryen bubblewrap
+# Needs: apt-get install binaryen
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's binaryen, not the npm one that `npm run` puts first on PATH (node_modules/.bin).
 PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v '/node_modules/\.bin$' | paste -sd:)
 missing=()
 command -v wasm-opt >/dev/null || missing+=(binaryen)
-command -v bwrap >/dev/null || missing+=(bubblewrap)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "npm run test:system needs: apt-get install ${missing[*]}" >&2
   exit 1
 fi
 node --import tsx scripts/fuzz-fuel.ts 30
-MEMBRANE_EXPECT_BWRAP=1 node --import tsx --test --test-concurrency=2 test/lanes/python.test.ts test/security/python-*.test.ts

@@ -110,7 +110,7 @@ export class Engine {
     });
     this.pool.warm();
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
-    this.lanes = new Lanes(this.config, this.rewriter, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
+    this.lanes = new Lanes(this.config, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
     this.commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: this.config.cacheDir });
     this.services = new HostServices({
       registry: this.commands,

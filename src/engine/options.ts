@@ -87,12 +87,6 @@ export interface EngineOptions {
   hostFunctions?: HostFunctionsOptions;
   /** Receives what a host function threw (host side only: the guest sees UNAVAILABLE). */
   onHostFunctionError?: (failure: HostFailure) => void;
-  /**
-   * Which interpreter runs `language: 'python'`: `'pyodide'` (the default for now: a pool of
-   * pre-booted child processes) or `'cpython'` — CPython on WASI as a plain guest in the
-   * engine's workers (src/lanes/cpython; docs/lanes.md). `MEMBRANE_PYTHON_LANE` sets the default.
-   */
-  pythonLane?: 'pyodide' | 'cpython';
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -132,7 +126,6 @@ export interface EngineConfig {
   readonly maxMountFiles: number;
   /** The embedder's host caps and their function names (the functions stay with the brokers). */
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
-  readonly pythonLane: 'pyodide' | 'cpython';
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -148,8 +141,6 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     throw new SandboxError('POLICY_INVALID', 'onTimeout must be "retire" or "restart"');
   }
   resolveStoreQuotas(o.brokers?.quotas); // refused here, before any worker starts
-  const pythonLane = o.pythonLane ?? (process.env['MEMBRANE_PYTHON_LANE'] || 'pyodide');
-  if (pythonLane !== 'pyodide' && pythonLane !== 'cpython') throw new SandboxError('POLICY_INVALID', 'pythonLane must be "pyodide" or "cpython"');
 
   return Object.freeze({
     poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),
@@ -174,6 +165,5 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
     hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
-    pythonLane,
   });
 }

@@ -1,7 +1,7 @@
 /**
  * `engine.exec({ language, code, context, ... })`: untrusted source in the JS/TS lane (QuickJS on
- * wasm) or the Python lane (hardened Pyodide in the os_process tier, or CPython on WASI in the
- * engine's own workers: EngineOptions.pythonLane), under a profile like any other guest (DESIGN §7, §8).
+ * wasm) or the Python lane (CPython on WASI in the engine's own workers), under a profile like any
+ * other guest (DESIGN §7, §8).
  *
  * Owns: resolving the profile into the lane request (time, fuel, memory, caps — a caller can only
  * lower them), starting each lane on first use (and warming its pool), the profile fallback's
@@ -12,16 +12,14 @@
  * Invariant: one lane object per language per engine, closed with the engine; a request never
  * reaches a lane with more than its profile grants.
  *
- * Does not protect against: what each lane's layers do not (see src/lanes/js, src/lanes/python).
+ * Does not protect against: what each lane's layers do not (see src/lanes/js, src/lanes/cpython).
  */
 
 import { availableParallelism } from 'node:os';
-import { LaneGate } from './gate.ts';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { resolvePolicy, type PolicyOptions, type ResolveContext } from '../policy/resolve.ts';
 import type { ExecRequest, ExecResult, Language } from './types.ts';
 import type { PowerServer } from './powers.ts';
-import type { PreparedWasm } from './python/wasm-prep.ts';
 import type { CPythonRunner } from './cpython/lane.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import { resolveVfs } from '../storage/index.ts';
@@ -74,13 +72,6 @@ export interface LanesConfig extends ResolveContext {
   readonly outputLimitBytes: number;
   /** Whether fuel is metered at all. */
   readonly fuel: boolean;
-  /** Which interpreter runs Python (EngineOptions.pythonLane). */
-  readonly pythonLane: 'pyodide' | 'cpython';
-}
-
-/** Pyodide's rewrite on a thread off the main one (the engine's rewrite pool provides it). */
-export interface PythonPreparer {
-  pythonInterpreter(cacheDir: string | false): Promise<PreparedWasm>;
 }
 
 export const MAX_CODE_BYTES = 1024 * 1024;
@@ -98,35 +89,16 @@ export const MAX_CODE_BYTES = 1024 * 1024;
  */
 export const LANE_FUEL_UNIT = 1000;
 
-/** Python snippets running at once per engine (each a child process with its own interpreter). */
-export const PYTHON_MAX_RUNNING = 4;
-/** Python snippets waiting for a place; one more is OVERLOADED at once. */
-export const PYTHON_MAX_WAITING = 64;
-/** Never-used Python interpreters a pooled engine keeps booted. */
+/** Never-used Python interpreters a pooled engine keeps booted (per shape: memory cap and VFS grant). */
 export const PYTHON_POOL_SIZE = 2;
-
-/** A lane whose `exec` passes through `gate` (waiting at most the call's own timeout). */
-function gated(lane: Lane, gate: LaneGate): Lane {
-  return {
-    exec: (req) => gate.run(req.timeoutMs, () => lane.exec(req), req.signal),
-    warm: (onProgress) => lane.warm(onProgress),
-    close: () => {
-      gate.close();
-      return lane.close();
-    },
-  };
-}
 
 /** The engine's lanes: one per interpreter family, started (its pool warmed) on first use. */
 export class Lanes {
   private readonly started = new Map<'js' | 'python', Promise<Lane>>();
-  /** Python calls are processes: a bounded number run at once (lanes/gate.ts). */
-  readonly pythonGate = new LaneGate('python', PYTHON_MAX_RUNNING, PYTHON_MAX_WAITING);
 
   constructor(
     private readonly config: LanesConfig,
-    private readonly rewriter: PythonPreparer | null = null,
-    /** Runs the CPython lane's interpreter on the engine's workers (needed when pythonLane is 'cpython'). */
+    /** Runs the Python lane's interpreter on the engine's workers (the engine always gives one). */
     private readonly cpython: CPythonRunner | null = null,
   ) {}
 
@@ -140,22 +112,13 @@ export class Lanes {
       const poolSize = key === 'python' ? (serving ? PYTHON_POOL_SIZE : 1) : Math.max(1, Math.min(this.config.poolSize, 4));
       const workers = serving ? Math.max(1, Math.min(4, availableParallelism())) : 1;
       const cacheDir = (this.config.cacheDir ?? false) as string | false;
-      const rewriter = this.rewriter;
-      const options = {
-        poolSize,
-        workers,
-        cacheDir,
-        outputLimitBytes: this.config.outputLimitBytes,
-        // Pyodide's instrumentation (~0.5 s cold) runs on a rewrite thread, not this one.
-        ...(rewriter ? { prepareWasm: () => rewriter.pythonInterpreter(cacheDir) } : {}),
-      };
+      const options = { poolSize, workers, cacheDir, outputLimitBytes: this.config.outputLimitBytes };
+      const cpython = this.cpython;
       lane = (async (): Promise<Lane> => {
-        const cpython = key === 'python' && this.config.pythonLane === 'cpython' ? this.cpython : null;
-        if (key === 'python' && this.config.pythonLane === 'cpython' && cpython === null) throw new SandboxError('INTERNAL', 'the cpython lane has no runner');
-        const made: Lane = cpython
-          ? new (await import('./cpython/index.ts')).CPythonLane(cpython, poolSize)
-          : key === 'python'
-            ? gated(new (await import('./python/index.ts')).PythonLane(options), this.pythonGate)
+        if (key === 'python' && cpython === null) throw new SandboxError('INTERNAL', 'the python lane has no runner');
+        const made: Lane =
+          key === 'python' && cpython !== null
+            ? new (await import('./cpython/index.ts')).CPythonLane(cpython, poolSize)
             : new (await import('./js/index.ts')).JsLane(options);
         let last = -1;
         await made.warm((done, total) => {

@@ -6,7 +6,7 @@
  * Owns: `PowerRequest` (`{ power: "kv.get", args: [...] }`, plain JSON), `PowerAnswer` (a JSON
  * value, or a guest error code of DESIGN §4's table — never a host message), the table of lane
  * powers per cap (`LANE_POWERS`), the frame cap, and `parsePowerRequest` for requests that come
- * from a guest-controlled side (the JS lane's worker, the Python child).
+ * from a guest-controlled side (the JS lane's worker, the Python interpreter's port).
  * Invariant: a power is offered to a snippet only when its cap is granted (absent otherwise, not
  * a stub); the host side never believes that — the server re-checks every call through the broker
  * cadence (granted → revoked → rate → size → do it). Error messages a guest sees come from
@@ -42,7 +42,7 @@ export interface PowerRequest {
   readonly oversized?: number;
   /**
    * The raw wasm fuel the snippet has used so far (its charged commands included), added by the
-   * lane's own side — the JS worker's meter, the Python child's — outside the guest's JSON, never
+   * lane's own side — the JS worker's meter, the Python interpreter's — outside the guest's JSON, never
    * parsed from it. The host grants a `commands`/`exec` run at most the budget left after it.
    */
   readonly fuelUsed?: number;

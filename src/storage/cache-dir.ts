@@ -7,7 +7,7 @@
  * eviction. Invariant: before an entry is written, the whole directory tree is measured and the
  * least recently used module entries are removed until the new entry fits under `maxBytes`; an
  * entry that does not fit even after every module entry is gone is not written; writes of one `BoundedCacheDir` are serialized,
- * so its own writes never overshoot. Interpreter builds of the JS and Python lanes (other names)
+ * so its own writes never overshoot. Interpreter builds of the JS lane (other names)
  * count toward the total but are never evicted — they are a fixed few, written by the engine.
  * Another engine process sharing the directory may evict an entry this one is about to read:
  * that read is a miss, never an error.

@@ -1,6 +1,6 @@
 /**
  * Files of the on-disk module cache (`$MEMBRANE_HOME/cache`): rewritten wasm that is expensive to
- * produce (the fuel rewriter over QuickJS or Pyodide, or over an uploaded module) and cheap to
+ * produce (the fuel rewriter over QuickJS or CPython, or over an uploaded module) and cheap to
  * read back.
  *
  * Owns: the one way a cache file is written — to a unique temporary name, mode 0600 in a 0700

@@ -1,4 +1,4 @@
-// The CPython lane's contract (pythonLane: 'cpython', CPython 3.12 on WASI in the engine's own
+// The CPython lane's contract (CPython 3.12 on WASI in the engine's own
 // workers), through engine.exec — the same contract as the Pyodide lane (docs/lanes.md): stdout,
 // the last expression as `result`, a read-only `context`, GUEST_EXCEPTION reports holding only
 // `<snippet>` frames, SystemExit as GUEST_TRAP, top-level await of the snippet's own coroutines,
@@ -35,7 +35,7 @@ syncBuiltinESMExports();
 
 process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cpython-lane-'));
 // minimal's time is raised so its calls check the lane, not a loaded machine's boot.
-const engine = testEngine({ poolSize: 1, pythonLane: 'cpython', operatorLimits: { minimal: { timeoutMs: 30_000 } } });
+const engine = testEngine({ poolSize: 1, operatorLimits: { minimal: { timeoutMs: 30_000 } } });
 
 /** One memory cap for every call (one prepared interpreter), and a deadline no boot on a loaded machine reaches. */
 const BASE = { profile: 'network', memoryBytes: 64 << 20, timeoutMs: 30_000 } as const;

@@ -1,4 +1,4 @@
-// The CPython lane's escape suite (pythonLane: 'cpython'; DESIGN §8's CPython-on-WASI): every
+// The CPython lane's escape suite (DESIGN §8's CPython-on-WASI): every
 // attack a snippet can try from inside CPython 3.12 on WASI fails safely — an error or a harmless
 // value — and none runs a process, creates a host file, reaches a socket on 127.0.0.1, sees a host
 // env var, reads a file outside the call's VFS, loads native code, or forges through the lane port
@@ -19,7 +19,7 @@ process.env['OPENAI_API_KEY'] = SECRET;
 const home = mkdtempSync(join(tmpdir(), 'membrane-cpython-escape-'));
 process.env['MEMBRANE_HOME'] = home;
 const MARKER = join(home, 'MARKER');
-const engine = testEngine({ poolSize: 1, pythonLane: 'cpython' });
+const engine = testEngine({ poolSize: 1 });
 let wire: Tripwire;
 
 /** One memory cap (one prepared interpreter), a deadline no boot reaches, and only the VFS granted. */

@@ -1,4 +1,4 @@
-// The CPython lane's walls (pythonLane: 'cpython'): a runaway loop ends TIMEOUT at its deadline
+// The CPython lane's walls: a runaway loop ends TIMEOUT at its deadline
 // and frees its worker, a spin under a small fuel budget ends FUEL_EXHAUSTED within the refill's
 // overshoot, and a memory bomb — one huge allocation or a growing list, caught or not — ends
 // MEMORY_LIMIT at the call's cap; the host survives each and the next call works.
@@ -12,7 +12,7 @@ import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS, cpuMsDuring } from '../helpers/timing.ts';
 
 process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cpython-walls-'));
-const engine = testEngine({ poolSize: 1, pythonLane: 'cpython' });
+const engine = testEngine({ poolSize: 1 });
 const MiB = 1 << 20;
 
 /** One memory cap for every call (one prepared interpreter): compute's 64 MiB. */

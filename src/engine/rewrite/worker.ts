@@ -6,8 +6,7 @@
  * metering, then `WebAssembly.compile` of the result (rewrite/prepare.ts) — and the answer: the compiled module (V8
  * shares its code with the receiving thread), what the engine keeps about the input, and the
  * disk cache entry (storage/cache-file.ts) when the cache wants one. A 'compile' job compiles a
- * disk cache entry read back; a 'python-interpreter' job instruments Pyodide's wasm into the
- * Python lane's cache (its own synchronous file I/O, harmless on this thread).
+ * disk cache entry read back.
  * Invariant: a job either answers with a module that compiled, or with a SandboxError record;
  * guest-caused failures are INVALID_MODULE (malformed, does not compile) or MEMORY_LIMIT (over the
  * caps, or too large for the rewriter's heap), never INTERNAL.
@@ -20,7 +19,6 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
-import { preparePyodideWasm } from '../../lanes/python/wasm-prep.ts';
 import { asGuestError, compileRewritten, prepareModule } from './prepare.ts';
 import { REWRITE_PROTOCOL_VERSION, type RewriteReply, type RewriteRequest } from './protocol.ts';
 
@@ -42,9 +40,6 @@ port.postMessage({ v: REWRITE_PROTOCOL_VERSION, kind: 'ready' } satisfies Rewrit
 
 async function handle(msg: RewriteRequest): Promise<{ reply: RewriteReply; transfer: ArrayBuffer[] }> {
   if (msg.v !== REWRITE_PROTOCOL_VERSION) throw new SandboxError('INTERNAL', 'rewrite protocol version mismatch');
-  if (msg.kind === 'python-interpreter') {
-    return { reply: { v: REWRITE_PROTOCOL_VERSION, kind: 'python-interpreter', id: msg.id, prepared: preparePyodideWasm(msg.cacheDir) }, transfer: [] };
-  }
   if (msg.kind === 'compile') {
     const module = await compileRewritten(msg.bytes.subarray(msg.offset));
     return { reply: { v: REWRITE_PROTOCOL_VERSION, kind: 'compiled', id: msg.id, module }, transfer: [] };

@@ -33,7 +33,7 @@ export async function execCommand(argv: string[]): Promise<number> {
   // One snippet in a one-shot process: a big interpreter or compiler module (CPython, clang) is
   // done before V8's optimizing tier would pay for its recompiles (a first CPython call 2.7 →
   // 1.7 s here; the build command's header has clang's numbers). Set before any wasm compiles.
-  if (language === 'c' || language === 'cpp' || (language === 'python' && process.env['MEMBRANE_PYTHON_LANE'] === 'cpython')) setFlagsFromString('--liftoff-only');
+  if (language === 'c' || language === 'cpp' || language === 'python') setFlagsFromString('--liftoff-only');
   const inline = str(values['command']);
   if ((inline === undefined) === (positionals.length === 0) || positionals.length > 1) throw new UsageError("exec takes -c 'CODE' or one FILE");
   let code: string;

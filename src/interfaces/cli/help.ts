@@ -57,7 +57,7 @@ Example:
   exec: `Usage: membrane exec --lang js|ts|python|c|cpp (-c CODE | FILE) [flags]
 
 Run untrusted source in a fresh interpreter: JavaScript/TypeScript in fuel-metered QuickJS, Python
-in hardened Pyodide in a child process. Prints stdout/stderr, then the last expression's value as JSON.
+in CPython 3.12 on WASI (a plain guest, no JS bridge). Prints stdout/stderr, then the last expression's value as JSON.
 C and C++ are compiled inside the sandbox (membrane build) and run as a WASI guest: one deadline and
 one fuel budget cover both steps; the result is the exit status; --context arrives as stdin (JSON).
 

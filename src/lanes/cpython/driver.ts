@@ -1,13 +1,13 @@
 /**
  * The CPython lane's driver: the Python that `python -I -S -c DRIVER` runs inside the WASI guest
- * before any snippet — the shared Python of both lanes (common-py.mjs: the `membrane` module and
+ * before any snippet — the lane's Python (common-py.ts: the `membrane` module and
  * the outcome report), the port transport, and the runner.
  *
  * Owns: the driver's side of the lane protocol over the port (src/wasi/port.ts) — each request is
  * one tag byte and JSON: `N` asks for the snippet (the answer `{code, context, powers,
  * maxFrame, messages, maxResult, stream}` starts the snippet's fuel count), `P` a power request
  * (`{power, args}`), `D` the outcome (common-py's JSON). The runner compiles the snippet as
- * `<snippet>` (dedented, as the Pyodide lane does) with PyCF_ALLOW_TOP_LEVEL_AWAIT; a last
+ * `<snippet>` (dedented) with PyCF_ALLOW_TOP_LEVEL_AWAIT; a last
  * expression statement becomes the result (none when the source ends in `;`); a snippet with a
  * top-level `await` (or one that names asyncio) gets an asyncio loop whose selector only sleeps
  * (WASI has no socket pair for asyncio's self-pipe, and nothing here has a descriptor to watch).
@@ -19,7 +19,7 @@
  * `membrane` module could not (the host checks every request as the snippet's).
  */
 
-import { COMMON_PY } from '../python/common-py.mjs';
+import { COMMON_PY } from './common-py.ts';
 import { PORT_FD } from '../../wasi/port.ts';
 
 const RUNNER_PY = String.raw`

@@ -25,7 +25,7 @@ import type { PortHandler } from '../../wasi/port.ts';
 import type { PolicyConfig } from '../../policy/resolve.ts';
 import type { ExecRequest, ExecResult } from '../types.ts';
 import { MAX_POWER_FRAME_BYTES, POWER_ERROR_MESSAGES, answerPowerFrame, encodeAnswer, lanePowerCaps } from '../powers.ts';
-import { guestExceptionError, parseGuestException, pathScrubber } from '../python/exception.ts';
+import { guestExceptionError, parseGuestException, pathScrubber } from './exception.ts';
 import { DRIVER_PY } from './driver.ts';
 import { interpreterBytes } from './interpreter.ts';
 import { InterpreterPool, type InterpreterRun, type InterpreterRunOptions, type Parked } from './pool.ts';

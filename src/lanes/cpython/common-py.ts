@@ -1,25 +1,26 @@
-// The Python both Python lanes run before a snippet (plain JavaScript holding Python source, so
-// the Pyodide child imports it unbundled and the CPython lane bundles it): the `membrane` module
-// and the snippet's outcome report.
-//
-// Owns: `_freeze`/`_thaw` (the read-only `context`), `_membrane_module(powers, max_frame,
-// messages, exchange)` — one attribute per granted cap, each power a JSON request handed to
-// `exchange` (bytes in, the answer's bytes out: the lane's transport) — and the outcome report:
-// `_failure`/`_success` produce the JSON outcome `{ ok, result? | kind, exception? }`. An uncaught
-// exception's report keeps only frames whose code is the snippet's (`<snippet>`), deepest first,
-// at most _MAX_FRAMES, with the snippet's own lines and 1-based columns; `traceback` is the text
-// Python would print for those frames with the chain of causes and contexts (at most _MAX_CHAIN,
-// cycles cut), at most _MAX_TRACEBACK characters (its end kept). SystemExit stays
-// `kind: 'SystemExit'` and MemoryError `kind: 'MemoryError'`.
-//
-// Invariant: reading an exception runs no guest code except its `__str__` (through `str()`), and
-// under the call's meter. The traceback, cause and context are read through BaseException's own
-// descriptors, names through `type`'s (a subclass's property cannot stand in), strings are checked
-// to be exact `str` before they are compared or sliced, and every size is cut here (the host
-// cuts again: this code runs beside guest code).
-//
-// Does not protect against: a snippet that writes a host-looking path into its own exception's
-// message (it is the snippet's text); each lane's host side scrubs the paths it knows.
+/**
+ * The Python the CPython lane's driver runs before a snippet: the `membrane` module and
+ * the snippet's outcome report (a TypeScript string holding Python source, joined into driver.ts).
+ *
+ * Owns: `_freeze`/`_thaw` (the read-only `context`), `_membrane_module(powers, max_frame,
+ * messages, exchange)` — one attribute per granted cap, each power a JSON request handed to
+ * `exchange` (bytes in, the answer's bytes out: the lane's transport) — and the outcome report:
+ * `_failure`/`_success` produce the JSON outcome `{ ok, result? | kind, exception? }`. An uncaught
+ * exception's report keeps only frames whose code is the snippet's (`<snippet>`), deepest first,
+ * at most _MAX_FRAMES, with the snippet's own lines and 1-based columns; `traceback` is the text
+ * Python would print for those frames with the chain of causes and contexts (at most _MAX_CHAIN,
+ * cycles cut), at most _MAX_TRACEBACK characters (its end kept). SystemExit stays
+ * `kind: 'SystemExit'` and MemoryError `kind: 'MemoryError'`.
+ *
+ * Invariant: reading an exception runs no guest code except its `__str__` (through `str()`), and
+ * under the call's meter. The traceback, cause and context are read through BaseException's own
+ * descriptors, names through `type`'s (a subclass's property cannot stand in), strings are checked
+ * to be exact `str` before they are compared or sliced, and every size is cut here (the host
+ * cuts again: this code runs beside guest code).
+ *
+ * Does not protect against: a snippet that writes a host-looking path into its own exception's
+ * message (it is the snippet's text); the lane's host side (lane.ts) scrubs the paths it knows.
+ */
 
 export const COMMON_PY = String.raw`
 import sys, json, io, itertools, types, os
@@ -64,7 +65,7 @@ def _message(e):
 class _Source:
     def __init__(self, code):
         self.lines = code.replace('\r\n', '\n').replace('\r', '\n').split('\n')
-        # Pyodide compiles the dedented source: columns it reports are shifted by the margin.
+        # The driver compiles the dedented source: columns it reports are shifted by the margin.
         first = next((l for l in self.lines if l.strip()), '')
         dedented = next((l for l in _textwrap.dedent(code).replace('\r\n', '\n').replace('\r', '\n').split('\n') if l.strip()), '')
         self.margin = max(0, len(first) - len(dedented))
