@@ -70,5 +70,6 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
         }
       : {}),
   });
-  return vfs ? { ...server, vfsFile: () => vfs.file() } : server;
+  // The Python lane's interpreter opens (creates) the file itself, on its first file access.
+  return vfs ? { ...server, vfsFile: () => vfs.path() } : server;
 }

@@ -27,9 +27,10 @@ export interface ExecRequest extends CallControls {
   /** The embedder's host caps this call was granted, as globals (served by `powers` too). */
   readonly hostPowers?: readonly HostPower[];
   /**
-   * With `vfs`: the call's VFS database file (the one `powers` serves `vfs.*` from), opened — a
-   * private one created — when first asked for. A lane that mounts files for its interpreter
-   * asks; one that only serves powers never does.
+   * With `vfs`: the path of the call's VFS database file (the one `powers` serves `vfs.*` from);
+   * asking neither opens nor creates it — whoever first uses it does (the interpreter's worker,
+   * or the power server). A lane that mounts files for its interpreter asks; one that only
+   * serves powers never does.
    */
   readonly vfsFile?: () => string;
 }

@@ -124,22 +124,32 @@ export class LaneVfs {
     return this.dbFile!;
   }
 
-  private open(): Vfs {
+  /**
+   * The database file's path, neither opened nor created here: a lane interpreter opens (for a
+   * private VFS: creates) it on its first file access (engine/worker/late-vfs.ts). `close()`
+   * removes a private one either way.
+   */
+  path(): string {
     if (this.closed) return refuse(GUEST_ERR.UNAVAILABLE);
-    if (this.vfs) return this.vfs;
-    const { name, maxBytes, maxInodes } = this.options;
-    let file: string;
-    if (name !== undefined) file = resolveVfs({ name }).file;
+    if (this.dbFile !== null) return this.dbFile;
+    const { name } = this.options;
+    if (name !== undefined) this.dbFile = resolveVfs({ name }).file;
     else {
       const dir = storageDir('vfs');
       if (!swept) {
         swept = true;
         sweepPrivateVfs(dir);
       }
-      file = join(dir, `exec-${process.pid}-${randomBytes(32).toString('hex')}.sqlite`);
+      this.dbFile = join(dir, `exec-${process.pid}-${randomBytes(32).toString('hex')}.sqlite`);
     }
-    this.dbFile = file;
-    this.vfs = Vfs.open({ file, maxBytes, maxInodes });
+    return this.dbFile;
+  }
+
+  private open(): Vfs {
+    if (this.closed) return refuse(GUEST_ERR.UNAVAILABLE);
+    if (this.vfs) return this.vfs;
+    const file = this.path();
+    this.vfs = Vfs.open({ file, maxBytes: this.options.maxBytes, maxInodes: this.options.maxInodes });
     return this.vfs;
   }
 

@@ -206,6 +206,16 @@ test('files: open() writes the call VFS, seen by membrane.vfs.read; a named vfs 
   assert.equal(priv.result, false);
 });
 
+test('sqlite3 works: in memory, and on a file of the call VFS that a later call reads back', async () => {
+  const mem = await py("import sqlite3\nc = sqlite3.connect(':memory:')\nc.execute('create table t(x)')\nc.execute('insert into t values (41)')\nc.execute('select x + 1 from t').fetchone()[0]");
+  assert.equal(mem.result, 42, JSON.stringify(mem.error));
+  const vfs = 'cpython-lane-sqlite';
+  const w = await py("import sqlite3\nc = sqlite3.connect('/app.db')\nc.execute('create table t(x)')\nc.execute(\"insert into t values ('kept')\")\nc.commit()\nc.close()", { vfs });
+  assert.equal(w.ok, true, JSON.stringify(w.error));
+  const r = await py("import sqlite3\nsqlite3.connect('/app.db').execute('select x from t').fetchone()[0]", { vfs });
+  assert.equal(r.result, 'kept', JSON.stringify(r.error));
+});
+
 test('caps without vfs: the call runs, membrane.vfs is absent, and no file exists — nothing to read, nowhere to write', async () => {
   const vfs = 'cpython-lane-no-vfs';
   const seed = await py("open('/kept.txt', 'w').write('kept')", { vfs });

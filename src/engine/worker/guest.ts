@@ -246,7 +246,8 @@ export class Guest {
     const spec = this.spec.vfs;
     this.openVfs();
     if (!spec || !this.late) return false;
-    return this.late.bind(file, { maxBytes: spec.maxBytes, maxInodes: spec.maxInodes }, spec.preopens.map((p) => p.volume));
+    this.late.bind(file, { maxBytes: spec.maxBytes, maxInodes: spec.maxInodes }, spec.preopens.map((p) => p.volume));
+    return true;
   }
 
   private buildImports(): WebAssembly.Imports {

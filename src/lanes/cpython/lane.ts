@@ -38,6 +38,9 @@ import { resolvePolicy } from '../../policy/resolve.ts';
  */
 const BOOT_FUEL = 2e9;
 
+/** A call still running this long after it took a parked interpreter refills the pool beside it (else at its end). */
+const REFILL_DELAY_MS = 250;
+
 /** The most result JSON the driver reports (past it the result is dropped with a warning). */
 const MAX_RESULT_CHARS = 4 * 1024 * 1024;
 /** An outcome frame larger than this is not believed (the result, an exception report and a margin). */
@@ -134,10 +137,28 @@ export class CPythonLane {
     const vfsFile = req.caps.includes('vfs') ? req.vfsFile?.() : undefined;
     const streaming = req.onStdout !== undefined || req.onStderr !== undefined;
     // A parked interpreter was booted without streaming: a streaming call boots its own.
-    const parked = this.poolSize > 0 && !streaming ? this.pool.take({ memoryBytes: req.memoryBytes, vfs: req.caps.includes('vfs') }) : null;
+    const shape = { memoryBytes: req.memoryBytes, vfs: req.caps.includes('vfs') };
+    const pooled = this.poolSize > 0 && !streaming;
+    const parked = pooled ? this.pool.take(shape) : null;
+    const refill = pooled ? this.pool.refillAfter(shape, REFILL_DELAY_MS) : null;
+    try {
+      return await this.run(req, parked, { policy, port, snippet, vfsFile, warnings, start, onStart: () => (started = true) }, () => outcome);
+    } finally {
+      refill?.now();
+    }
+  }
+
+  /** One call on `parked`, else on an interpreter it boots. */
+  private async run(
+    req: ExecRequest,
+    parked: Parked | null,
+    c: { policy: PolicyConfig; port: PortHandler; snippet: Uint8Array; vfsFile: string | undefined; warnings: string[]; start: number; onStart(): void },
+    outcome: () => Outcome | null,
+  ): Promise<ExecResult> {
+    const { policy, port, snippet, vfsFile, warnings, start } = c;
     let r: InterpreterRun;
     if (parked) {
-      started = true;
+      c.onStart();
       const begin = { ms: req.timeoutMs, fuel: req.fuel, ...(vfsFile !== undefined ? { vfsFile } : {}) };
       r = await parked.resume({ tenant: 'default', policy, port, answer: snippet, start: begin, signal: req.signal });
     } else {
@@ -155,7 +176,7 @@ export class CPythonLane {
     // The outcome counts only from an interpreter that then exited cleanly (the driver's
     // `os._exit(0)` right after it): the snippet can write a `D` to the port itself, and a wall
     // it runs into afterwards (TIMEOUT, MEMORY_LIMIT, ...) must not be masked by that report.
-    return { ...toResult(r, r.ok ? outcome : null, req, warnings, start), poolHit: parked !== null };
+    return { ...toResult(r, r.ok ? outcome() : null, req, warnings, start), poolHit: parked !== null };
   }
 
   /**

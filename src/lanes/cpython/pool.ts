@@ -3,7 +3,7 @@
  * the engine's workers (engine/lane-runner.ts), each serving exactly one call — fresh, never
  * reused, yet with no boot on the call's path. Kept per shape (the memory cap the interpreter
  * was instantiated with, and whether it has the `vfs` preopens), refilled in the background after
- * every take, replaced before its boot's walls would end it.
+ * every call that took from it (refillAfter), replaced before its boot's walls would end it.
  *
  * Owns: which parked interpreters exist, their ages, the refill (at most `size` parked or booting
  * per shape) and the hit/miss counts. Invariant: an interpreter is handed out at most once, and
@@ -79,7 +79,10 @@ export class InterpreterPool {
     private readonly size: number,
   ) {}
 
-  /** A parked interpreter of this shape, or null (a miss); the pool refills behind it either way. */
+  /**
+   * A parked interpreter of this shape, or null (a miss). The caller refills the pool with
+   * `refillAfter` (booting beside the call would take the CPU the call needs on a small machine).
+   */
   take(shape: Shape): Parked | null {
     const key = keyOf(shape);
     const list = this.parked.get(key) ?? [];
@@ -91,8 +94,24 @@ export class InterpreterPool {
     }
     if (found) this.hits++;
     else this.misses++;
-    this.refill(shape);
     return found;
+  }
+
+  /**
+   * Refill this shape when the call that took from it ends (`now()`), or after `delayMs` if it is
+   * still running then — a short call never shares the CPU with a boot, a long one does not
+   * leave the pool empty for its whole length.
+   */
+  refillAfter(shape: Shape, delayMs: number): { now(): void } {
+    let timer: ReturnType<typeof setTimeout> | null = setTimeout(() => go(), delayMs);
+    timer.unref?.();
+    const go = (): void => {
+      if (timer === null) return;
+      clearTimeout(timer);
+      timer = null;
+      void this.refill(shape);
+    };
+    return { now: go };
   }
 
   /** Boot until `size` of this shape are parked or booting; resolves when those started now have parked. */
