@@ -6,7 +6,7 @@
  *
  * Owns: booting a parked run (the boot policy's walls bound the boot and the wait), the hand-over
  * (a fresh host job for the call — its principal, its policy, its port — then the parked host call
- * is answered with the snippet's start: its own time and fuel budget and its VFS) and the call's
+ * is answered with the snippet's start: its own time and fuel budget, its VFS, whether to stream) and the call's
  * wait (its deadline, its signal: TIMEOUT/CANCELLED as for any run, the worker terminated when a
  * wall cut it). A parked interpreter serves exactly one call; its worker goes back to the pool
  * afterwards only if the job ended by itself.
@@ -21,10 +21,11 @@
 import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type SnippetStart } from './bridge/protocol.ts';
 import type { Caller, JobHost } from './bridge/host-services.ts';
 import type { WorkerHandle } from './bridge/worker-handle.ts';
+import { StreamSink } from './bridge/stream-sink.ts';
 import { buildSpec, vfsSpec, type RunOptions } from './guest-spec.ts';
 import { planLinks } from './linker.ts';
 import { graceFor } from './budget.ts';
-import { CallWatch } from './call-controls.ts';
+import { CallWatch, withStreamed } from './call-controls.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import type { EngineConfig } from './options.ts';
 import type { PreparedModule } from './module-cache.ts';
@@ -52,6 +53,9 @@ export interface ParkedCall {
   readonly answer: Uint8Array;
   readonly start: SnippetStart;
   readonly signal?: AbortSignal | undefined;
+  /** Stream the snippet's output (the interpreter booted without: the start turns it on). */
+  readonly onStdout?: ((chunk: string) => void) | undefined;
+  readonly onStderr?: ((chunk: string) => void) | undefined;
 }
 
 export interface ParkedInterpreter {
@@ -110,9 +114,10 @@ async function park(parts: LaneRunnerParts, bytes: Uint8Array, opts: RunOptions,
     return PARK;
   };
   const bootJob = services.job({ tenant: 'default', instance: id, policy, spec, port: boot });
+  const jobId = nextJob++;
   let parked = false;
   try {
-    handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: nextJob++, module: prepared.module, spec, entry: { kind: 'start' }, budget: { ms: policy.timeoutMs, fuel: policy.fuel }, stream: false });
+    handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: jobId, module: prepared.module, spec, entry: { kind: 'start' }, budget: { ms: policy.timeoutMs, fuel: policy.fuel }, stream: false });
     const a = await handle.awaitDone(performance.now() + policy.timeoutMs, bootJob.handle, graceFor(prepared));
     if (a.kind !== 'parked') throw new SandboxError('INTERNAL', `the interpreter did not reach its snippet request (${a.kind === 'dead' ? a.error.code : a.kind === 'done' ? (a.frame.outcome.ok ? 'exited' : a.frame.outcome.error.code) : a.kind})`);
     parked = true;
@@ -131,22 +136,25 @@ async function park(parts: LaneRunnerParts, bytes: Uint8Array, opts: RunOptions,
     resume: async (call) => {
       if (used) throw new SandboxError('INTERNAL', 'a parked interpreter serves one call');
       used = true;
-      return resume(parts, handle, prepared, spec, id, call);
+      return resume(parts, handle, prepared, spec, { id, jobId }, call);
     },
   };
 }
 
-async function resume(parts: LaneRunnerParts, handle: WorkerHandle, prepared: PreparedModule, spec: Caller['spec'], id: string, call: ParkedCall): Promise<RunResult> {
+async function resume(parts: LaneRunnerParts, handle: WorkerHandle, prepared: PreparedModule, spec: Caller['spec'], run: { id: string; jobId: number }, call: ParkedCall): Promise<RunResult> {
   const { pool, services, config } = parts;
   const { policy } = call;
   const startedAt = performance.now();
   const deadline = startedAt + policy.timeoutMs;
   const watch = new CallWatch(call.signal);
-  const job = services.job({ tenant: call.tenant, instance: id, policy, spec, port: call.port });
+  const job = services.job({ tenant: call.tenant, instance: run.id, policy, spec, port: call.port });
+  // The worker streams the boot job's output from the start on, when the call asked for it.
+  const sink = StreamSink.for(run.jobId, call, config.outputLimitBytes);
   let awaited;
   try {
-    handle.answerParked({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value: 1, payload: encodeStart({ ...call.start, ms: Math.min(call.start.ms, policy.timeoutMs) }, call.answer) });
-    awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), watch.signal, null);
+    const start = { ...call.start, ms: Math.min(call.start.ms, policy.timeoutMs), ...(sink ? { stream: true } : {}) };
+    handle.answerParked({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value: 1, payload: encodeStart(start, call.answer) });
+    awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), watch.signal, sink);
   } catch (e) {
     void pool.discard(handle);
     return failure(toSandboxError(e), { profile: policy.profile, warnings: policy.warnings }, performance.now() - startedAt);
@@ -156,13 +164,17 @@ async function resume(parts: LaneRunnerParts, handle: WorkerHandle, prepared: Pr
   }
   if (awaited.kind === 'done') pool.release(handle);
   else void pool.discard(handle);
-  return fromAwaited(awaited, {
-    profile: policy.profile,
-    warnings: policy.warnings,
-    isCommand: true,
-    timeoutMs: policy.timeoutMs,
-    startedAt,
-    outputLimitBytes: config.outputLimitBytes,
-    cancelled: watch.cancelledBy(deadline),
-  });
+  return withStreamed(
+    fromAwaited(awaited, {
+      profile: policy.profile,
+      warnings: policy.warnings,
+      isCommand: true,
+      timeoutMs: policy.timeoutMs,
+      startedAt,
+      outputLimitBytes: config.outputLimitBytes,
+      cancelled: watch.cancelledBy(deadline),
+    }),
+    awaited,
+    sink,
+  );
 }

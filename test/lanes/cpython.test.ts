@@ -253,6 +253,26 @@ test('streaming: onStdout and onStderr receive the text, which adds up to the st
   assert.equal(r.stderr, 'partial line\n');
 });
 
+test('a streaming call takes a parked interpreter too, and its first chunk arrives while it still runs', async () => {
+  await (await (engine as unknown as { lanes: { get(l: 'python'): Promise<{ warm(): Promise<void> }> } }).lanes.get('python')).warm();
+  let firstAt = 0;
+  const chunks: string[] = [];
+  const t0 = performance.now();
+  const r = await py("import time\nprint('early', flush=True)\nt = time.time()\nwhile time.time() - t < 0.3: pass\nprint('late')\n1", {
+    onStdout: (c) => {
+      if (firstAt === 0) firstAt = performance.now();
+      chunks.push(c);
+    },
+  });
+  const total = performance.now() - t0;
+  assert.equal(r.result, 1, JSON.stringify(r.error));
+  assert.equal(r.poolHit, true, 'the streaming call booted its own interpreter');
+  assert.equal(chunks.join(''), 'early\nlate\n');
+  assert.ok(chunks[0]!.startsWith('early'), JSON.stringify(chunks));
+  // The first chunk came before the 0.3 s of work was over.
+  assert.ok(firstAt - t0 < total - 150, `first chunk after ${(firstAt - t0).toFixed(0)} ms of ${total.toFixed(0)} ms`);
+});
+
 test('streaming past the output cap: the callbacks get exactly the kept bytes, which are the result\'s stdout (the cap is a warning)', async () => {
   const chunks: string[] = [];
   const r = await py("import sys\nfor i in range(20_000): sys.stdout.write('x' * 99 + '\\n')\n'done'", { onStdout: (c) => chunks.push(c) });

@@ -169,14 +169,15 @@ test('tracebacks: an exception after a top-level await, and a chained one, read 
   assert.match(d.traceback, /ZeroDivisionError: division by zero\n\nThe above exception was the direct cause of the following exception:\n\nTraceback \(most recent call last\):\n {2}File "<snippet>", line 6, in <module>\n/);
 });
 
-test('an abort while its interpreter still boots (a streaming call boots its own) answers CANCELLED without waiting for the boot', async () => {
+test('an abort while its interpreter still boots (a memory cap no parked interpreter has) answers CANCELLED without waiting for the boot', async () => {
   const ac = new AbortController();
   setTimeout(() => ac.abort(), 50);
   const t0 = performance.now();
-  const r = await py("print('ran')", { timeoutMs: LONG_MS, signal: ac.signal, onStdout: () => {} });
+  const r = await py("print('ran')", { timeoutMs: LONG_MS, signal: ac.signal, memoryBytes: 96 << 20 });
   const ms = performance.now() - t0;
   assert.equal(r.error?.code, 'CANCELLED', JSON.stringify(r.error));
   assert.equal(r.stdout, '');
+  assert.equal(r.poolHit, false);
   // A boot takes ~0.3 s (more on a loaded machine); the answer came with the abort.
   assert.ok(ms < 50 + LOAD_SLACK_MS, `answered after ${ms.toFixed(0)} ms`);
 });

@@ -349,32 +349,41 @@ export function isControlMessage(x: unknown): x is ControlMessage {
 
 /**
  * A lane snippet's start (the `port` reply whose value has bit 0 set): its own budget and, for a
- * pooled interpreter that booted without one, the call's VFS database — host-chosen, never the
- * guest's. Travels before the answer in the reply's payload.
+ * pooled interpreter that booted without them, the call's VFS database — host-chosen, never the
+ * guest's — and whether its output is streamed from now on. Travels before the answer in the
+ * reply's payload: ms (f64), fuel (f64), the file's length (u32), flags (u32: bit 0 stream), the file.
  */
 export interface SnippetStart {
   readonly ms: number;
   readonly fuel: number;
   readonly vfsFile?: string;
+  readonly stream?: boolean;
 }
+
+const START_HEADER = 24;
 
 export function encodeStart(start: SnippetStart, answer: Uint8Array): Uint8Array {
   const file = new TextEncoder().encode(start.vfsFile ?? '');
-  const out = new Uint8Array(20 + file.length + answer.length);
+  const out = new Uint8Array(START_HEADER + file.length + answer.length);
   const v = new DataView(out.buffer);
   v.setFloat64(0, start.ms, true);
   v.setFloat64(8, start.fuel, true);
   v.setUint32(16, file.length, true);
-  out.set(file, 20);
-  out.set(answer, 20 + file.length);
+  v.setUint32(20, start.stream === true ? 1 : 0, true);
+  out.set(file, START_HEADER);
+  out.set(answer, START_HEADER + file.length);
   return out;
 }
 
 export function decodeStart(payload: Uint8Array): { start: SnippetStart; answer: Uint8Array } {
-  if (payload.length < 20) throw invalid('snippet start');
+  if (payload.length < START_HEADER) throw invalid('snippet start');
   const v = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const n = v.getUint32(16, true);
-  if (20 + n > payload.length) throw invalid('snippet start');
-  const file = new TextDecoder().decode(payload.subarray(20, 20 + n));
-  return { start: { ms: v.getFloat64(0, true), fuel: v.getFloat64(8, true), ...(file ? { vfsFile: file } : {}) }, answer: payload.subarray(20 + n) };
+  if (START_HEADER + n > payload.length) throw invalid('snippet start');
+  const file = new TextDecoder().decode(payload.subarray(START_HEADER, START_HEADER + n));
+  const stream = (v.getUint32(20, true) & 1) === 1;
+  return {
+    start: { ms: v.getFloat64(0, true), fuel: v.getFloat64(8, true), ...(file ? { vfsFile: file } : {}), ...(stream ? { stream } : {}) },
+    answer: payload.subarray(START_HEADER + n),
+  };
 }

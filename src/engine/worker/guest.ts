@@ -44,6 +44,8 @@ export interface GuestHooks {
   readonly tick: () => void;
   /** The guest is about to block (a host call, a sleep): streamed output goes out now. */
   readonly idle: () => void;
+  /** From now on the current job's output is streamed (a parked lane interpreter's call asked for it). */
+  readonly stream: (stdout: CappedStream, stderr: CappedStream) => void;
 }
 
 export class Guest {
@@ -153,6 +155,7 @@ export class Guest {
       // The snippet starts: its own budget from now, over its call's VFS when the host names one.
       const { start, answer: rest } = decodeStart(payload);
       if (start.vfsFile !== undefined && !this.bindVfs(start.vfsFile)) return GUEST_ERR.UNAVAILABLE;
+      if (start.stream === true) this.hooks?.stream(this.stdout, this.stderr);
       this.deadline = performance.now() + start.ms;
       this.budgetFuel = start.fuel;
       this.meter?.begin(start.fuel, this.deadline);

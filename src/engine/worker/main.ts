@@ -59,7 +59,7 @@ const forward = new OutputForwarder(
   (msg, transfer) => port.postMessage(msg, transfer),
   () => ch.outputAcked,
 );
-const hooks: GuestHooks = { nap: (ms) => ch.nap(ms), tick: forward.tick, idle: forward.idle };
+const hooks: GuestHooks = { nap: (ms) => ch.nap(ms), tick: forward.tick, idle: forward.idle, stream: (out, err) => forward.begin(currentJob, out, err, true) };
 
 const bridge: HostBridge = {
   call(op: HostOp, blobs: readonly Uint8Array[] = []): HostAnswer {

@@ -15,8 +15,9 @@
  * checked, the exception cut again by python/exception.ts. A call without an outcome ended at a
  * wall, and says which.
  *
- * A call takes a parked, never-used interpreter of its shape from the pool (pool.ts), else boots
- * its own; either way the boot is not billed to it.
+ * A call — streaming or not — takes a parked, never-used interpreter of its shape from the pool
+ * (pool.ts), else boots its own; either way the boot is not billed to it, and the pool refills
+ * after the call (or REFILL_DELAY_MS into it).
  *
  * Does not protect against: what the WASI surface and the brokers do not (src/wasi, src/brokers).
  */
@@ -135,10 +136,8 @@ export class CPythonLane {
       return -4; // INVALID: a request out of turn (the snippet wrote to the port itself)
     };
     const vfsFile = req.caps.includes('vfs') ? req.vfsFile?.() : undefined;
-    const streaming = req.onStdout !== undefined || req.onStderr !== undefined;
-    // A parked interpreter was booted without streaming: a streaming call boots its own.
     const shape = { memoryBytes: req.memoryBytes, vfs: req.caps.includes('vfs') };
-    const pooled = this.poolSize > 0 && !streaming;
+    const pooled = this.poolSize > 0;
     const parked = pooled ? this.pool.take(shape) : null;
     const refill = pooled ? this.pool.refillAfter(shape, REFILL_DELAY_MS) : null;
     try {
@@ -160,7 +159,7 @@ export class CPythonLane {
     if (parked) {
       c.onStart();
       const begin = { ms: req.timeoutMs, fuel: req.fuel, ...(vfsFile !== undefined ? { vfsFile } : {}) };
-      r = await parked.resume({ tenant: 'default', policy, port, answer: snippet, start: begin, signal: req.signal });
+      r = await parked.resume({ tenant: 'default', policy, port, answer: snippet, start: begin, signal: req.signal, onStdout: req.onStdout, onStderr: req.onStderr });
     } else {
       const opts = {
         argv0: 'python',

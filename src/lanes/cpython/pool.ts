@@ -50,6 +50,8 @@ export interface Parked {
     readonly answer: Uint8Array;
     readonly start: { readonly ms: number; readonly fuel: number; readonly vfsFile?: string };
     readonly signal?: AbortSignal | undefined;
+    readonly onStdout?: ((chunk: string) => void) | undefined;
+    readonly onStderr?: ((chunk: string) => void) | undefined;
   }): Promise<InterpreterRun>;
   discard(): void;
   readonly parkedAt: number;
