@@ -80,12 +80,24 @@ export function listPrefix(vfs: Vfs, spec: VfsSpec, prefix: string): Listed[] | 
 }
 
 /**
- * The bytes of the module a command name that is a path (`./a.wasm`, `/out/tool.wasm`) names in
- * the caller's VFS, or a guest error code. A relative path is taken from `/` (a WASI guest's
- * working directory); at most `MAX_VFS_MODULE_BYTES`.
+ * Whether a command name is a path (`./a.wasm`, `/out/tool.wasm`, `bin/t.wasm`): it then names a
+ * module in the caller's own VFS and is never looked up in the registry — in core guests, the
+ * shell and the source lanes alike.
+ */
+export const isCommandPath = (name: string): boolean => name.includes('/');
+
+/** The VFS path a command path names: absolute as given, a relative one taken from `/` (leading `./` dropped). */
+export function commandModulePath(name: string): string {
+  return name.startsWith('/') ? name : `/${name.replace(/^(?:\.\/)+/, '')}`;
+}
+
+/**
+ * The bytes of the module a command name that is a path names in the caller's VFS, or a guest
+ * error code (`commandModulePath`: a relative path is taken from `/`, a WASI guest's working
+ * directory); at most `MAX_VFS_MODULE_BYTES`.
  */
 export function readModule(vfs: Vfs, spec: VfsSpec, name: string): Uint8Array | number {
-  const at = locatePath(spec, name.startsWith('/') ? name : `/${name.replace(/^(?:\.\/)+/, '')}`);
+  const at = locatePath(spec, commandModulePath(name));
   if (typeof at === 'number') return at;
   try {
     const st = vfs.open(at.volume, at.rest, 0);

@@ -25,7 +25,8 @@
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
 import type { CapWord } from '../policy/profiles.ts';
-import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
+import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
+import { commandModulePath, isCommandPath } from '../abi/vfs-paths.ts';
 import { LANE_FUEL_UNIT } from './exec.ts';
 import { PowerRefusal, type LaneVfs } from './vfs.ts';
 
@@ -134,8 +135,8 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
   const vfs = (): LaneVfs => deps.vfs ?? refuse(GUEST_ERR.DENIED);
 
   const fromVfs = (path: string, argv: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[] } => {
-    const rel = path.startsWith('./') ? path.slice(2) : path;
-    const bytes = vfs().read(rel.startsWith('/') ? rel : `/${rel}`) ?? refuse(GUEST_ERR.NOT_FOUND);
+    // A module may be larger than a file a snippet reads: the cap is core guests' (abi/command.ts).
+    const bytes = vfs().read(commandModulePath(path), MAX_VFS_MODULE_BYTES) ?? refuse(GUEST_ERR.NOT_FOUND);
     return { bytes, argv, images: [] };
   };
 
@@ -147,7 +148,7 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
     const argv = [req.name, ...req.argv];
     // A path (`./a.wasm`, `/out/tool.wasm`) names a module in the call's own VFS — one the snippet
     // built, say — run like a registered command, one level deeper, under the same grant.
-    const found = req.name.includes('/') ? fromVfs(req.name, req.argv) : (deps.command(req.name, req.argv) ?? refuse(GUEST_ERR.NOT_FOUND));
+    const found = isCommandPath(req.name) ? fromVfs(req.name, req.argv) : (deps.command(req.name, req.argv) ?? refuse(GUEST_ERR.NOT_FOUND));
     let release: (() => void) | null = null;
     if (mode === 'exec') {
       release = deps.takeExec();

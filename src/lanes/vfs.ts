@@ -171,7 +171,8 @@ export class LaneVfs {
   }
 
   /** The file's bytes, or null when there is no such file. */
-  read(path: unknown): Uint8Array | null {
+  /** A file's bytes (null when there is none), at most `max` (TOO_LARGE past it). */
+  read(path: unknown, max = MAX_LANE_READ_BYTES): Uint8Array | null {
     const at = this.at(path);
     return this.guarded(() => {
       const vfs = this.open();
@@ -183,7 +184,7 @@ export class LaneVfs {
         throw e;
       }
       if (st.kind !== 'file') return refuse(GUEST_ERR.INVALID);
-      if (st.size > MAX_LANE_READ_BYTES) return refuse(GUEST_ERR.TOO_LARGE);
+      if (st.size > max) return refuse(GUEST_ERR.TOO_LARGE);
       return vfs.read(st.ino, 0, st.size);
     });
   }

@@ -33,6 +33,7 @@ import { readVfs, removeVfs, writeVfs } from './vfs-io.ts';
 import { driveTool } from './tool-driver.ts';
 import { runId } from '../build/build.ts';
 import { MAX_VFS_MODULE_BYTES } from '../abi/command.ts';
+import { commandModulePath, isCommandPath } from '../abi/vfs-paths.ts';
 
 export const MAX_STEPS = 10_000;
 export const MAX_PIPELINE_STAGES = 64;
@@ -135,7 +136,7 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
     if ((name === 'true' || name === 'false') && !registry.get(name)) return { status: name === 'true' ? 0 : 1, out: EMPTY };
     // A path (`./a.wasm`, `/bin/tool.wasm`) names a module in the script's own VFS — one it built,
     // say — run like any command: sandboxed, under the script's profile, on the same VFS.
-    const fromVfs = name.includes('/') ? readVfs(vfs, name.startsWith('./') ? name.slice(1) : name, MAX_VFS_MODULE_BYTES) : null;
+    const fromVfs = isCommandPath(name) ? readVfs(vfs, commandModulePath(name), MAX_VFS_MODULE_BYTES) : null;
     if (typeof fromVfs === 'string') {
       stderr.write(`sh: ${printable(name)}: ${fromVfs === 'ENOENT' ? 'No such file or directory' : fromVfs}\n`);
       return { status: fromVfs === 'ENOENT' ? 127 : 126, out: EMPTY };

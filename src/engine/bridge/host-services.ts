@@ -30,6 +30,7 @@ import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../../policy/profiles.ts';
 import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, fanOut, type BrokerAnswer } from '../../brokers/index.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
+import { isCommandPath } from '../../abi/vfs-paths.ts';
 import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from '../registry.ts';
 import type { RunResult } from '../results.ts';
@@ -352,7 +353,7 @@ export class HostServices {
   private async resolve(caller: Caller, name: string, fromVfs: Uint8Array | undefined): Promise<Parameters<WorkerHandle['postModule']>[0] | number> {
     const bytes = commandBytes(this.deps.registry, name, fromVfs);
     if (!bytes) return GUEST_ERR.NOT_FOUND;
-    const registered = !isPath(name);
+    const registered = !isCommandPath(name);
     let prepared: PreparedModule;
     try {
       prepared = await this.deps.prepare(bytes, caller.policy);
@@ -409,14 +410,11 @@ function responseOf(r: RunResult): Parameters<typeof encodeResponse>[0] {
   return { status: STATUS_ABNORMAL, error: r.error?.code ?? 'INTERNAL', stdout, stderr, ...truncated };
 }
 
-/** A command named by a path (`./a.wasm`) is a module in the caller's VFS, never a registered one. */
-const isPath = (name: string): boolean => name.includes('/');
-
 /**
  * A command's module: the registry's for a name; for a path, the bytes its worker read from the
  * caller's VFS (bounded like any frame, checked again here) — never looked up in the registry.
  */
 function commandBytes(registry: CommandRegistry, name: string, fromVfs: Uint8Array | undefined): Uint8Array | undefined {
-  if (!isPath(name)) return registry.get(name);
+  if (!isCommandPath(name)) return registry.get(name);
   return fromVfs && fromVfs.byteLength <= MAX_VFS_MODULE_BYTES ? fromVfs : undefined;
 }

@@ -33,7 +33,7 @@ import type { GuestSpec, Outcome } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { FaultError, type GuestMemory } from '../../abi/memory.ts';
 import type { CallState } from '../../abi/signals.ts';
-import { appendStep, readModule } from '../../abi/vfs-paths.ts';
+import { appendStep, isCommandPath, readModule } from '../../abi/vfs-paths.ts';
 import { RetryHold, retryKey } from '../bridge/retry-hold.ts';
 
 
@@ -199,7 +199,7 @@ export class Commands {
 
   /** null for a registered command's name; for a path, the module's bytes from the caller's VFS (none without the `vfs` cap). */
   private pathModule(name: string): Uint8Array | number | null {
-    if (!name.includes('/')) return null;
+    if (!isCommandPath(name)) return null;
     const vfs = this.ctx.vfs();
     const spec = this.ctx.spec.vfs;
     return vfs && spec ? readModule(vfs, spec, name) : GUEST_ERR.NOT_FOUND;
