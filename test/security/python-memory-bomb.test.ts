@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 
-const engine = testEngine({ poolSize: 1 });
+// compute's own 5 s would clamp the calls' 20 s budgets: a loaded machine needs the room.
+const engine = testEngine({ poolSize: 1, operatorLimits: { compute: { timeoutMs: 30_000 } } });
 const py = (code: string) => engine.exec({ language: 'python', code, profile: 'compute', timeoutMs: 20_000 });
 const lastCount = (stdout: string): number => {
   const lines = stdout.trim().split('\n').filter((l) => l !== '');
