@@ -145,6 +145,8 @@ export async function runTool(ctx: ToolContext, name: string, rawArgs: string): 
     abort.signal.addEventListener('abort', fail, { once: true });
     timer = setTimeout(() => abort.abort(), ctx.timeoutMs);
   });
+  stopped.catch(() => {}); // settles when the work is aborted after it ended, too
+
   try {
     const args = parseArgs(rawArgs);
     const r = await Promise.race([dispatch(ctx, name as ToolName, args, abort.signal), stopped]);
