@@ -51,6 +51,18 @@ export function lastToolOutput(request: ChatRequest): string {
 
 export async function scriptedLlm(scenarios: Readonly<Record<string, Scenario>>): Promise<ScriptedLlm> {
   const requests: ScriptedLlm['requests'] = [];
+  // Delayed answers in flight: ended at close, so a slow turn never keeps the test process alive.
+  const waits = new Set<() => void>();
+  const wait = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        waits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waits.add(done);
+    });
   const server: Server = createServer((req, res) => {
     void (async () => {
       const body = JSON.parse(await read(req)) as ChatRequest;
@@ -65,7 +77,7 @@ export async function scriptedLlm(scenarios: Readonly<Record<string, Scenario>>)
       const turn = body.messages.filter((m) => m.role === 'assistant').length;
       const step = script[Math.min(turn, script.length - 1)]!;
       const t = typeof step === 'function' ? step(body) : step;
-      if (t.delayMs) await new Promise((r) => setTimeout(r, t.delayMs));
+      if (t.delayMs) await wait(t.delayMs);
       const calls = (t.calls ?? []).map((c, i) => ({ id: `call_${turn}_${i}`, type: 'function', function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}) } }));
       const message = { role: 'assistant', content: t.content ?? null, ...(calls.length ? { tool_calls: calls } : {}) };
       res.setHeader('content-type', 'application/json');
@@ -78,6 +90,7 @@ export async function scriptedLlm(scenarios: Readonly<Record<string, Scenario>>)
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     close: () => new Promise<void>((r) => {
+      for (const done of [...waits]) done();
       server.closeAllConnections();
       server.close(() => r());
     }),
