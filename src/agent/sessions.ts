@@ -14,7 +14,7 @@
 
 import type { Engine } from '../engine/engine.ts';
 import type { AgentPort } from '../engine/agent-slot.ts';
-import { SandboxError } from '../errors.ts';
+import { SandboxError, toSandboxError } from '../errors.ts';
 import { checkName } from '../policy/names.ts';
 import { drive, newSession, readSession, type AgentEvent, type AgentResult, type AgentRunOptions, type SessionState } from './loop.ts';
 import { AgentStore, REVIEWS_FILE } from './store.ts';
@@ -24,6 +24,8 @@ const MAX_KEPT_EVENTS = 1000;
 /** Items one session's review queue holds. */
 export const MAX_REVIEWS = 256;
 export const MAX_REVIEW_BYTES = 64 * 1024;
+/** Sessions one engine runs at once (each holds a model call or a tool call in flight). */
+export const MAX_LIVE_SESSIONS = 64;
 
 export interface AgentStatus {
   readonly id: string;
@@ -201,6 +203,7 @@ export class AgentSessions {
 
   private begin(state: SessionState, o: { onStep?: (e: AgentEvent) => void; signal?: AbortSignal }): Live {
     if (this.live.has(state.id)) throw new SandboxError('POLICY_INVALID', 'a session with this id is running', { id: state.id });
+    if (this.live.size >= MAX_LIVE_SESSIONS) throw new SandboxError('OVERLOADED', `the engine already runs ${MAX_LIVE_SESSIONS} agent sessions`);
     const abort = new AbortController();
     if (o.signal) {
       if (o.signal.aborted) abort.abort();
@@ -218,7 +221,16 @@ export class AgentSessions {
     const done = (async (): Promise<AgentResult> => {
       try {
         if (state.turn === 0 && state.steps === 0) this.engine.audit({ tenant: state.tenant, instance: state.id, kind: 'agent-start', detail: { profile: state.profile, tools: state.tools, maxSteps: state.maxSteps } });
-        await drive(this.engine, this.port, state, store, { onEvent, signal: abort.signal });
+        try {
+          await drive(this.engine, this.port, state, store, { onEvent, signal: abort.signal });
+        } catch (e) {
+          // A storage or audit failure mid-session: the session ends `error` (its VFS may not say so).
+          const err = toSandboxError(e);
+          state.status = 'ended';
+          state.outcome = 'error';
+          state.error = { code: err.code, message: err.message };
+          onEvent({ kind: 'end', outcome: 'error', result: null, turns: state.turn, error: state.error });
+        }
         return {
           id: state.id,
           vfs: state.vfs,
@@ -234,6 +246,7 @@ export class AgentSessions {
         this.live.delete(state.id);
       }
     })();
+    done.catch(() => {}); // `start` callers do not wait; the outcome is in the status
     const live: Live = { state, events, listeners, abort, done };
     this.live.set(state.id, live);
     return live;
