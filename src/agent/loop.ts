@@ -24,7 +24,7 @@ import { resolvePolicy } from '../policy/resolve.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { callModel, type ChatMessage, type Usage } from './model.ts';
 import { AgentStore, SESSION_FILE, STEPS_FILE } from './store.ts';
-import { DEFAULT_MAX_TOOL_OUTPUT_BYTES, digest, grantedTools, runTool, toolSpecs, type ToolName, type ToolOutcome } from './tools.ts';
+import { DEFAULT_MAX_TOOL_OUTPUT_BYTES, TOOL_NAMES, digest, grantedTools, runTool, toolSpecs, type ToolName, type ToolOutcome } from './tools.ts';
 
 export const DEFAULT_MAX_STEPS = 12;
 export const DEFAULT_TOOL_TIMEOUT_MS = 150_000;
@@ -127,6 +127,7 @@ export function newSession(engine: Engine, o: AgentRunOptions): SessionState {
   const tenant = checkName('tenant', o.tenant ?? 'default');
   const policy = resolvePolicy({ profile: o.profile ?? 'network', ...(o.caps ? { caps: [...o.caps] } : {}) }, { ...engine.config, strictProfiles: true });
   if (!policy.caps.includes('llm')) throw new SandboxError('NOT_CAPABLE', 'the agent\'s grant does not hold llm: it cannot reach a model', { profile: policy.profile });
+  for (const t of o.tools ?? []) if (!(TOOL_NAMES as readonly string[]).includes(t)) throw new SandboxError('POLICY_INVALID', `unknown tool "${String(t).slice(0, 32)}" (known: ${TOOL_NAMES.join(', ')})`);
   return {
     v: 1,
     id,
@@ -208,6 +209,8 @@ export async function drive(engine: Engine, port: AgentPort, state: SessionState
   }
 
   const specs = toolSpecs(state.tools);
+  // A tool's own run gets what the profile allows a call, at most the tool bound (no clamp warning).
+  const callMs = Math.min(state.toolTimeoutMs, resolvePolicy({ profile: state.profile }, engine.config).timeoutMs);
   while (state.turn < state.maxSteps) {
     if (hooks.signal.aborted) return finish('stopped', null);
     let turn;
@@ -230,7 +233,7 @@ export async function drive(engine: Engine, port: AgentPort, state: SessionState
         done !== null
           ? { ok: false, output: 'error BAD_REQUEST: done was already called', code: 'BAD_REQUEST', durationMs: 0 }
           : await runTool(
-              { engine, port, store, vfs: state.vfs, tenant: state.tenant, instance: state.id, profile: state.profile, caps: state.caps, offered: state.tools, timeoutMs: state.toolTimeoutMs, maxOutputBytes: state.maxToolOutputBytes, signal: hooks.signal },
+              { engine, port, store, vfs: state.vfs, tenant: state.tenant, instance: state.id, profile: state.profile, caps: state.caps, offered: state.tools, timeoutMs: state.toolTimeoutMs, callTimeoutMs: callMs, maxOutputBytes: state.maxToolOutputBytes, signal: hooks.signal },
               call.function.name,
               call.function.arguments,
             );

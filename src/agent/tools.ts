@@ -78,7 +78,10 @@ export interface ToolContext {
   readonly profile: string;
   readonly caps: readonly CapWord[];
   readonly offered: readonly ToolName[];
+  /** The hard bound of one tool call. */
   readonly timeoutMs: number;
+  /** The deadline handed to the work itself: the hard bound, at most the profile's time per call. */
+  readonly callTimeoutMs: number;
   readonly maxOutputBytes: number;
   /** The session's stop: aborts a tool in flight. */
   readonly signal: AbortSignal;
@@ -185,7 +188,7 @@ async function dispatch(ctx: ToolContext, name: ToolName, a: Args, signal: Abort
     }
     case 'shell': {
       const script = text(a, 'script', true)!;
-      const r = await runShell(ctx.engine, ctx.engine.commands, script, { vfs: ctx.vfs, profile: ctx.profile, tenant: ctx.tenant, timeoutMs: ctx.timeoutMs });
+      const r = await runShell(ctx.engine, ctx.engine.commands, script, { vfs: ctx.vfs, profile: ctx.profile, tenant: ctx.tenant, timeoutMs: ctx.callTimeoutMs });
       const out = `exit ${r.exitCode}\n${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`;
       return r.exitCode === 0 ? { ok: true, output: out } : { ok: false, output: out, ...(r.error ? { code: r.error.code } : {}) };
     }
@@ -202,7 +205,7 @@ async function dispatch(ctx: ToolContext, name: ToolName, a: Args, signal: Abort
       if (code === undefined) throw new SandboxError('BAD_REQUEST', 'exec needs code or path');
       if (!language || !(EXEC_LANGUAGES as readonly string[]).includes(language)) throw new SandboxError('BAD_REQUEST', `language must be one of ${EXEC_LANGUAGES.join(', ')}`);
       const caps = ctx.caps.filter((c) => c !== 'llm');
-      const r = await ctx.engine.exec({ language, code, profile: ctx.profile, caps, tenant: ctx.tenant, vfs: ctx.vfs, timeoutMs: ctx.timeoutMs, signal });
+      const r = await ctx.engine.exec({ language, code, profile: ctx.profile, caps, tenant: ctx.tenant, vfs: ctx.vfs, timeoutMs: ctx.callTimeoutMs, signal });
       const parts = [r.ok ? 'ok' : `error ${r.error?.code}: ${r.error?.message}`];
       if (r.result !== undefined) parts.push(`result: ${JSON.stringify(r.result)}`);
       if (r.stdout) parts.push(`[stdout]\n${r.stdout}`);

@@ -75,3 +75,7 @@ test('a grant without llm cannot start an agent; nor can an empty prompt', async
   await assert.rejects(engine.agent.run({ system: '  ', task: 'just answer' }), { code: 'POLICY_INVALID' });
   await assert.rejects(engine.agent.run({ system: 's', task: 'just answer', maxSteps: 0 }), { code: 'POLICY_INVALID' });
 });
+
+test('an unknown tool name in the tools option is refused before anything runs', async () => {
+  await assert.rejects(engine.agent.run({ system: 's', task: 'just answer', tools: ['vfs_read', 'rm_rf'] }), /unknown tool "rm_rf"/);
+});
