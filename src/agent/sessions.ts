@@ -67,12 +67,26 @@ export class AgentSessions {
 
   /** Run a session to its end. */
   async run(options: AgentRunOptions): Promise<AgentResult> {
-    return this.begin(newSession(this.engine, options), options).done;
+    return this.begin(this.fresh(options), options).done;
   }
 
   /** Start a session; its id at once. */
   start(options: AgentRunOptions): string {
-    return this.begin(newSession(this.engine, options), options).state.id;
+    return this.begin(this.fresh(options), options).state.id;
+  }
+
+  /** A new session's state; its VFS must not hold another tenant's session, nor one to resume. */
+  private fresh(options: AgentRunOptions): SessionState {
+    const state = newSession(this.engine, options);
+    const store = AgentStore.open(state.vfs);
+    try {
+      const prior = readSession(store);
+      if (prior && prior.tenant !== state.tenant) throw new SandboxError('NOT_CAPABLE', 'that VFS holds another tenant\'s agent session', { vfs: state.vfs });
+      if (prior && prior.id === state.id && prior.status === 'running') throw new SandboxError('POLICY_INVALID', 'that session did not end: resume it instead', { id: state.id });
+    } finally {
+      store.close();
+    }
+    return state;
   }
 
   /** Continue a session from its VFS (after an engine restart, or one that was stopped). */
