@@ -21,6 +21,7 @@
 
 import type * as Undici from 'undici';
 import { GUEST_ERR } from '../abi/command.ts';
+import { SandboxError } from '../errors.ts';
 
 export interface LlmOptions {
   /** e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; `/chat/completions` is appended. */
@@ -34,6 +35,18 @@ export interface LlmOptions {
   readonly maxTokens?: number;
   readonly timeoutMs?: number;
   readonly maxResponseBytes?: number;
+}
+
+/**
+ * The endpoint from the operator's environment — MEMBRANE_LLM_URL and MEMBRANE_LLM_MODEL (the key
+ * is MEMBRANE_LLM_KEY, read by the broker) — for an engine whose options name none; null when
+ * MEMBRANE_LLM_URL is unset. A URL that is not http(s) is POLICY_INVALID.
+ */
+export function llmOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LlmOptions | null {
+  const baseUrl = env['MEMBRANE_LLM_URL'];
+  if (!baseUrl) return null;
+  if (!/^https?:\/\/\S+$/.test(baseUrl)) throw new SandboxError('POLICY_INVALID', 'MEMBRANE_LLM_URL must be an http(s) URL');
+  return { baseUrl, model: env['MEMBRANE_LLM_MODEL'] || 'default' };
 }
 
 let undiciLoad: Promise<typeof Undici> | undefined;

@@ -24,7 +24,7 @@ import { SandboxError } from '../errors.ts';
 import { PROFILE_NAMES, type ProfileName } from '../policy/profiles.ts';
 import { SecretStore, type SecretSpec } from '../brokers/secrets.ts';
 import type { EngineOptions } from '../engine/index.ts';
-import type { LlmOptions } from '../brokers/llm.ts';
+import { llmOptionsFromEnv, type LlmOptions } from '../brokers/llm.ts';
 import { LOG_LEVELS } from './http/log.ts';
 
 const [{ parse: parseToml }, { z }] = await Promise.all([import('smol-toml'), import('zod')]);
@@ -126,9 +126,9 @@ export function secretsFrom(config: OperatorConfig | null, env: NodeJS.ProcessEn
  */
 export function llmOptionsFrom(config: OperatorConfig | null, env: NodeJS.ProcessEnv = process.env): LlmOptions | undefined {
   const c = config?.llm;
-  const baseUrl = c?.baseUrl ?? env['MEMBRANE_LLM_URL'];
+  const fromEnv = llmOptionsFromEnv(c?.baseUrl ? {} : env);
+  const baseUrl = c?.baseUrl ?? fromEnv?.baseUrl;
   if (!baseUrl) return undefined;
-  if (!/^https?:\/\/\S+$/.test(baseUrl)) throw new SandboxError('POLICY_INVALID', 'MEMBRANE_LLM_URL must be an http(s) URL');
   const model = c?.model ?? env['MEMBRANE_LLM_MODEL'] ?? 'default';
   return { baseUrl, model, ...(c?.models ? { models: c.models } : {}), ...(c?.maxTokens ? { maxTokens: c.maxTokens } : {}), ...(c?.timeoutMs ? { timeoutMs: c.timeoutMs } : {}) };
 }

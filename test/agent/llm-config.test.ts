@@ -26,3 +26,26 @@ test('a key in the config file is refused by name; engine options carry the endp
     if (prev !== undefined) process.env['MEMBRANE_LLM_URL'] = prev;
   }
 });
+
+test('an engine given no llm options takes MEMBRANE_LLM_URL/MODEL/KEY from the environment', async () => {
+  const { scriptedLlm } = await import('../helpers/scripted-llm.ts');
+  const { createEngine } = await import('../../src/index.ts');
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-llm-env-'));
+  const llm = await scriptedLlm({ 'from env': [{ content: 'configured by the environment' }] });
+  const saved = { ...process.env };
+  Object.assign(process.env, { MEMBRANE_LLM_URL: llm.url, MEMBRANE_LLM_MODEL: 'env-model', MEMBRANE_LLM_KEY: 'sk-env-key' });
+  const engine = createEngine({ poolSize: 1 });
+  try {
+    const r = await engine.agent.run({ system: 's', task: 'from env' });
+    assert.equal(r.result, 'configured by the environment');
+    assert.equal(llm.requests[0]!.auth, 'Bearer sk-env-key');
+    assert.equal(llm.requests[0]!.body.model, 'env-model');
+  } finally {
+    for (const k of ['MEMBRANE_LLM_URL', 'MEMBRANE_LLM_MODEL', 'MEMBRANE_LLM_KEY']) if (saved[k] === undefined) delete process.env[k];
+    await engine.close();
+    await llm.close();
+  }
+});
