@@ -128,11 +128,11 @@ export class AgentSessions {
     };
   }
 
-  /** Live events: those so far, then each new one; returns the unsubscribe. A finished session replays and ends. */
-  subscribe(id: string, listener: (e: AgentEvent) => void, ref: SessionRef = {}): () => void {
+  /** Live events: those so far, then each new one; returns the unsubscribe, or null when the session is not running here. */
+  subscribe(id: string, listener: (e: AgentEvent) => void, ref: SessionRef = {}): (() => void) | null {
     this.find(id, ref);
     const live = this.live.get(id);
-    if (!live) return () => {};
+    if (!live) return null;
     for (const e of live.events) listener(e);
     live.listeners.add(listener);
     return () => live.listeners.delete(listener);

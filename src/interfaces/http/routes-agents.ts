@@ -54,6 +54,8 @@ const STATUS = {
   required: ['id', 'status', 'live', 'turns', 'steps', 'tools', 'usage'],
 } as const;
 const notFound = { 404: ERROR_SCHEMA };
+/** How often an idle event stream gets a comment line. */
+const SSE_KEEPALIVE_MS = 15_000;
 
 /** The public status: the VFS name and tenant stay on the server. */
 function statusOf(api: Api, tenant: string, id: string): Record<string, unknown> {
@@ -112,29 +114,40 @@ export function agentRoutes(): Route<Api>[] {
       handle: (ctx): Answer => {
         const tenant = principalOf(ctx).tenant;
         const id = ctx.params['id']!;
-        const status = statusOf(ctx.state, tenant, id);
+        const status = statusOf(ctx.state, tenant, id); // NOT_FOUND before any byte is written
         const res = ctx.res;
         res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-accel-buffering': 'no' });
         const send = (type: string, body: unknown): void => {
           if (!res.writableEnded) res.write(`event: ${type}\ndata: ${JSON.stringify(body)}\n\n`);
         };
-        if (!status['live']) {
-          send('status', status);
-          res.end();
-          return null;
-        }
-        const off = ctx.state.engine.agent.subscribe(
+        // A tool call may run for minutes without an event: keep the connection visibly alive.
+        const keepalive = setInterval(() => {
+          if (!res.writableEnded) res.write(': keepalive\n\n');
+        }, SSE_KEEPALIVE_MS);
+        keepalive.unref();
+        let off: (() => void) | null = null;
+        const end = (): void => {
+          clearInterval(keepalive);
+          off?.();
+          if (!res.writableEnded) res.end();
+        };
+        let ended = false;
+        off = ctx.state.engine.agent.subscribe(
           id,
           (e: AgentEvent) => {
             send(e.kind, e);
             if (e.kind === 'end') {
-              queueMicrotask(() => off());
-              res.end();
+              ended = true;
+              queueMicrotask(end);
             }
           },
           { tenant },
         );
-        res.on('close', () => off());
+        if (off === null) {
+          send('status', status);
+          end();
+        } else if (ended) queueMicrotask(end);
+        res.on('close', end);
         return null;
       },
     },
