@@ -4,9 +4,7 @@
  * `## System prompt` heading (up to the next heading of level 1 or 2), else the whole body.
  *
  * Owns: parsing that format (a small subset of YAML: `key: value`, `key: [a, b]`, and `- item`
- * lists — no other YAML), and the toolkit index put in front of the prompt: today one toolkit,
- * `shell`, whose index is the names of the registered commands (the `shell` tool's description
- * carries the rest).
+ * lists — no other YAML). The toolkits' index and `describe` tool are toolkits.ts's.
  * Invariant: a definition never yields an empty system prompt (POLICY_INVALID instead: an agent
  * is never run prompt-less); an unknown front-matter key or toolkit is an error naming it.
  *
@@ -14,6 +12,7 @@
  */
 
 import { SandboxError } from '../errors.ts';
+import { TOOLKITS } from './toolkits.ts';
 
 export interface AgentDefinition {
   readonly id?: string;
@@ -25,7 +24,6 @@ export interface AgentDefinition {
 }
 
 const KEYS = ['id', 'model', 'toolkits', 'tagline', 'profile'] as const;
-export const TOOLKITS = ['shell'] as const;
 export const MAX_DEFINITION_BYTES = 256 * 1024;
 
 function unquote(v: string): string {
@@ -93,11 +91,4 @@ export function parseDefinition(text: string, name = 'agent definition'): AgentD
   const tagline = one('tagline');
   const profile = one('profile');
   return { ...(id ? { id } : {}), ...(model ? { model } : {}), toolkits: kits, ...(tagline ? { tagline } : {}), ...(profile ? { profile } : {}), system };
-}
-
-/** The system prompt with the toolkits' compact index in front of it. */
-export function withToolkits(def: AgentDefinition, commands: readonly string[]): string {
-  if (def.toolkits.length === 0) return def.system;
-  const index = def.toolkits.map((k) => (k === 'shell' ? `- shell: commands ${[...commands].sort().join(', ')} (run them with the shell tool)` : `- ${k}`));
-  return `Toolkits:\n${index.join('\n')}\n\n${def.system}`;
 }

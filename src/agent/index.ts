@@ -17,7 +17,8 @@ export { AgentSessions, MAX_REVIEWS, MAX_REVIEW_BYTES, type AgentStatus, type Se
 export { DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT_MS, MAX_MAX_STEPS, MAX_TOOL_TIMEOUT_MS, type AgentEvent, type AgentOutcome, type AgentResult, type AgentRunOptions, type StepRecord } from './loop.ts';
 export { TOOL_NAMES, TOOL_CAPS, DEFAULT_MAX_TOOL_OUTPUT_BYTES, grantedTools, type ToolName } from './tools.ts';
 export { STEPS_FILE, SESSION_FILE, REVIEWS_FILE } from './store.ts';
-export { parseDefinition, withToolkits, TOOLKITS, type AgentDefinition } from './definition.ts';
+export { parseDefinition, type AgentDefinition } from './definition.ts';
+export { TOOLKITS, SHELL_SYNOPSES, toolkitIndex, describeCommand } from './toolkits.ts';
 
 declare module '../engine/agent-slot.ts' {
   interface AgentSurface extends AgentSessions {}

@@ -24,6 +24,7 @@ import { resolvePolicy } from '../policy/resolve.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { callModel, type ChatMessage, type Usage } from './model.ts';
 import { AgentStore, SESSION_FILE, STEPS_FILE } from './store.ts';
+import { TOOLKITS, toolkitIndex } from './toolkits.ts';
 import { DEFAULT_MAX_TOOL_OUTPUT_BYTES, TOOL_NAMES, digest, grantedTools, runTool, toolSpecs, type ToolName, type ToolOutcome } from './tools.ts';
 
 export const DEFAULT_MAX_STEPS = 12;
@@ -44,6 +45,8 @@ export interface AgentRunOptions {
   readonly model?: string;
   /** Narrow the tools offered (names from TOOL_NAMES); never widens the grant. */
   readonly tools?: readonly string[];
+  /** Toolkits (toolkits.ts) whose compact index goes in front of the system prompt; adds `describe`. */
+  readonly toolkits?: readonly string[];
   /** Default `network` (the first profile granting `llm`). */
   readonly profile?: string;
   /** Narrow the profile's cap words (a subset, as everywhere). */
@@ -127,6 +130,7 @@ export function newSession(engine: Engine, o: AgentRunOptions): SessionState {
   const tenant = checkName('tenant', o.tenant ?? 'default');
   const policy = resolvePolicy({ profile: o.profile ?? 'network', ...(o.caps ? { caps: [...o.caps] } : {}) }, { ...engine.config, strictProfiles: true });
   if (!policy.caps.includes('llm')) throw new SandboxError('NOT_CAPABLE', 'the agent\'s grant does not hold llm: it cannot reach a model', { profile: policy.profile });
+  for (const k of o.toolkits ?? []) if (!(TOOLKITS as readonly string[]).includes(k)) throw new SandboxError('POLICY_INVALID', `unknown toolkit "${String(k).slice(0, 32)}" (known: ${TOOLKITS.join(', ')})`);
   for (const t of o.tools ?? []) if (!(TOOL_NAMES as readonly string[]).includes(t)) throw new SandboxError('POLICY_INVALID', `unknown tool "${String(t).slice(0, 32)}" (known: ${TOOL_NAMES.join(', ')})`);
   return {
     v: 1,
@@ -135,13 +139,13 @@ export function newSession(engine: Engine, o: AgentRunOptions): SessionState {
     vfs: o.vfs ?? `agent-${id}`,
     profile: policy.profile,
     caps: [...policy.caps],
-    tools: grantedTools(policy.caps, o.tools),
+    tools: grantedTools(policy.caps, o.tools, o.toolkits),
     ...(o.model ? { model: o.model } : {}),
     maxSteps: bounded('maxSteps', o.maxSteps, DEFAULT_MAX_STEPS, MAX_MAX_STEPS),
     toolTimeoutMs: bounded('toolTimeoutMs', o.toolTimeoutMs, DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_TIMEOUT_MS),
     maxToolOutputBytes: bounded('maxToolOutputBytes', o.maxToolOutputBytes, DEFAULT_MAX_TOOL_OUTPUT_BYTES, 1024 * 1024),
     messages: [
-      { role: 'system', content: o.system },
+      { role: 'system', content: o.toolkits?.length ? `${toolkitIndex(o.toolkits, engine.commands.names())}\n\n${o.system}` : o.system },
       { role: 'user', content: o.task },
     ],
     turn: 0,

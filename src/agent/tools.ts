@@ -1,6 +1,7 @@
 /**
  * The agent's tools: `shell` (the in-sandbox shell on the agent's VFS), `vfs_read`, `vfs_write`,
- * `vfs_list`, `exec` (a snippet through engine.exec), `fetch` (the net broker) and `done`.
+ * `vfs_list`, `exec` (a snippet through engine.exec), `fetch` (the net broker), `describe` (a
+ * toolkit command's usage, toolkits.ts) and `done`.
  *
  * Owns: which tools a grant offers (like the import object: a tool exists only when its cap
  * word is granted — TOOL_CAPS), their JSON schemas, argument validation, running one call under
@@ -26,8 +27,9 @@ import type { CapWord } from '../policy/profiles.ts';
 import { runShell } from '../shell/index.ts';
 import { AgentStore, RESERVED_FILES, locate } from './store.ts';
 import type { ToolSpec } from './model.ts';
+import { describeCommand } from './toolkits.ts';
 
-export const TOOL_NAMES = ['shell', 'vfs_read', 'vfs_write', 'vfs_list', 'exec', 'fetch', 'done'] as const;
+export const TOOL_NAMES = ['shell', 'vfs_read', 'vfs_write', 'vfs_list', 'exec', 'fetch', 'describe', 'done'] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 /** The cap words a tool needs; `done` needs none. */
@@ -38,6 +40,8 @@ export const TOOL_CAPS: Readonly<Record<ToolName, readonly CapWord[]>> = {
   vfs_list: ['vfs'],
   exec: ['vfs', 'exec'],
   fetch: ['net'],
+  // Offered only to a session with toolkits (grantedTools).
+  describe: ['commands'],
   done: [],
 };
 
@@ -56,12 +60,13 @@ const SPECS: Readonly<Record<ToolName, { description: string; parameters: Record
   vfs_list: { description: 'List a directory of your workspace.', parameters: obj({ path: str('a directory, default /') }, []) },
   exec: { description: 'Run a snippet (python, js, ts or c) in a fresh sandbox on your workspace; give code, or the path of a workspace file to run.', parameters: obj({ language: { type: 'string', enum: [...EXEC_LANGUAGES] }, code: str('the source'), path: str('a workspace file to run instead of code') }, []) },
   fetch: { description: 'HTTP request to a public URL.', parameters: obj({ url: str('http(s) URL'), method: str('GET by default'), body: str('request body') }, ['url']) },
+  describe: { description: 'The usage of a command of your toolkits.', parameters: obj({ name: str('a command name from the toolkit index') }, ['name']) },
   done: { description: 'Finish: give the final answer.', parameters: obj({ result: str('the final answer') }, ['result']) },
 };
 
-/** The tools a grant offers, in TOOL_NAMES order; `wanted` narrows (never widens). */
-export function grantedTools(caps: readonly CapWord[], wanted?: readonly string[]): ToolName[] {
-  return TOOL_NAMES.filter((t) => TOOL_CAPS[t].every((c) => caps.includes(c)) && (wanted === undefined || t === 'done' || wanted.includes(t)));
+/** The tools a grant offers, in TOOL_NAMES order; `wanted` narrows (never widens); `describe` only with toolkits. */
+export function grantedTools(caps: readonly CapWord[], wanted?: readonly string[], toolkits: readonly string[] = []): ToolName[] {
+  return TOOL_NAMES.filter((t) => TOOL_CAPS[t].every((c) => caps.includes(c)) && (t !== 'describe' || toolkits.length > 0) && (wanted === undefined || t === 'done' || wanted.includes(t)));
 }
 
 export function toolSpecs(tools: readonly ToolName[]): ToolSpec[] {
@@ -168,6 +173,11 @@ async function dispatch(ctx: ToolContext, name: ToolName, a: Args, signal: Abort
   switch (name) {
     case 'done':
       return { ok: true, output: 'done', done: text(a, 'result', false) ?? '' };
+    case 'describe': {
+      const name = text(a, 'name', true)!;
+      const d = describeCommand(name, ctx.engine.commands.names());
+      return d === null ? { ok: false, output: `error NOT_FOUND: no command "${name.slice(0, 64)}"`, code: 'NOT_FOUND' } : { ok: true, output: d };
+    }
     case 'vfs_read': {
       const bytes = ctx.store.read(vfsPath(a));
       if (bytes === null) return { ok: false, output: 'error NOT_FOUND: no such file', code: 'NOT_FOUND' };

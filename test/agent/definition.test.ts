@@ -3,12 +3,11 @@
 // unknown keys and toolkits are errors naming them.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseDefinition, withToolkits } from '../../src/agent/index.ts';
+import { parseDefinition } from '../../src/agent/index.ts';
 
 test('front matter and the System prompt section', () => {
   const d = parseDefinition('---\nid: writer\nmodel: "gpt-x"\ntoolkits:\n  - shell\ntagline: writes\nprofile: network\n---\n# Writer\nintro\n## System prompt\nBe brief.\nVery brief.\n## Notes\nnot prompt\n');
   assert.deepEqual(d, { id: 'writer', model: 'gpt-x', toolkits: ['shell'], tagline: 'writes', profile: 'network', system: 'Be brief.\nVery brief.' });
-  assert.match(withToolkits(d, ['wc', 'cat']), /^Toolkits:\n- shell: commands cat, wc \(run them with the shell tool\)\n\nBe brief\./);
 });
 
 test('without the heading the body is the prompt; without front matter too', () => {

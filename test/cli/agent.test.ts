@@ -54,7 +54,8 @@ test('agent run --def prints each step and the result, exit 0', async () => {
   const first = llm.requests.find((q) => q.body.messages[1]?.content === 'count words in a note')!;
   assert.equal(first.auth, `Bearer ${KEY}`);
   const system = first.body.messages[0]!.content!;
-  assert.match(system, /^Toolkits:\n- shell: commands .*\bwc\b/);
+  assert.match(system, /^Toolkits:\n- shell: .*\bwc\b.*describe NAME/);
+  assert.ok(first.body.tools!.some((t) => t.function.name === 'describe'));
   assert.match(system, /You count words\. Use the shell\.$/);
   assert.doesNotMatch(system, /notes for humans|ignored/);
   assert.ok(!r.stdout.includes(KEY) && !r.stderr.includes(KEY));
@@ -83,4 +84,19 @@ test('agent run without a prompt, or with a definition that has none, runs nothi
   assert.equal(r.code, 64, r.stderr);
   assert.match(r.stderr, /no system prompt/);
   assert.equal(llm.requests.length, before);
+});
+
+test('max steps exits 1; agent resume ID continues the session from its VFS', async () => {
+  const sys = join(HOME, 'system.txt');
+  writeFileSync(sys, 'You count words.');
+  const first = await runCli(['agent', 'run', '--system', sys, '--task', 'count words once more', '--max-steps', '1', '--json'], env);
+  assert.equal(first.code, 1, first.stderr);
+  const r1 = JSON.parse(first.stdout) as { id: string; outcome: string };
+  assert.equal(r1.outcome, 'max_steps');
+  const again = await runCli(['agent', 'resume', r1.id, '--max-steps', '5'], env);
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /^step +2\.0 shell ok/m);
+  assert.match(again.stdout, /^outcome done after 3 turns/m);
+  const missing = await runCli(['agent', 'resume', 'a-ffffffffffffffff'], env);
+  assert.equal(missing.code, 81, missing.stderr);
 });

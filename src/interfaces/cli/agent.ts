@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { createEngine } from '../../engine/index.ts';
 import { SandboxError, exitCodeFor, type ErrorCode } from '../../errors.ts';
-import { parseDefinition, withToolkits, type AgentDefinition, type AgentEvent, type AgentResult } from '../../agent/index.ts';
+import { parseDefinition, type AgentDefinition, type AgentEvent, type AgentResult } from '../../agent/index.ts';
 import { UsageError, parse, printJson, str } from './args.ts';
 import { count, duration } from './units.ts';
 
@@ -88,12 +88,13 @@ export async function agentCommand(argv: string[]): Promise<number> {
     const def: AgentDefinition | null = defFile ? parseDefinition(readText(defFile, 'agent definition'), basename(defFile)) : null;
     const prompt = systemFile ? readText(systemFile, 'system prompt').trim() : null;
     if (!def && !prompt) throw new UsageError('agent run needs a system prompt: --system FILE or --def FILE');
-    const system = def ? withToolkits(prompt ? { ...def, system: prompt } : def, engine.commands.names()) : prompt!;
+    const system = prompt ?? def!.system;
     const profile = str(values['profile']) ?? def?.profile ?? config?.profile;
     const r = await engine.agent.run({
       system,
       task,
       ...(def?.model ? { model: def.model } : {}),
+      ...(def?.toolkits.length ? { toolkits: def.toolkits } : {}),
       ...(profile ? { profile } : {}),
       ...(tenant ? { tenant } : {}),
       ...(vfs ? { vfs } : {}),
