@@ -205,7 +205,7 @@ Example:
 
 The agent loop: the model (an OpenAI-compatible endpoint reached only through the llm broker)
 calls tools built from the grant — shell, vfs_read, vfs_write, vfs_list, exec, fetch (net only),
-done — on the agent's own VFS, until it calls done, answers without tools, or runs out of steps.
+describe (with toolkits), done — on the agent's own VFS, until it calls done, answers without tools, or runs out of steps.
 Every tool call is in the VFS's /_steps.jsonl and the audit log. The endpoint: the config's llm
 section (baseUrl, model) or MEMBRANE_LLM_URL and MEMBRANE_LLM_MODEL; the key: MEMBRANE_LLM_KEY only.
 

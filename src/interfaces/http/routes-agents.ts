@@ -28,6 +28,7 @@ const StartAgentBody = z.strictObject({
   task: z.string().min(1).max(128 * 1024),
   model: z.string().min(1).max(256).optional(),
   tools: z.array(z.string().max(32)).max(16).optional(),
+  toolkits: z.array(z.string().max(32)).max(8).optional(),
   profile: z.string().max(64).optional(),
   capability_subset: z.array(z.string().max(64)).max(32).optional(),
   max_steps: z.number().int().min(1).max(1000).optional(),
@@ -88,6 +89,7 @@ export function agentRoutes(): Route<Api>[] {
           ...(g.caps ? { caps: g.caps } : {}),
           ...(b.model ? { model: b.model } : {}),
           ...(b.tools ? { tools: b.tools } : {}),
+          ...(b.toolkits ? { toolkits: b.toolkits } : {}),
           ...(b.max_steps ? { maxSteps: b.max_steps } : {}),
           ...(b.tool_timeout_ms ? { toolTimeoutMs: b.tool_timeout_ms } : {}),
         });
