@@ -198,7 +198,8 @@ async function dispatch(ctx: ToolContext, name: ToolName, a: Args, signal: Abort
     }
     case 'shell': {
       const script = text(a, 'script', true)!;
-      const r = await runShell(ctx.engine, ctx.engine.commands, script, { vfs: ctx.vfs, profile: ctx.profile, tenant: ctx.tenant, timeoutMs: ctx.callTimeoutMs });
+      const caps = ctx.caps.filter((c) => c !== 'llm');
+      const r = await runShell(ctx.engine, ctx.engine.commands, script, { vfs: ctx.vfs, profile: ctx.profile, caps, tenant: ctx.tenant, timeoutMs: ctx.callTimeoutMs });
       const out = `exit ${r.exitCode}\n${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`;
       return r.exitCode === 0 ? { ok: true, output: out } : { ok: false, output: out, ...(r.error ? { code: r.error.code } : {}) };
     }
