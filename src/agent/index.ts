@@ -13,7 +13,7 @@ import { provideAgent } from '../engine/agent-slot.ts';
 import type { Engine } from '../engine/engine.ts';
 import { AgentSessions } from './sessions.ts';
 
-export { AgentSessions, MAX_REVIEWS, MAX_REVIEW_BYTES, type AgentStatus, type SessionRef } from './sessions.ts';
+export { AgentSessions, MAX_LIVE_SESSIONS, MAX_LIVE_SESSIONS_PER_TENANT, MAX_REVIEWS, MAX_REVIEW_BYTES, type AgentStatus, type SessionRef } from './sessions.ts';
 export { DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT_MS, MAX_MAX_STEPS, MAX_TOOL_TIMEOUT_MS, type AgentEvent, type AgentOutcome, type AgentResult, type AgentRunOptions, type StepRecord } from './loop.ts';
 export { TOOL_NAMES, TOOL_CAPS, DEFAULT_MAX_TOOL_OUTPUT_BYTES, grantedTools, type ToolName } from './tools.ts';
 export { STEPS_FILE, SESSION_FILE, REVIEWS_FILE } from './store.ts';

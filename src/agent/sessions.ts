@@ -26,6 +26,8 @@ export const MAX_REVIEWS = 256;
 export const MAX_REVIEW_BYTES = 64 * 1024;
 /** Sessions one engine runs at once (each holds a model call or a tool call in flight). */
 export const MAX_LIVE_SESSIONS = 64;
+/** Of those, one tenant's at most. */
+export const MAX_LIVE_SESSIONS_PER_TENANT = 8;
 
 export interface AgentStatus {
   readonly id: string;
@@ -218,6 +220,9 @@ export class AgentSessions {
   private begin(state: SessionState, o: { onStep?: (e: AgentEvent) => void; signal?: AbortSignal }): Live {
     if (this.live.has(state.id)) throw new SandboxError('POLICY_INVALID', 'a session with this id is running', { id: state.id });
     if (this.live.size >= MAX_LIVE_SESSIONS) throw new SandboxError('OVERLOADED', `the engine already runs ${MAX_LIVE_SESSIONS} agent sessions`);
+    if ([...this.live.values()].filter((l) => l.state.tenant === state.tenant).length >= MAX_LIVE_SESSIONS_PER_TENANT) {
+      throw new SandboxError('OVERLOADED', `the tenant already runs ${MAX_LIVE_SESSIONS_PER_TENANT} agent sessions`);
+    }
     const abort = new AbortController();
     if (o.signal) {
       if (o.signal.aborted) abort.abort();

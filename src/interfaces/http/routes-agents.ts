@@ -8,8 +8,8 @@
  * grant is the request's profile and capability subset under the token's profile, like every
  * route that runs code (and the agent's grant must hold `llm`).
  *
- * Does not protect against: a tenant starting many sessions — the engine-wide MAX_LIVE_SESSIONS
- * bounds them all, not per tenant; the model endpoint's cost is the operator's to meter.
+ * Does not protect against: the model endpoint's cost (the operator's to meter); sessions are
+ * bounded per tenant and per engine (src/agent/sessions.ts), not per token.
  */
 
 // The agent module plugs `engine.agent` into the engine when it loads.
