@@ -100,3 +100,16 @@ test('max steps exits 1; agent resume ID continues the session from its VFS', as
   const missing = await runCli(['agent', 'resume', 'a-ffffffffffffffff'], env);
   assert.equal(missing.code, 81, missing.stderr);
 });
+
+test('agent run --config takes the endpoint from the config file\'s llm section', async () => {
+  const cfg = join(HOME, 'membrane.json');
+  writeFileSync(cfg, JSON.stringify({ llm: { baseUrl: llm.url, model: 'from-config' } }));
+  const sys = join(HOME, 'system.txt');
+  writeFileSync(sys, 'You count words.');
+  const r = await runCli(['agent', 'run', '--config', cfg, '--system', sys, '--task', 'count words by config', '--json'], { MEMBRANE_HOME: HOME, MEMBRANE_LLM_KEY: KEY });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((JSON.parse(r.stdout) as { outcome: string }).outcome, 'done');
+  const q = llm.requests.find((x) => x.body.messages[1]?.content === 'count words by config')!;
+  assert.equal(q.body.model, 'from-config');
+  assert.equal(q.auth, `Bearer ${KEY}`);
+});
