@@ -1,10 +1,12 @@
 /**
  * `npm run demo`: a tour of the walls. Hostile and healthy guests run at the same time in one
  * engine; the table says what each tried, how it was stopped and how long that took, and a
- * persistent healthy instance keeps answering calls throughout.
+ * persistent healthy instance keeps answering calls throughout. The last act is the agent loop
+ * driven by a scripted model (demo/agent-act.ts).
  */
 
 import { snippetTour } from './snippets.ts';
+import { agentTour } from './agent-act.ts';
 import { printTable } from './table.ts';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -148,3 +150,4 @@ console.log(
 console.log(`Worker threads terminated and replaced during the tour: ${engine.stats().workersReplaced} (runaways stopped themselves at a fuel refill).`);
 await snippetTour(engine);
 await engine.close();
+await agentTour();

@@ -2,7 +2,8 @@
 // holding the library (dist/index.js), the CLI (dist/cli.mjs), the thread and child bundles
 // (scripts/bundle.mjs), the dashboard's assets (dist/dashboard/), and the declarations
 // (dist/types/**/*.d.ts, emitted by tsc from the same sources). The sources import each other
-// with `.ts` specifiers; tsc keeps them in declarations, so they are rewritten to `.js`, which a
+// with `.ts` specifiers; tsc keeps them in declarations (imports, and the `declare module` that
+// src/agent uses to fill in `engine.agent`'s type), so they are rewritten to `.js`, which a
 // consumer's TypeScript resolves to the `.d.ts` beside it under any moduleResolution.
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +19,7 @@ cpSync(join(root, 'src/interfaces/http/dashboard'), join(dist, 'dashboard'), { r
 const tsc = join(createRequire(import.meta.url).resolve('typescript/package.json'), '..', 'bin', 'tsc');
 execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 
-const SPECIFIER = /((?:from|import)\s*\(?\s*['"])(\.{1,2}\/[^'"]*?)\.ts(['"])/g;
+const SPECIFIER = /((?:from|import|declare module)\s*\(?\s*['"])(\.{1,2}\/[^'"]*?)\.ts(['"])/g;
 let files = 0;
 (function rewrite(dir) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {

@@ -19,7 +19,7 @@ import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './
 import { BrokerHub, type BrokerAnswer } from './hub.ts';
 import { SecretStore, type SecretSpec } from './secrets.ts';
 import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
-import { LLM_MAX_REQUEST_BYTES, LlmBroker, type LlmOptions } from './llm.ts';
+import { LLM_MAX_REQUEST_BYTES, LlmBroker, llmOptionsFromEnv, type LlmOptions } from './llm.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
 import type { CapWord } from '../policy/profiles.ts';
@@ -68,7 +68,7 @@ export interface BrokerOptions {
   readonly databaseFile?: string;
   /** The network guard's operator settings (allowCidrs, resolver; tests: a CA). */
   readonly net?: NetBrokerOptions;
-  /** The operator's OpenAI-compatible endpoint for `llm_complete` (absent: UNAVAILABLE). */
+  /** The operator's OpenAI-compatible endpoint for `llm_complete` (absent: MEMBRANE_LLM_URL/MODEL, else UNAVAILABLE). */
   readonly llm?: LlmOptions;
   /** Per-tenant quotas of the durable stores (kv, queues); defaults in storage/store-quotas.ts. */
   readonly quotas?: StoreQuotaOptions;
@@ -116,7 +116,7 @@ export class Brokers {
     this.host = new HostFunctions(hostCaps, { cadence: this.cadence, record: (e) => this.audit.append(e), onError: onHostError });
     this.hub = new BrokerHub({ cadence: this.cadence, secrets: this.secrets, db, quotas: resolveStoreQuotas(options.quotas) });
     this.network = new NetBroker(options.net ?? {});
-    this.llm = new LlmBroker(options.llm ?? null);
+    this.llm = new LlmBroker(options.llm ?? llmOptionsFromEnv());
   }
 
   /**

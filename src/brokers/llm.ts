@@ -3,7 +3,8 @@
  * to the endpoint the operator configured. The host holds the key; it never crosses the membrane.
  *
  * Owns: building the upstream request from an allowlist of the guest's fields (`messages`,
- * `model` when the operator allows it, `max_tokens` clamped, `temperature`, `top_p`, `stop`), the
+ * `model` when the operator allows it, `max_tokens` clamped, `temperature`, `top_p`, `stop`,
+ * `tools` and `tool_choice` for tool calling — src/agent's loop uses them), the
  * `Authorization` header, the response cap (1 MiB) and deadline (60 s), a connection per call
  * (closed when the call ends, never pooled across calls), and errors that say nothing about the
  * endpoint or the key.
@@ -20,6 +21,7 @@
 
 import type * as Undici from 'undici';
 import { GUEST_ERR } from '../abi/command.ts';
+import { SandboxError } from '../errors.ts';
 
 export interface LlmOptions {
   /** e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; `/chat/completions` is appended. */
@@ -33,6 +35,18 @@ export interface LlmOptions {
   readonly maxTokens?: number;
   readonly timeoutMs?: number;
   readonly maxResponseBytes?: number;
+}
+
+/**
+ * The endpoint from the operator's environment — MEMBRANE_LLM_URL and MEMBRANE_LLM_MODEL (the key
+ * is MEMBRANE_LLM_KEY, read by the broker) — for an engine whose options name none; null when
+ * MEMBRANE_LLM_URL is unset. A URL that is not http(s) is POLICY_INVALID.
+ */
+export function llmOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LlmOptions | null {
+  const baseUrl = env['MEMBRANE_LLM_URL'];
+  if (!baseUrl) return null;
+  if (!/^https?:\/\/\S+$/.test(baseUrl)) throw new SandboxError('POLICY_INVALID', 'MEMBRANE_LLM_URL must be an http(s) URL');
+  return { baseUrl, model: env['MEMBRANE_LLM_MODEL'] || 'default' };
 }
 
 let undiciLoad: Promise<typeof Undici> | undefined;
@@ -106,7 +120,9 @@ export class LlmBroker {
     for (const m of messages) {
       if (typeof m !== 'object' || m === null || typeof (m as { role?: unknown }).role !== 'string') throw new Error('bad message');
       const content = (m as { content?: unknown }).content;
-      if (typeof content !== 'string' && !Array.isArray(content)) throw new Error('bad content');
+      // An assistant turn that only asks for tools carries `content: null` and its `tool_calls`.
+      const asksTools = Array.isArray((m as { tool_calls?: unknown }).tool_calls);
+      if (typeof content !== 'string' && !Array.isArray(content) && !(asksTools && (content === null || content === undefined))) throw new Error('bad content');
     }
     const allowed = o.models ?? [o.model];
     const model = typeof g['model'] === 'string' && allowed.includes(g['model']) ? g['model'] : o.model;
@@ -114,6 +130,9 @@ export class LlmBroker {
     const asked = typeof g['max_tokens'] === 'number' && g['max_tokens'] > 0 ? Math.floor(g['max_tokens']) : limit;
     const out: Record<string, unknown> = { model, messages, max_tokens: Math.min(asked, limit), stream: false };
     for (const k of ['temperature', 'top_p'] as const) if (typeof g[k] === 'number') out[k] = g[k];
+    // Tool calling (OpenAI's `tools`/`tool_choice`): data for the model, passed through as given.
+    if (Array.isArray(g['tools']) && g['tools'].length > 0) out['tools'] = g['tools'].filter((t) => typeof t === 'object' && t !== null && !Array.isArray(t));
+    if (out['tools'] && (typeof g['tool_choice'] === 'string' || (typeof g['tool_choice'] === 'object' && g['tool_choice'] !== null))) out['tool_choice'] = g['tool_choice'];
     if (typeof g['stop'] === 'string' || (Array.isArray(g['stop']) && g['stop'].every((s) => typeof s === 'string'))) out['stop'] = g['stop'];
     return out;
   }

@@ -30,11 +30,9 @@ import { removeDatabase, storageDir } from '../storage/index.ts';
 import { mountForRun, type MountSpec } from './mounts.ts';
 import { PROTOCOL_VERSION } from './bridge/protocol.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
-import type { ArgValue } from './values.ts';
 import { locateRewriteWorker, locateWorker } from './worker-file.ts';
 import { RewritePool } from './rewrite/pool.ts';
 import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOptions, type StartOptions } from './guest-spec.ts';
-
 export type { GuestOptions, RunOptions, StartOptions };
 import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
@@ -53,6 +51,7 @@ import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import type { Database } from '../storage/sqlite.ts';
+import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -303,9 +302,7 @@ export class Engine {
     return i.info();
   }
 
-  get(id: string): Instance | undefined {
-    return this.instances.get(id);
-  }
+  get(id: string): Instance | undefined { return this.instances.get(id); }
 
   /** Rewrite and compile a module ahead of its first run under these limits (kept out of any call's deadline). */
   async warm(bytes: Uint8Array, opts: PolicyOptions = {}): Promise<void> {
@@ -392,6 +389,9 @@ export class Engine {
     return serveTracked(this.servers, { instance, tenant: info.tenant, id, slot: job.serving, cadence: this.brokers.cadence, record }, options);
   }
 
+  /** The agent loop (src/agent, DESIGN §13): run, sessions; its model and fetch calls go through the brokers. */
+  get agent(): AgentSurface { return agentFor(this, { remote: (caller, name, args, stop, deadline) => this.brokers.net(caller, name, args, stop, deadline) }); }
+
   /** A tenant's running execs and live processes (the exec cap's per-principal counters). */
   principalUsage(tenant: string): { execs: number; processes: number } {
     return this.services.usage(tenant);
@@ -402,6 +402,7 @@ export class Engine {
   }
 
   async close(): Promise<void> {
+    await closeAgent(this); // live agent sessions end `stopped`, resumable from their VFS
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
@@ -433,8 +434,6 @@ export class Engine {
       metered: this.config.fuel,
     });
   }
-
-
 }
 
 /** The default audit sink: the tamper-evident log in the engine database, opened on first record. */

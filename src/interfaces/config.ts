@@ -24,6 +24,7 @@ import { SandboxError } from '../errors.ts';
 import { PROFILE_NAMES, type ProfileName } from '../policy/profiles.ts';
 import { SecretStore, type SecretSpec } from '../brokers/secrets.ts';
 import type { EngineOptions } from '../engine/index.ts';
+import { llmOptionsFromEnv, type LlmOptions } from '../brokers/llm.ts';
 import { LOG_LEVELS } from './http/log.ts';
 
 const [{ parse: parseToml }, { z }] = await Promise.all([import('smol-toml'), import('zod')]);
@@ -40,6 +41,16 @@ export const ConfigSchema = z.strictObject({
       port: z.number().int().min(0).max(65535).optional(),
       /** `membrane serve`'s log level (`--log-level` wins). */
       logLevel: z.enum(LOG_LEVELS).optional(),
+    })
+    .optional(),
+  /** The `llm` broker's endpoint (OpenAI-compatible); the key only ever comes from MEMBRANE_LLM_KEY. */
+  llm: z
+    .strictObject({
+      baseUrl: z.string().regex(/^https?:\/\/[^\s]+$/, 'expected an http(s) URL').max(2048).optional(),
+      model: z.string().min(1).max(256).optional(),
+      models: z.array(z.string().min(1).max(256)).max(64).optional(),
+      maxTokens: positiveInt.optional(),
+      timeoutMs: positiveInt.optional(),
     })
     .optional(),
   net: z.strictObject({ allowCidrs: z.array(z.string().min(1).max(64)).max(256).optional() }).optional(),
@@ -108,9 +119,24 @@ export function secretsFrom(config: OperatorConfig | null, env: NodeJS.ProcessEn
   return { ...SecretStore.fromEnv(renamed), ...(file ? SecretStore.fromFile(resolve(config.baseDir, file)) : {}) };
 }
 
+/**
+ * The `llm` broker's options: the config's `llm` section, else MEMBRANE_LLM_URL and
+ * MEMBRANE_LLM_MODEL (the key is read by the broker from MEMBRANE_LLM_KEY, never from a file);
+ * undefined when no endpoint is configured (llm calls are then UNAVAILABLE).
+ */
+export function llmOptionsFrom(config: OperatorConfig | null, env: NodeJS.ProcessEnv = process.env): LlmOptions | undefined {
+  const c = config?.llm;
+  const fromEnv = llmOptionsFromEnv(c?.baseUrl ? {} : env);
+  const baseUrl = c?.baseUrl ?? fromEnv?.baseUrl;
+  if (!baseUrl) return undefined;
+  const model = c?.model ?? env['MEMBRANE_LLM_MODEL'] ?? 'default';
+  return { baseUrl, model, ...(c?.models ? { models: c.models } : {}), ...(c?.maxTokens ? { maxTokens: c.maxTokens } : {}), ...(c?.timeoutMs ? { timeoutMs: c.timeoutMs } : {}) };
+}
+
 /** The engine options a config implies (the caller adds its own: pool sizes, cache, …). */
 export function engineOptionsFrom(config: OperatorConfig | null): EngineOptions {
   const limits = config?.limits;
+  const llm = llmOptionsFrom(config);
   return {
     ...(limits?.operatorLimits ? { operatorLimits: limits.operatorLimits } : {}),
     ...(limits?.maxInstances ? { maxInstances: limits.maxInstances } : {}),
@@ -119,6 +145,7 @@ export function engineOptionsFrom(config: OperatorConfig | null): EngineOptions 
       net: { allowCidrs: config?.net?.allowCidrs ?? [] },
       ...(limits?.rate ? { rate: limits.rate } : {}),
       ...(limits?.storeQuotas ? { quotas: limits.storeQuotas } : {}),
+      ...(llm ? { llm } : {}),
     },
   };
 }

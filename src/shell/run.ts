@@ -51,6 +51,8 @@ export interface ShellOptions {
   stdin?: Uint8Array | string;
   /** Commands one script may run (default MAX_STEPS); lower only. */
   maxSteps?: number;
+  /** Narrow the profile's cap words for every command (a subset, as everywhere; the agent's grant). */
+  caps?: readonly string[];
 }
 
 export interface ShellResult {
@@ -95,7 +97,7 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
   let budgetMs: number;
   let vars: Variables;
   try {
-    const policy = resolvePolicy({ ...(opts.profile !== undefined ? { profile: opts.profile } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) }, engine.config);
+    const policy = resolvePolicy({ ...(opts.profile !== undefined ? { profile: opts.profile } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}), ...(opts.caps ? { caps: opts.caps } : {}) }, engine.config);
     for (const w of policy.warnings) warnings.add(w);
     budgetMs = policy.timeoutMs;
     vars = new Variables(opts.env);
@@ -158,6 +160,7 @@ export async function runShell(engine: Engine, registry: CommandRegistry, script
         argv0: tool,
         timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
         ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
+        ...(opts.caps ? { caps: opts.caps } : {}),
         ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
       });
     const r: RunResult = !fromVfs && registry.isToolchainTool(name) ? await driveTool(name, args, runTool, (paths) => {

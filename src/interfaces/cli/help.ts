@@ -199,6 +199,32 @@ host function cap (meaningful to a server whose engine an embedder built with ho
 
 Example:
   membrane token create --tenant alice --profile minimal`,
+
+  agent: `Usage: membrane agent run --task TEXT (--system FILE | --def FILE) [flags]
+       membrane agent resume ID [--vfs NAME] [--max-steps N] [--json]
+
+The agent loop: the model (an OpenAI-compatible endpoint reached only through the llm broker)
+calls tools built from the grant — shell, vfs_read, vfs_write, vfs_list, exec, fetch (net only),
+describe (with toolkits), done — on the agent's own VFS, until it calls done, answers without tools, or runs out of steps.
+Every tool call is in the VFS's /_steps.jsonl and the audit log. The endpoint: the config's llm
+section (baseUrl, model) or MEMBRANE_LLM_URL and MEMBRANE_LLM_MODEL; the key: MEMBRANE_LLM_KEY only.
+
+  --task TEXT                   what to do (required for run)
+  --system FILE                 the system prompt
+  --def FILE                    an agent definition: Markdown, front matter (id, model, toolkits,
+                                tagline, profile), the prompt under '## System prompt'
+  --profile P                   the grant (default network; it must hold llm)
+  --vfs NAME                    the agent's VFS (default agent-<session id>)
+  --max-steps N                 model turns at most (default 12)
+  --tool-timeout DURATION       each tool call's hard limit (default 150s)
+  --tenant T                    the principal (default default)
+  --config FILE                 operator config (JSON or TOML) with an llm section
+  --json                        print { id, vfs, result, outcome, steps, events, usage, error? }
+
+Exit: 0 done or finished; 1 max steps reached or stopped (Ctrl-C); else the error's code below.
+
+Example:
+  membrane agent run --def agents/counter.md --task 'count the lines of notes.txt' --vfs work`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -213,6 +239,7 @@ const SUMMARY: Readonly<Record<string, string>> = {
   serve: 'the HTTP API, MCP endpoint and dashboard',
   mcp: 'an MCP server on stdin/stdout',
   token: "create, list or revoke serve's bearer tokens",
+  agent: 'run an LLM agent over sandboxed tools (the model via the llm broker)',
 };
 
 export function helpText(): string {

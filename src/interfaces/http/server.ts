@@ -35,6 +35,7 @@ import { Router, type Principal, type Route } from './router.ts';
 import { auditRoutes } from './routes-audit.ts';
 import { instanceRoutes } from './routes-instances.ts';
 import { mcpRoutes } from './routes-mcp.ts';
+import { agentRoutes } from './routes-agents.ts';
 import { metaRoutes } from './routes-meta.ts';
 import { runRoutes } from './routes-runs.ts';
 import type { Api, ServerLimits } from './state.ts';
@@ -150,7 +151,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     limits,
     routes: () => routes,
   };
-  routes = [...metaRoutes(), ...instanceRoutes(), ...runRoutes(), ...auditRoutes(), ...mcpRoutes()];
+  routes = [...metaRoutes(), ...instanceRoutes(), ...runRoutes(), ...auditRoutes(), ...mcpRoutes(), ...agentRoutes()];
   const router = new Router(routes);
   const rate = new Map<string, { minute: number; count: number }>();
   let draining = false;
