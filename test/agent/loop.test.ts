@@ -20,8 +20,7 @@ const { home, engine, llm } = await agentFixture({
   ],
   'loop forever': [{ calls: [{ name: 'vfs_list', args: { path: '/' } }] }],
   'just answer': [{ content: 'forty-two' }],
-  // The CPython lane: `open()` is the call's VFS (the Pyodide lane reaches it through membrane.vfs).
-}, { pythonLane: 'cpython' });
+});
 
 function steps(vfs: string): StepRecord[] {
   const store = AgentStore.open(vfs);
