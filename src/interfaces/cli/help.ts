@@ -199,6 +199,18 @@ host function cap (meaningful to a server whose engine an embedder built with ho
 
 Example:
   membrane token create --tenant alice --profile minimal`,
+
+  identity: `Usage: membrane identity create --tenant T [--json]
+       membrane identity show --tenant T [--json]
+       membrane identity did-web --host H [--tenant T]
+
+A tenant's Ed25519 key pair (docs/provenance.md). create makes one if the tenant has none (it never
+replaces one) in $MEMBRANE_HOME/identities/T.ed25519, mode 0600; MEMBRANE_SIGNING_KEY (base64 of a
+32-byte seed) supplies the key instead. show prints its did:key. did-web prints the document to
+serve at https://H/.well-known/did.json: the same key as did:web:H (--tenant default: default).
+
+Example:
+  membrane identity create --tenant alice && membrane identity did-web --host example.com --tenant alice`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -213,6 +225,7 @@ const SUMMARY: Readonly<Record<string, string>> = {
   serve: 'the HTTP API, MCP endpoint and dashboard',
   mcp: 'an MCP server on stdin/stdout',
   token: "create, list or revoke serve's bearer tokens",
+  identity: "a tenant's Ed25519 identity: did:key and did:web",
 };
 
 export function helpText(): string {

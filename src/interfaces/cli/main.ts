@@ -26,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve.ts')).serveCommand,
   mcp: async () => (await import('./mcp.ts')).mcpCommand,
   token: async () => (await import('./token.ts')).tokenCommand,
+  identity: async () => (await import('./identity.ts')).identityCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */
