@@ -30,9 +30,9 @@ export async function identityCommand(argv: string[]): Promise<number> {
   if (sub === 'create' || sub === 'show') {
     if (tenant === undefined) throw new UsageError(`identity ${sub} needs --tenant T`);
     const made = sub === 'create' ? createTenantIdentity(tenant) : { identity: need(tenant), created: false };
-    const s = { ...summary(made.identity, tenant), ...(sub === 'create' ? { created: made.created } : {}) };
-    if (json) printJson(s);
-    else process.stdout.write(`${sub === 'create' ? (made.created ? 'created ' : 'exists  ') : ''}${s.did}\n`);
+    const s = summary(made.identity, tenant);
+    if (json) printJson(sub === 'create' ? { ...s, created: made.created } : s);
+    else process.stdout.write(`${sub === 'create' ? (made.created ? 'created ' : 'exists  ') : ''}${s['did']}\n`);
     return 0;
   }
   if (sub === 'did-web') {
