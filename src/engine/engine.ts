@@ -52,6 +52,7 @@ import { AuditLog } from '../storage/audit.ts';
 import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
+import { admitSigned } from './signed.ts';
 import type { Database } from '../storage/sqlite.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
@@ -149,6 +150,7 @@ export class Engine {
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       if (opts.signal?.aborted) return notRun(policy, t0);
       if (!inherited) this.auditFallback(policy, tenant, id);
+      if (!inherited) admitSigned(this.config.requireSigned, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, inherited?.port ? laneCaps(policy) : policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       const { entry, isCommand } = chooseEntry(prepared, opts);
@@ -254,6 +256,7 @@ export class Engine {
       const policy = resolvePolicy(opts, this.config);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       this.auditFallback(policy, tenant, id);
+      admitSigned(this.config.requireSigned, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant }, opts);
@@ -433,8 +436,6 @@ export class Engine {
       metered: this.config.fuel,
     });
   }
-
-
 }
 
 /** The default audit sink: the tamper-evident log in the engine database, opened on first record. */

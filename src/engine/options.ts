@@ -9,6 +9,7 @@
  */
 
 import { join } from 'node:path';
+import { publicKeyOfDidKey } from '../provenance/did.ts';
 import { SandboxError } from '../errors.ts';
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
 import { MAX_MOUNT_FILES } from './mounts.ts';
@@ -93,6 +94,12 @@ export interface EngineOptions {
    * engine's workers (src/lanes/cpython; docs/lanes.md). `MEMBRANE_PYTHON_LANE` sets the default.
    */
   pythonLane?: 'pyodide' | 'cpython';
+  /**
+   * Run only modules signed by one of these did:keys (src/provenance/artifact.ts): a run or start
+   * must pass the module's signed manifest as `artifact`; anything else is refused NOT_CAPABLE,
+   * audited. Default: no requirement.
+   */
+  requireSigned?: readonly string[];
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -133,6 +140,8 @@ export interface EngineConfig {
   /** The embedder's host caps and their function names (the functions stay with the brokers). */
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
   readonly pythonLane: 'pyodide' | 'cpython';
+  /** The did:keys a module must be signed by, or null (no requirement). */
+  readonly requireSigned: readonly string[] | null;
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -175,5 +184,6 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
     hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
     pythonLane,
+    requireSigned: o.requireSigned === undefined ? null : Object.freeze(o.requireSigned.map((d) => (publicKeyOfDidKey(d), d))),
   });
 }

@@ -211,6 +211,24 @@ serve at https://H/.well-known/did.json: the same key as did:web:H (--tenant def
 
 Example:
   membrane identity create --tenant alice && membrane identity did-web --host example.com --tenant alice`,
+
+  sign: `Usage: membrane sign FILE.wasm|DIR --tenant T [--name N] [--version V] [--caps W,W] [--json]
+
+Write a signed manifest beside the artifact (FILE.wasm.manifest.json, or DIR/membrane.manifest.json):
+name, version, the cap words its wasm imports need plus --caps, the sha256 and size of every file,
+the signer's did:key and the time, signed with T's Ed25519 key (membrane identity create).
+
+Example:
+  membrane sign plugin.wasm --tenant alice --version 1.0.0`,
+
+  'verify-artifact': `Usage: membrane verify-artifact MANIFEST [--trust DID]... [--did-doc FILE]... [--json]
+
+Check a signed manifest: {signature, assetIntegrity, valid}. The asset half needs no key: every
+listed file beside the manifest must have its sha256. --trust: the signer must be one of these
+DIDs. --did-doc: a did:web signer's document (never fetched). Exit 0 when valid, 1 when not.
+
+Example:
+  membrane verify-artifact plugin.wasm.manifest.json --trust did:key:z6Mk...`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -226,6 +244,8 @@ const SUMMARY: Readonly<Record<string, string>> = {
   mcp: 'an MCP server on stdin/stdout',
   token: "create, list or revoke serve's bearer tokens",
   identity: "a tenant's Ed25519 identity: did:key and did:web",
+  sign: 'sign a module or directory: a manifest of caps and asset hashes',
+  'verify-artifact': "check a signed manifest's signature and assets",
 };
 
 export function helpText(): string {
@@ -235,7 +255,7 @@ export function helpText(): string {
 Usage: membrane COMMAND [flags]      membrane COMMAND --help     membrane --version
 
 Commands:
-${Object.keys(COMMAND_HELP).map((c) => `  ${c.padEnd(11)}${SUMMARY[c] ?? ''}`).join('\n')}
+${Object.keys(COMMAND_HELP).map((c) => `  ${c.padEnd(16)}${SUMMARY[c] ?? ''}`).join('\n')}
 
 ${UNITS}
 

@@ -27,6 +27,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   mcp: async () => (await import('./mcp.ts')).mcpCommand,
   token: async () => (await import('./token.ts')).tokenCommand,
   identity: async () => (await import('./identity.ts')).identityCommand,
+  sign: async () => (await import('./sign.ts')).signCommand,
+  'verify-artifact': async () => (await import('./sign.ts')).verifyArtifactCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */
