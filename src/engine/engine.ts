@@ -48,12 +48,12 @@ import { execNative, isNativeLanguage } from '../build/exec.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
-import { AuditLog } from '../storage/audit.ts';
+import { auditInDatabase } from './audit-sink.ts';
+import { runWithReceipt } from './receipts.ts';
 import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import { admitSigned } from './signed.ts';
-import type { Database } from '../storage/sqlite.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -130,9 +130,10 @@ export class Engine {
     });
   }
 
-  /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`. */
+  /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
-    return this.execute(bytes, opts, null);
+    if (!opts.receipt) return this.execute(bytes, opts, null);
+    return runWithReceipt({ config: this.config, watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts);
   }
 
   private async execute(bytes: Uint8Array, opts: RunOptions, inherited: Inherited | null): Promise<RunResult> {
@@ -436,12 +437,6 @@ export class Engine {
       metered: this.config.fuel,
     });
   }
-}
-
-/** The default audit sink: the tamper-evident log in the engine database, opened on first record. */
-function auditInDatabase(db: () => Database): { append: AuditLog['append'] } {
-  let log: AuditLog | null = null;
-  return { append: (event) => (log ??= new AuditLog(db())).append(event) };
 }
 
 export function createEngine(options: EngineOptions = {}): Engine {

@@ -67,6 +67,8 @@ export interface RunOptions extends GuestOptions, CallControls {
   id?: string;
   /** Also return the raw stdout bytes (`stdoutBytes`), e.g. to pipe binary output onward. */
   captureBytes?: boolean;
+  /** Also return `receipt`: a receipt of the run signed by the engine's key (engine/receipts.ts). */
+  receipt?: boolean;
 }
 
 export type StartOptions = GuestOptions;

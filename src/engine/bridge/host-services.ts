@@ -120,6 +120,8 @@ export const MAX_SERVE_RESPONSE_BYTES = 1024 * 1024;
 export class HostServices {
   private readonly execs = new Map<string, number>();
   private readonly live = new Map<string, number>();
+  /** Host calls (all but `log`) per watched instance id: a receipt's "did it call out?" (engine/receipts.ts). */
+  private readonly watched = new Map<string, { calls: number }>();
 
   constructor(private readonly deps: HostServicesDeps) {}
 
@@ -148,7 +150,15 @@ export class HostServices {
     };
   }
 
+  /** Count the host calls of jobs run as instance `id` until `unwatch()`. */
+  watch(id: string): { readonly calls: number; unwatch(): void } {
+    const counter = { calls: 0, unwatch: () => this.watched.get(id) === counter && this.watched.delete(id) };
+    this.watched.set(id, counter);
+    return counter;
+  }
+
   job(caller: Caller): JobHost {
+    const watched = this.watched.get(caller.instance);
     const slots = new Set<number>();
     const processes = new Map<number, Process>();
     let nextSlot = 1;
@@ -177,6 +187,7 @@ export class HostServices {
     };
 
     const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle, call: HostCall): Promise<HostReply> => {
+      if (watched && req.op !== 'log') watched.calls++;
       switch (req.op) {
         case 'log':
           this.log(caller, req.level, req.message);
