@@ -46,6 +46,8 @@ ${LIMITS}
   --secrets-file F   JSON secrets for secret_sign (also MEMBRANE_SECRET_<NAME> variables)
   --allow-cidr CIDR  admit an address range the network guard refuses (repeatable)
   --strict-profiles  an unknown --profile is an error instead of a warning
+  --receipt FILE     write a receipt of the run signed by the engine's key to FILE, and its input to
+                     FILE.input.json (membrane receipt verify, membrane replay)
   --json             print one result object { ok, result?, exitCode?, stdout, stderr, fuelUsed,
                      durationMs, memoryBytes, profile, warnings, error? }
 
@@ -229,6 +231,25 @@ DIDs. --did-doc: a did:web signer's document (never fetched). Exit 0 when valid,
 
 Example:
   membrane verify-artifact plugin.wasm.manifest.json --trust did:key:z6Mk...`,
+
+  receipt: `Usage: membrane receipt verify RECEIPT [--trust DID]... [--json]
+
+Check a run receipt (membrane run --receipt FILE) offline: the engine's Ed25519 signature over every
+field (module, input and output hashes, grant, limits, fuel, outcome, host calls, the audit record's
+seq and MAC). --trust: the engine's did:key must be one of these. Exit 0 when valid, 1 when not.
+
+Example:
+  membrane receipt verify run.receipt.json`,
+
+  replay: `Usage: membrane replay RECEIPT --module M [--input I] [--trust DID]... [--json]
+
+Re-run a receipted run and compare its output hash and fuel: only a pure run replays (no host calls,
+no persistent VFS or mounts) given the module and input the receipt hashes. I is the JSON input
+'membrane run --receipt FILE' wrote beside it (FILE.input.json). Exit 0 when reproduced; 1 when
+refused (the reason is printed) or different.
+
+Example:
+  membrane replay run.receipt.json --module guest.wasm --input run.receipt.json.input.json`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -246,6 +267,8 @@ const SUMMARY: Readonly<Record<string, string>> = {
   identity: "a tenant's Ed25519 identity: did:key and did:web",
   sign: 'sign a module or directory: a manifest of caps and asset hashes',
   'verify-artifact': "check a signed manifest's signature and assets",
+  receipt: 'verify a signed run receipt offline',
+  replay: "re-run a pure receipted run and compare its output hash",
 };
 
 export function helpText(): string {

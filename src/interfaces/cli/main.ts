@@ -29,6 +29,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   identity: async () => (await import('./identity.ts')).identityCommand,
   sign: async () => (await import('./sign.ts')).signCommand,
   'verify-artifact': async () => (await import('./sign.ts')).verifyArtifactCommand,
+  receipt: async () => (await import('./receipt.ts')).receiptCommand,
+  replay: async () => (await import('./receipt.ts')).replayCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */
