@@ -11,3 +11,6 @@ export { canonical, canonicalBytes, type Json, type JsonObject } from './canonic
 export { KeyPair, verifyRaw, SEED_BYTES, PUBLIC_KEY_BYTES, SIGNATURE_BYTES } from './keys.ts';
 export { didKey, publicKeyOfDidKey, didWebId, didWebDocument, keysOfDidDocument, multibaseKey, keyFromMultibase, verifyForDid, type DidDocument } from './did.ts';
 export { tenantIdentity, createTenantIdentity, engineIdentity, parseSeed, SIGNING_KEY_ENV, ENGINE_KEY_ENV, type Identity } from './identity.ts';
+export { signArtifact, verifyArtifact, readSignedArtifact, parseSignedArtifact, signedModuleRefusal, capsOfModule, sha256Hex, type ArtifactManifest, type SignedArtifact, type ArtifactCheck } from './artifact.ts';
+export { checkReceipt, parseReceipt, signReceipt, inputHash, outputHash, normalizeInput, type RunReceipt, type SignedReceipt, type RunInput, type ReceiptCheck } from './receipt.ts';
+export { signCheckpointEd25519, checkSignedCheckpoint, isSignedCheckpoint, type SignedCheckpoint } from './checkpoint.ts';

@@ -144,15 +144,17 @@ error's code (e.g. ${ERROR_TABLE.TIMEOUT.exitCode} for TIMEOUT).
 Example:
   membrane sh -c 'seq 1 100 | grep 7 | wc -l' --timeout 10s`,
 
-  audit: `Usage: membrane audit verify [--checkpoint FILE] [--json]
-       membrane audit checkpoint [--json]
+  audit: `Usage: membrane audit verify [--checkpoint FILE] [--json] [--offline]
+       membrane audit checkpoint [--json] [--signed]
        membrane audit tail [--tenant T] [--kind K] [--limit COUNT] [--json]
 
 verify      check the audit log's HMAC chain in $MEMBRANE_HOME/engine.sqlite: "ok: N records", or
             "tampered at seq S: REASON" and exit ${TAMPERED_EXIT} (a wiped or dropped log too). --checkpoint:
             also fail if the log no longer holds the checkpointed record.
 checkpoint  print a signed checkpoint of the log's head (one JSON line) to keep elsewhere;
-            exit ${TAMPERED_EXIT} without one if the log does not verify.
+            exit ${TAMPERED_EXIT} without one if the log does not verify. --signed: also signed with the
+            engine's Ed25519 key ({checkpoint, signer, signature}), which anyone can check:
+            verify --checkpoint FILE --offline needs neither the audit key nor the log.
 tail        the newest records, oldest first; --limit 1..${MAX_AUDIT_TAIL} (default 20).
 
 The key is $MEMBRANE_AUDIT_KEY (64 hex digits or base64 of 32 bytes) or $MEMBRANE_HOME/audit.key.
