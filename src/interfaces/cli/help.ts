@@ -252,6 +252,18 @@ refused (the reason is printed) or different.
 
 Example:
   membrane replay run.receipt.json --module guest.wasm --input run.receipt.json.input.json`,
+
+  bundle: `Usage: membrane bundle create --vfs NAME [--html FILE] [--tenant T] -o X.mbundle [--json]
+       membrane bundle restore X.mbundle --vfs NAME2 [--trust DID]... [--html-out FILE] [--json]
+
+create packs a VFS's three volumes (every file, directory, symlink, mode and mtime), an optional
+HTML page and a manifest signed with T's key (default tenant: default) into one zip. restore checks
+everything first — the zip's entries (no absolute or .. paths, no symlink entries, at most 100000
+entries, declared sizes true and within 1 GiB, no 200:1 bombs), the signature (--trust: the signer
+must be one of these) and every file's sha256 — then writes a VFS that must be new or empty.
+
+Example:
+  membrane bundle create --vfs notebook --html page.html -o notebook.mbundle`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -271,6 +283,7 @@ const SUMMARY: Readonly<Record<string, string>> = {
   'verify-artifact': "check a signed manifest's signature and assets",
   receipt: 'verify a signed run receipt offline',
   replay: "re-run a pure receipted run and compare its output hash",
+  bundle: 'pack a VFS into a signed .mbundle, or restore one',
 };
 
 export function helpText(): string {

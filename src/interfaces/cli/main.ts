@@ -31,6 +31,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   'verify-artifact': async () => (await import('./sign.ts')).verifyArtifactCommand,
   receipt: async () => (await import('./receipt.ts')).receiptCommand,
   replay: async () => (await import('./receipt.ts')).replayCommand,
+  bundle: async () => (await import('./bundle.ts')).bundleCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */
