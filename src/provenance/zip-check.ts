@@ -26,7 +26,7 @@ import { SandboxError } from '../errors.ts';
 import { safeAssetPath } from './artifact.ts';
 
 /** Entries a bundle may hold. */
-export const MAX_BUNDLE_ENTRIES = 100_000;
+export const MAX_BUNDLE_ENTRIES = 50_000;
 /** Sum of declared (inflated) sizes. */
 export const MAX_BUNDLE_INFLATED_BYTES = 1024 * 1024 * 1024;
 /** Largest bundle file read. */

@@ -57,3 +57,25 @@ export function listing(name: string): string[] {
   }
   return out.sort();
 }
+
+/** Visit each central-directory entry of a zip: its offset in `zip` (to patch fields in place). */
+export function centralEntries(zip: Uint8Array): { name: string; at: number }[] {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  let e = zip.length - 22;
+  while (view.getUint32(e, true) !== 0x06054b50) e--;
+  const out: { name: string; at: number }[] = [];
+  let o = view.getUint32(e + 16, true);
+  for (let i = 0, n = view.getUint16(e + 10, true); i < n; i++) {
+    const nameLen = view.getUint16(o + 28, true);
+    out.push({ name: Buffer.from(zip.subarray(o + 46, o + 46 + nameLen)).toString('utf8'), at: o });
+    o += 46 + nameLen + view.getUint16(o + 30, true) + view.getUint16(o + 32, true);
+  }
+  return out;
+}
+
+/** Overwrite an entry's declared (uncompressed) size in its central-directory record. */
+export function patchDeclared(zip: Uint8Array, name: string, bytes: number): void {
+  const entry = centralEntries(zip).find((c) => c.name === name);
+  if (!entry) throw new Error(`no entry ${name}`);
+  new DataView(zip.buffer, zip.byteOffset, zip.byteLength).setUint32(entry.at + 24, bytes, true);
+}

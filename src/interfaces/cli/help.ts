@@ -258,7 +258,7 @@ Example:
 
 create packs a VFS's three volumes (every file, directory, symlink, mode and mtime), an optional
 HTML page and a manifest signed with T's key (default tenant: default) into one zip. restore checks
-everything first — the zip's entries (no absolute or .. paths, no symlink entries, at most 100000
+everything first — the zip's entries (no absolute or .. paths, no symlink entries, at most 50000
 entries, declared sizes true and within 1 GiB, no 200:1 bombs), the signature (--trust: the signer
 must be one of these) and every file's sha256 — then writes a VFS that must be new or empty.
 
