@@ -264,6 +264,17 @@ must be one of these) and every file's sha256 — then writes a VFS that must be
 
 Example:
   membrane bundle create --vfs notebook --html page.html -o notebook.mbundle`,
+
+  verify: `Usage: membrane verify TOOLKIT [--json]
+
+Check a toolkit manifest's declared caps (caps: [...] in JSON, caps = [...] in a .toml file) before
+anything is installed: every word must be a cap word, and some profile must grant them all. Prints
+the granting profiles, least-privileged first (the minimal grant), or names the unknown words, or
+says why no profile can. Embedder host caps (vendor:name) are granted by the operator, not a profile.
+Exit 0 when grantable, 1 when not.
+
+Example:
+  membrane verify toolkit.toml`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -284,6 +295,7 @@ const SUMMARY: Readonly<Record<string, string>> = {
   receipt: 'verify a signed run receipt offline',
   replay: "re-run a pure receipted run and compare its output hash",
   bundle: 'pack a VFS into a signed .mbundle, or restore one',
+  verify: "check a toolkit manifest's declared caps against the profiles",
 };
 
 export function helpText(): string {

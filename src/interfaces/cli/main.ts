@@ -32,6 +32,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   receipt: async () => (await import('./receipt.ts')).receiptCommand,
   replay: async () => (await import('./receipt.ts')).replayCommand,
   bundle: async () => (await import('./bundle.ts')).bundleCommand,
+  verify: async () => (await import('./verify.ts')).verifyCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */
