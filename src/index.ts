@@ -1,11 +1,13 @@
 /**
  * Membrane's library surface: `createEngine(options)` → `engine.run(bytes, opts)`,
  * `engine.start(id, bytes, opts)` → `Instance { call, info, stop }`; the policy literal; the
- * error table; the audit log (verify, checkpoints) and the store quotas an operator may set.
+ * error table; the audit log (verify, checkpoints) and the store quotas an operator may set;
+ * provenance (identities, signed artifacts, receipts, signed checkpoints, bundles).
  */
 export * from './engine/index.ts';
 export * from './errors.ts';
 export * from './policy/index.ts';
+export * from './provenance/index.ts';
 export { AuditLog, engineDatabaseFile, type AuditCheckpoint, type AuditRecord, type AuditVerification, type AuditProblem } from './storage/audit.ts';
 export { MAX_TENANT_KV_BYTES, MAX_TENANT_KV_KEYS, MAX_TENANT_QUEUES, MAX_TENANT_QUEUE_BYTES, type StoreQuotaOptions } from './storage/store-quotas.ts';
 export {

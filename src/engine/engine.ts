@@ -49,7 +49,7 @@ import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
 import { auditInDatabase } from './audit-sink.ts';
-import { runWithReceipt } from './receipts.ts';
+import { callReceipts, runWithReceipt } from './receipts.ts';
 import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
@@ -278,6 +278,7 @@ export class Engine {
         acquire: () => this.pool.acquireDedicated(),
         hostHandler: job.handle,
         onCallStopped: () => job.interrupt(),
+        receipted: callReceipts({ config: this.config, watch: (i) => this.services.watch(i), tenant, id, policy, module: { sha256: prepared.hash, bytes: bytes.length } }),
         onGone: () => {
           job.end();
           this.instances.delete(id);

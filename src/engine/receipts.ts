@@ -29,6 +29,8 @@ import { packageRoot } from '../storage/package-root.ts';
 import type { RunOptions } from './guest-spec.ts';
 import type { EngineConfig } from './options.ts';
 import type { RunResult } from './results.ts';
+import type { ArgValue } from './values.ts';
+import type { PolicyConfig } from '../policy/resolve.ts';
 
 export interface ReceiptDeps {
   readonly config: EngineConfig;
@@ -57,6 +59,53 @@ export function runInputOf(opts: RunOptions): RunInput {
   };
 }
 
+interface Sealable {
+  readonly config: EngineConfig;
+  readonly tenant: string;
+  readonly id: string;
+  readonly module: RunReceipt['module'];
+  readonly input: RunInput;
+  readonly policy: { readonly profile: string; readonly caps: readonly string[]; readonly memoryBytes: number; readonly timeoutMs: number; readonly fuel: number };
+  readonly hostCalls: number;
+  readonly persistentState: boolean;
+}
+
+/** Anchor a receipt of `result` in the audit log and sign it with the engine's key. */
+function seal(s: Sealable, result: RunResult): RunResult & { receipt: SignedReceipt } {
+  const warnings = [...result.warnings];
+  const facts = { module: s.module, input: { sha256: inputHash(s.input) }, output: { sha256: outputHash(result) }, fuelUsed: result.fuelUsed, hostCalls: s.hostCalls };
+  let audit: RunReceipt['audit'] = null;
+  try {
+    const log = AuditLog.open();
+    try {
+      const sealed = log.appendSealed({ tenant: s.tenant, instance: s.id, kind: 'run.receipt', detail: { module: facts.module.sha256, input: facts.input.sha256, output: facts.output.sha256, fuelUsed: facts.fuelUsed, hostCalls: facts.hostCalls } });
+      audit = { seq: sealed.record.seq, mac: sealed.mac, keyId: log.keyId() };
+    } finally {
+      log.close();
+    }
+  } catch (e) {
+    warnings.push(`the receipt is not anchored in the audit log: ${toSandboxError(e).message}`);
+  }
+  const engine = engineIdentity();
+  const receipt: RunReceipt = {
+    v: 1,
+    type: RECEIPT_TYPE,
+    engine: { version: engineVersion(), did: engine.did },
+    tenant: s.tenant,
+    id: s.id,
+    ...facts,
+    profile: s.policy.profile,
+    caps: [...s.policy.caps],
+    limits: { memoryBytes: s.policy.memoryBytes, timeoutMs: s.policy.timeoutMs, fuel: s.policy.fuel },
+    fuelMetered: s.config.fuel,
+    outcome: { ok: result.ok, exitCode: result.exitCode ?? null, error: result.error?.code ?? null },
+    persistentState: s.persistentState,
+    audit,
+    time: new Date().toISOString(),
+  };
+  return { ...result, warnings, receipt: signReceipt(receipt, engine) };
+}
+
 /** Run, then sign a receipt of the run. */
 export async function runWithReceipt(deps: ReceiptDeps, bytes: Uint8Array, opts: RunOptions): Promise<RunResult & { receipt?: SignedReceipt }> {
   const id = opts.id ?? `receipt-${randomUUID()}`;
@@ -74,44 +123,40 @@ export async function runWithReceipt(deps: ReceiptDeps, bytes: Uint8Array, opts:
   } finally {
     watch.unwatch();
   }
-  const warnings = [...result.warnings];
-  const facts = {
-    module: { sha256: sha256(bytes), bytes: bytes.length },
-    input: { sha256: inputHash(runInputOf(opts)) },
-    output: { sha256: outputHash(result) },
-    fuelUsed: result.fuelUsed,
-    hostCalls: watch.calls,
-  };
-  let audit: RunReceipt['audit'] = null;
+  const persistentState = opts.vfs !== undefined || opts.vfsFile !== undefined || (opts.mounts?.length ?? 0) > 0;
+  return seal({ config: deps.config, tenant, id, module: { sha256: sha256(bytes), bytes: bytes.length }, input: runInputOf(opts), policy, hostCalls: watch.calls, persistentState }, result);
+}
+
+export interface CallReceiptDeps {
+  readonly config: EngineConfig;
+  readonly watch: ReceiptDeps['watch'];
+  readonly tenant: string;
+  readonly id: string;
+  readonly policy: PolicyConfig;
+  /** The module's content hash (sha256 of the bytes the instance started from) and size. */
+  readonly module: RunReceipt['module'];
+}
+
+/** `Instance`'s `receipted` dependency (its facts fixed now, so it holds no module bytes). */
+export function callReceipts(deps: CallReceiptDeps): (name: string, args: readonly ArgValue[], opts: { timeoutMs?: number; fuel?: number }, call: () => Promise<RunResult>) => Promise<RunResult> {
+  return (name, args, opts, call) => callWithReceipt(deps, name, args, opts, call);
+}
+
+/**
+ * A call on a persistent instance, with a receipt: `persistentState` is always true (the
+ * instance's memory carries over from earlier calls), so it verifies but never replays.
+ */
+export async function callWithReceipt(deps: CallReceiptDeps, name: string, args: readonly ArgValue[], opts: { timeoutMs?: number; fuel?: number }, call: () => Promise<RunResult>): Promise<RunResult> {
+  const watch = deps.watch(deps.id);
+  let result: RunResult;
   try {
-    const log = AuditLog.open();
-    try {
-      const sealed = log.appendSealed({ tenant, instance: id, kind: 'run.receipt', detail: { module: facts.module.sha256, input: facts.input.sha256, output: facts.output.sha256, fuelUsed: facts.fuelUsed, hostCalls: facts.hostCalls } });
-      audit = { seq: sealed.record.seq, mac: sealed.mac, keyId: log.keyId() };
-    } finally {
-      log.close();
-    }
-  } catch (e) {
-    warnings.push(`the receipt is not anchored in the audit log: ${toSandboxError(e).message}`);
+    result = await call();
+  } finally {
+    watch.unwatch();
   }
-  const engine = engineIdentity();
-  const receipt: RunReceipt = {
-    v: 1,
-    type: RECEIPT_TYPE,
-    engine: { version: engineVersion(), did: engine.did },
-    tenant,
-    id,
-    ...facts,
-    profile: policy.profile,
-    caps: [...policy.caps],
-    limits: { memoryBytes: policy.memoryBytes, timeoutMs: policy.timeoutMs, fuel: policy.fuel },
-    fuelMetered: deps.config.fuel,
-    outcome: { ok: result.ok, exitCode: result.exitCode ?? null, error: result.error?.code ?? null },
-    persistentState: opts.vfs !== undefined || opts.vfsFile !== undefined || (opts.mounts?.length ?? 0) > 0,
-    audit,
-    time: new Date().toISOString(),
-  };
-  return { ...result, warnings, receipt: signReceipt(receipt, engine) };
+  const p = deps.policy;
+  const policy = { ...p, timeoutMs: Math.min(p.timeoutMs, opts.timeoutMs ?? Infinity), fuel: Math.min(p.fuel, opts.fuel ?? Infinity) };
+  return seal({ config: deps.config, tenant: deps.tenant, id: deps.id, module: deps.module, input: { invoke: name, args: args.map(String) }, policy, hostCalls: watch.calls, persistentState: true }, result);
 }
 
 export interface ReplayReport {

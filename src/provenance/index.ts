@@ -14,3 +14,5 @@ export { tenantIdentity, createTenantIdentity, engineIdentity, parseSeed, SIGNIN
 export { signArtifact, verifyArtifact, readSignedArtifact, parseSignedArtifact, signedModuleRefusal, capsOfModule, sha256Hex, type ArtifactManifest, type SignedArtifact, type ArtifactCheck } from './artifact.ts';
 export { checkReceipt, parseReceipt, signReceipt, inputHash, outputHash, normalizeInput, type RunReceipt, type SignedReceipt, type RunInput, type ReceiptCheck } from './receipt.ts';
 export { signCheckpointEd25519, checkSignedCheckpoint, isSignedCheckpoint, type SignedCheckpoint } from './checkpoint.ts';
+export { createBundle, checkBundle, restoreBundle, BUNDLE_TYPE, type BundleManifest, type BundleEntry, type RestoreReport } from './bundle.ts';
+export { MAX_BUNDLE_ENTRIES, MAX_BUNDLE_INFLATED_BYTES, MAX_BUNDLE_FILE_BYTES, MAX_INFLATE_RATIO } from './zip-check.ts';

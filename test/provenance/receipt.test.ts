@@ -108,3 +108,26 @@ test('a run without receipt: true carries none', async () => {
   const r = await engine.run(await wat('count'), { invoke: 'count', args: [3n] });
   assert.equal(r.receipt, undefined);
 });
+
+test('a call on a persistent instance can carry a receipt: it verifies, counts its own host calls, and never replays', async () => {
+  const { createHash } = await import('node:crypto');
+  const bytes = await watText(KV_CALLER);
+  const inst = await engine.start('receipted-instance', bytes, { profile: 'minimal', tenant: 'acme' });
+  try {
+    const plain = await inst.call('run');
+    assert.equal(plain.receipt, undefined);
+    const r = await inst.call('run', [], { receipt: true, fuel: 1e6 });
+    assert.equal(r.ok, true, JSON.stringify(r.error));
+    const rc = r.receipt!.receipt;
+    assert.equal(checkReceipt(r.receipt!).valid, true);
+    assert.equal(rc.id, 'receipted-instance');
+    assert.equal(rc.module.sha256, createHash('sha256').update(bytes).digest('hex'));
+    assert.equal(rc.hostCalls, 1, 'only this call\'s host calls');
+    assert.equal(rc.limits.fuel, 1e6);
+    assert.equal(rc.persistentState, true);
+    const report = await replayReceipt((b, o) => engine.run(b, o), r.receipt!, bytes, { invoke: 'run' });
+    assert.equal(report.replayed, false);
+  } finally {
+    await inst.stop();
+  }
+});

@@ -152,13 +152,12 @@ export class HostServices {
 
   /** Count the host calls of jobs run as instance `id` until `unwatch()`. */
   watch(id: string): { readonly calls: number; unwatch(): void } {
-    const counter = { calls: 0, unwatch: () => this.watched.get(id) === counter && this.watched.delete(id) };
+    const counter = { calls: 0, unwatch: (): void => void (this.watched.get(id) === counter && this.watched.delete(id)) };
     this.watched.set(id, counter);
     return counter;
   }
 
   job(caller: Caller): JobHost {
-    const watched = this.watched.get(caller.instance);
     const slots = new Set<number>();
     const processes = new Map<number, Process>();
     let nextSlot = 1;
@@ -187,7 +186,11 @@ export class HostServices {
     };
 
     const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle, call: HostCall): Promise<HostReply> => {
-      if (watched && req.op !== 'log') watched.calls++;
+      // Looked up per request: a persistent instance's job outlives any one watched call.
+      if (req.op !== 'log' && this.watched.size > 0) {
+        const watched = this.watched.get(caller.instance);
+        if (watched) watched.calls++;
+      }
       switch (req.op) {
         case 'log':
           this.log(caller, req.level, req.message);
