@@ -13,17 +13,21 @@
  * it written: directories, files, symlinks, modes, then every mtime (directories last, deepest
  * first, so creating their children does not move them).
  *
- * Invariant: a bundle that fails any check writes nothing; a restore never writes into a VFS
+ * Invariant: a bundle that fails any check writes nothing (every entry's directory and every
+ * symlink target is checked up front too, so a restore does not stop half-way on one); a restore
+ * never writes into a VFS
  * that already holds a file (no merge with what is there); paths only ever reach the VFS (never
  * the host filesystem), so a hostile path can at worst name a VFS path, and those are checked too.
  *
  * Does not protect against: hard links (each name is restored as its own file); atime and ctime
- * (not kept); a signer the restorer chose to trust that it should not have.
+ * (not kept); a signer the restorer chose to trust that it should not have; the target VFS's
+ * quota (a bundle larger than it stops with ENOSPC part-way through writing).
  */
 
 import { zipSync, type Zippable } from 'fflate';
 import { SandboxError } from '../errors.ts';
 import { Vfs, O_CREAT, O_EXCL, VOLUMES, type VolumeName } from '../storage/vfs.ts';
+import { checkSymlinkTarget } from '../storage/vfs-path.ts';
 import { canonicalBytes } from './canonical.ts';
 import { verifyForDid } from './did.ts';
 import type { Identity } from './identity.ts';
@@ -128,7 +132,14 @@ function checkEntry(e: unknown): BundleEntry {
   if (typeof x['mode'] !== 'number' || !Number.isInteger(x['mode']) || x['mode'] < 0 || x['mode'] > 0o7777) throw refuse(`${path}: bad mode`);
   if (typeof x['mtimeNs'] !== 'string' || !/^\d{1,20}$/.test(x['mtimeNs'])) throw refuse(`${path}: bad mtime`);
   if (x['kind'] === 'file' && (typeof x['bytes'] !== 'number' || typeof x['sha256'] !== 'string')) throw refuse(`${path}: a file entry has bytes and sha256`);
-  if (x['kind'] === 'symlink' && typeof x['target'] !== 'string') throw refuse(`${path}: a symlink entry has a target`);
+  if (x['kind'] === 'symlink') {
+    if (typeof x['target'] !== 'string') throw refuse(`${path}: a symlink entry has a target`);
+    try {
+      checkSymlinkTarget(x['target']);
+    } catch {
+      throw refuse(`${path}: the symlink target is not one the VFS accepts`);
+    }
+  }
   if (path === '/' && x['kind'] !== 'dir') throw refuse('a volume root is a directory');
   return x as unknown as BundleEntry;
 }
@@ -171,10 +182,14 @@ export function checkBundle(zip: Uint8Array, trust?: readonly string[]): { manif
   const expected = new Set<string>([MANIFEST]);
   const seen = new Set<string>();
   const contents = new Map<string, Uint8Array>();
+  const dirs = new Set(entries.filter((e) => e.kind === 'dir').map((e) => `${e.volume}:${e.path}`));
   for (const e of entries) {
     const key = `${e.volume}:${e.path}`;
     if (seen.has(key)) throw refuse(`${e.volume}${e.path} is listed twice`);
     seen.add(key);
+    // Every entry's directory is in the manifest too, so the restore cannot stop half-way on a missing parent.
+    const parent = e.path === '/' ? null : e.path.slice(0, e.path.lastIndexOf('/')) || '/';
+    if (parent !== null && !dirs.has(`${e.volume}:${parent}`)) throw refuse(`${e.volume}${e.path}: its directory ${parent} is not in the manifest`);
     if (e.kind !== 'file') continue;
     const name = zipName(e);
     expected.add(name);

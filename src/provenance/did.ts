@@ -111,7 +111,7 @@ export function keysOfDidDocument(doc: unknown): { id: string; keys: Uint8Array[
 
 /**
  * Does `signature` verify over `data` for `did`? A did:key carries its key; a did:web needs its
- * document (`documents`, keyed by DID), which must be that DID's. Never throws on a bad signature.
+ * document (`documents`, keyed by DID), which must be that DID's. Never throws: anything malformed is false.
  */
 export function verifyForDid(did: string, data: Uint8Array, signature: string, documents: ReadonlyMap<string, unknown> = new Map()): boolean {
   if (typeof did !== 'string') return false;
@@ -122,8 +122,12 @@ export function verifyForDid(did: string, data: Uint8Array, signature: string, d
   if (did.startsWith('did:web:')) {
     const doc = documents.get(did);
     if (doc === undefined) return false;
-    const { id, keys } = keysOfDidDocument(doc);
-    return id === did && keys.some((k) => verifyRaw(k, data, signature));
+    try {
+      const { id, keys } = keysOfDidDocument(doc);
+      return id === did && keys.some((k) => verifyRaw(k, data, signature));
+    } catch {
+      return false; // a malformed document vouches for nothing
+    }
   }
   return false;
 }

@@ -116,7 +116,11 @@ function load(where: Where, create: boolean): Identity | undefined {
   const env = process.env[where.env];
   if (env !== undefined && env !== '') return identity(parseSeed(env, where.env), where.env);
   const path = where.path();
-  const seed = readSeedFile(path, where.shown) ?? (create && (createSeedFile(path), true) ? readSeedFile(path, where.shown) : undefined);
+  let seed = readSeedFile(path, where.shown);
+  if (!seed && create) {
+    createSeedFile(path); // false when another process won the race: its key is read below
+    seed = readSeedFile(path, where.shown);
+  }
   return seed ? identity(seed, where.shown) : undefined;
 }
 

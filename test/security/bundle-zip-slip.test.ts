@@ -19,7 +19,7 @@ function signedZip(path: string, zipPath = `vfs/workspace${path}`): Uint8Array {
   const signer = testSigner(5);
   const manifest = {
     v: 1, type: BUNDLE_TYPE, name: 'x', html: null, signer: signer.did, time: new Date().toISOString(),
-    entries: [{ volume: 'workspace', path, kind: 'file', mode: 0o644, mtimeNs: '1', bytes: data.length, sha256: sha256Hex(data) }],
+    entries: [{ volume: 'workspace', path: '/', kind: 'dir', mode: 0o755, mtimeNs: '1' }, { volume: 'workspace', path, kind: 'file', mode: 0o644, mtimeNs: '1', bytes: data.length, sha256: sha256Hex(data) }],
   };
   const env = { manifest, signature: signer.keys.sign(canonicalBytes(manifest)) };
   return zipSync({ 'manifest.json': new TextEncoder().encode(JSON.stringify(env)), [zipPath]: data });
@@ -36,6 +36,11 @@ for (const name of ['../../etc/passwd', '/etc/passwd', 'vfs/workspace/../../../x
 test('a signed manifest path that climbs out of the volume is refused', () => {
   assert.throws(() => restoreBundle(signedZip('/../x', 'vfs/workspace/x'), 'slip-target'), /not a safe absolute VFS path/);
   assert.throws(() => restoreBundle(signedZip('/a/../../x', 'vfs/workspace/a/x'), 'slip-target'), /not a safe absolute VFS path/);
+  assert.deepEqual(listing('slip-target'), EMPTY);
+});
+
+test('an entry whose directory the manifest does not list is refused before anything is written', () => {
+  assert.throws(() => restoreBundle(signedZip('/missing/x'), 'slip-target'), /its directory \/missing is not in the manifest/);
   assert.deepEqual(listing('slip-target'), EMPTY);
 });
 
