@@ -29,7 +29,7 @@ import { lookupImport } from '../policy/catalog.ts';
 import { CAP_WORDS, isCapWord, type CapWord } from '../policy/profiles.ts';
 import { describeModule } from '../wasm/inspect.ts';
 import { canonicalBytes } from './canonical.ts';
-import { verifyForDid } from './did.ts';
+import { didWebId, verifyForDid } from './did.ts';
 import type { Identity } from './identity.ts';
 
 export const ARTIFACT_TYPE = 'membrane/artifact';
@@ -113,6 +113,8 @@ export interface SignOptions {
   /** Cap words the signer declares beyond what the wasm imports need. */
   readonly caps?: readonly string[];
   readonly time?: Date;
+  /** Name the signer as `did:web:HOST` (the same key, published by `identity did-web`) instead of its did:key. */
+  readonly didWebHost?: string;
 }
 
 /** Sign a `.wasm` file or a directory: writes the envelope beside it; returns its path and content. */
@@ -141,7 +143,7 @@ export function signArtifact(target: string, signer: Identity, opts: SignOptions
     version: opts.version ?? '0.0.0',
     caps: CAP_WORDS.filter((c) => caps.has(c)),
     assets,
-    signer: signer.did,
+    signer: opts.didWebHost !== undefined ? didWebId(opts.didWebHost) : signer.did,
     time: (opts.time ?? new Date()).toISOString(),
   };
   const signed: SignedArtifact = { manifest, signature: signer.keys.sign(canonicalBytes(manifest)) };

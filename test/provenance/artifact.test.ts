@@ -154,3 +154,28 @@ test('membrane sign and verify-artifact end to end, exit 1 on a tampered asset',
   assert.equal(bad.code, 1);
   assert.match(bad.stdout, /signature: ok\nassetIntegrity: FAILED/);
 });
+
+test('an artifact signed as did:web verifies with its document (verify-artifact --did-doc) and not without', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'membrane-sign-didweb-'));
+  const env = { MEMBRANE_HOME: home, [SIGNING_KEY_ENV]: '' };
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-sign-didweb-art-'));
+  const file = join(dir, 'count.wasm');
+  writeFileSync(file, await wat('count'));
+  assert.equal((await runCli(['identity', 'create', '--tenant', 'alice'], env)).code, 0);
+  const signed = await runCli(['sign', file, '--tenant', 'alice', '--did-web', 'example.com', '--json'], env);
+  assert.equal(signed.code, 0, signed.stderr);
+  assert.equal((JSON.parse(signed.stdout) as { signer: string }).signer, 'did:web:example.com');
+  const doc = await runCli(['identity', 'did-web', '--host', 'example.com', '--tenant', 'alice'], env);
+  const docFile = join(dir, 'did.json');
+  writeFileSync(docFile, doc.stdout);
+  const without = await runCli(['verify-artifact', `${file}.manifest.json`, '--json'], env);
+  assert.equal(without.code, 1);
+  assert.equal((JSON.parse(without.stdout) as { signature: boolean }).signature, false);
+  const withDoc = await runCli(['verify-artifact', `${file}.manifest.json`, '--did-doc', docFile, '--json'], env);
+  assert.equal(withDoc.code, 0, withDoc.stdout);
+  assert.deepEqual(JSON.parse(withDoc.stdout), { signature: true, assetIntegrity: true, valid: true, signer: 'did:web:example.com', reasons: [] });
+  // Another tenant's document under the same host name does not vouch for it.
+  assert.equal((await runCli(['identity', 'create', '--tenant', 'bob'], env)).code, 0);
+  writeFileSync(docFile, (await runCli(['identity', 'did-web', '--host', 'example.com', '--tenant', 'bob'], env)).stdout);
+  assert.equal((await runCli(['verify-artifact', `${file}.manifest.json`, '--did-doc', docFile], env)).code, 1);
+});

@@ -216,11 +216,12 @@ serve at https://H/.well-known/did.json: the same key as did:web:H (--tenant def
 Example:
   membrane identity create --tenant alice && membrane identity did-web --host example.com --tenant alice`,
 
-  sign: `Usage: membrane sign FILE.wasm|DIR --tenant T [--name N] [--version V] [--caps W,W] [--json]
+  sign: `Usage: membrane sign FILE.wasm|DIR --tenant T [--name N] [--version V] [--caps W,W] [--did-web HOST] [--json]
 
 Write a signed manifest beside the artifact (FILE.wasm.manifest.json, or DIR/membrane.manifest.json):
 name, version, the cap words its wasm imports need plus --caps, the sha256 and size of every file,
 the signer's did:key and the time, signed with T's Ed25519 key (membrane identity create).
+--did-web HOST names the signer did:web:HOST instead (verify-artifact then needs --did-doc).
 
 Example:
   membrane sign plugin.wasm --tenant alice --version 1.0.0`,

@@ -19,7 +19,7 @@ import { safeJson } from './audit.ts';
 export const INVALID_EXIT = 1;
 
 export async function signCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { tenant: { type: 'string' }, name: { type: 'string' }, version: { type: 'string' }, caps: { type: 'string' }, json: { type: 'boolean' } });
+  const { values, positionals } = parse(argv, { tenant: { type: 'string' }, name: { type: 'string' }, version: { type: 'string' }, caps: { type: 'string' }, 'did-web': { type: 'string' }, json: { type: 'boolean' } });
   if (positionals.length !== 1) throw new UsageError('sign takes exactly one FILE.wasm or DIR');
   const tenant = str(values['tenant']);
   if (tenant === undefined) throw new UsageError('sign needs --tenant T (whose identity signs)');
@@ -28,7 +28,8 @@ export async function signCommand(argv: string[]): Promise<number> {
   const caps = str(values['caps'])?.split(',').map((c) => c.trim()).filter((c) => c !== '') ?? [];
   const name = str(values['name']);
   const version = str(values['version']);
-  const { file, signed } = signArtifact(positionals[0]!, signer, { caps, ...(name !== undefined ? { name } : {}), ...(version !== undefined ? { version } : {}) });
+  const didWebHost = str(values['did-web']);
+  const { file, signed } = signArtifact(positionals[0]!, signer, { caps, ...(name !== undefined ? { name } : {}), ...(version !== undefined ? { version } : {}), ...(didWebHost !== undefined ? { didWebHost } : {}) });
   const summary = { manifest: file, signer: signed.manifest.signer, name: signed.manifest.name, version: signed.manifest.version, caps: signed.manifest.caps, assets: signed.manifest.assets.length };
   if (values['json'] === true) printJson(summary);
   else process.stdout.write(`signed ${summary.assets} asset(s) as ${summary.signer}: ${file}\n`);
