@@ -179,3 +179,21 @@ test('an artifact signed as did:web verifies with its document (verify-artifact 
   writeFileSync(docFile, (await runCli(['identity', 'did-web', '--host', 'example.com', '--tenant', 'bob'], env)).stdout);
   assert.equal((await runCli(['verify-artifact', `${file}.manifest.json`, '--did-doc', docFile], env)).code, 1);
 });
+
+test('membrane run --require-signed refuses an unsigned module (exit 67, NOT_CAPABLE) and runs it with --artifact', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'membrane-run-signed-'));
+  const env = { MEMBRANE_HOME: home, [SIGNING_KEY_ENV]: '' };
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-run-signed-art-'));
+  const file = join(dir, 'count.wasm');
+  writeFileSync(file, await wat('count'));
+  const created = await runCli(['identity', 'create', '--tenant', 'alice', '--json'], env);
+  const did = (JSON.parse(created.stdout) as { did: string }).did;
+  assert.equal((await runCli(['sign', file, '--tenant', 'alice'], env)).code, 0);
+  const args = ['run', file, '--invoke', 'count', '--arg', '10', '--require-signed', did];
+  const refused = await runCli(args, env);
+  assert.equal(refused.code, 67, refused.stderr);
+  assert.match(refused.stderr, /NOT_CAPABLE: refusing to run the module: the module is unsigned/);
+  const ran = await runCli([...args, '--artifact', `${file}.manifest.json`], env);
+  assert.equal(ran.code, 0, ran.stderr);
+  assert.equal(ran.stdout.trim(), '45');
+});

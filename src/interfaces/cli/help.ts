@@ -48,6 +48,8 @@ ${LIMITS}
   --strict-profiles  an unknown --profile is an error instead of a warning
   --receipt FILE     write a receipt of the run signed by the engine's key to FILE, and its input to
                      FILE.input.json (membrane receipt verify, membrane replay)
+  --require-signed DID  run only a module signed by this did:key (repeatable); give its manifest
+                     with --artifact FILE (membrane sign): otherwise NOT_CAPABLE, audited
   --json             print one result object { ok, result?, exitCode?, stdout, stderr, fuelUsed,
                      durationMs, memoryBytes, profile, warnings, error? }
 

@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createEngine, type RunOptions } from '../../engine/index.ts';
 import { runInputOf } from '../../engine/receipts.ts';
+import { readSignedArtifact } from '../../provenance/artifact.ts';
 import { SecretStore } from '../../brokers/secrets.ts';
 import type { RunResult } from '../../engine/results.ts';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
@@ -36,6 +37,8 @@ export const RUN_OPTIONS = {
   json: { type: 'boolean' },
   'strict-profiles': { type: 'boolean' },
   receipt: { type: 'string' },
+  artifact: { type: 'string' },
+  'require-signed': { type: 'string', multiple: true },
 } as const;
 
 export async function runCommand(argv: string[]): Promise<number> {
@@ -58,7 +61,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
   const secretsFile = str(values['secrets-file']);
   const secrets = { ...SecretStore.fromEnv(), ...(secretsFile ? SecretStore.fromFile(secretsFile) : {}) };
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } } });
+  const requireSigned = strs(values['require-signed']);
+  const artifactFile = str(values['artifact']);
+  const artifact = artifactFile !== undefined ? readSignedArtifact(artifactFile) : undefined;
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } }, ...(requireSigned.length > 0 ? { requireSigned } : {}) });
   let result: RunResult;
   const live = cliCall(json);
   try {
@@ -77,6 +83,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       argv: rest,
       ...live.controls,
       ...(receiptFile !== undefined ? { receipt: true } : {}),
+      ...(artifact !== undefined ? { artifact } : {}),
     };
     result = await engine.run(bytes, opts);
     if (receiptFile !== undefined) writeReceipt(receiptFile, result, opts);
