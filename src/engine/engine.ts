@@ -46,12 +46,13 @@ import { execNative, isNativeLanguage } from '../build/exec.ts';
 import { QueryService } from '../storage/query.ts';
 import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
-import { AuditLog } from '../storage/audit.ts';
+import { auditInDatabase } from './audit-sink.ts';
+import { callReceipts, runWithReceipt } from './receipts.ts';
 import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
-import type { Database } from '../storage/sqlite.ts';
 import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
+import { admitSigned } from './signed.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -128,9 +129,10 @@ export class Engine {
     });
   }
 
-  /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`. */
+  /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
-    return this.execute(bytes, opts, null);
+    if (!opts.receipt) return this.execute(bytes, opts, null);
+    return runWithReceipt({ config: this.config, watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts);
   }
 
   private async execute(bytes: Uint8Array, opts: RunOptions, inherited: Inherited | null): Promise<RunResult> {
@@ -148,6 +150,7 @@ export class Engine {
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       if (opts.signal?.aborted) return notRun(policy, t0);
       if (!inherited) this.auditFallback(policy, tenant, id);
+      if (!inherited) admitSigned(this.config.requireSigned, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, inherited?.port ? laneCaps(policy) : policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       const { entry, isCommand } = chooseEntry(prepared, opts);
@@ -253,6 +256,7 @@ export class Engine {
       const policy = resolvePolicy(opts, this.config);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       this.auditFallback(policy, tenant, id);
+      admitSigned(this.config.requireSigned, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant }, opts);
@@ -273,6 +277,7 @@ export class Engine {
         acquire: () => this.pool.acquireDedicated(),
         hostHandler: job.handle,
         onCallStopped: () => job.interrupt(),
+        receipted: callReceipts({ config: this.config, watch: (i) => this.services.watch(i), tenant, id, policy, module: { sha256: prepared.hash, bytes: bytes.length } }),
         onGone: () => {
           job.end();
           this.instances.delete(id);
@@ -434,12 +439,6 @@ export class Engine {
       metered: this.config.fuel,
     });
   }
-}
-
-/** The default audit sink: the tamper-evident log in the engine database, opened on first record. */
-function auditInDatabase(db: () => Database): { append: AuditLog['append'] } {
-  let log: AuditLog | null = null;
-  return { append: (event) => (log ??= new AuditLog(db())).append(event) };
 }
 
 export function createEngine(options: EngineOptions = {}): Engine {

@@ -50,6 +50,8 @@ export interface GuestOptions extends PolicyOptions {
   images?: readonly ImageMount[];
   /** argv[0] of a WASI command (default: the run's id); a multi-call module (LLVM) picks its tool by it. */
   argv0?: string;
+  /** The module's signed manifest (`membrane sign`), checked when the engine has `requireSigned`. */
+  artifact?: unknown;
 }
 
 export interface RunOptions extends GuestOptions, CallControls {
@@ -65,6 +67,8 @@ export interface RunOptions extends GuestOptions, CallControls {
   id?: string;
   /** Also return the raw stdout bytes (`stdoutBytes`), e.g. to pipe binary output onward. */
   captureBytes?: boolean;
+  /** Also return `receipt`: a receipt of the run signed by the engine's key (engine/receipts.ts). */
+  receipt?: boolean;
 }
 
 export type StartOptions = GuestOptions;

@@ -5,3 +5,4 @@ export type { RunResult } from './results.ts';
 export { checkImport, planLinks, signatureText, type MissingImport } from './linker.ts';
 export { CommandRegistry } from './registry.ts';
 export type { ExecOptions, ExecOutcome } from '../lanes/index.ts';
+export { replayReceipt, runInputOf, type ReplayReport } from './receipts.ts';

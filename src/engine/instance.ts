@@ -44,6 +44,8 @@ export interface CallOptions extends CallControls {
   timeoutMs?: number;
   /** Lower this call's fuel budget below the instance's. */
   fuel?: number;
+  /** Also return `receipt`: a receipt of the call signed by the engine's key (engine/receipts.ts). */
+  receipt?: boolean;
 }
 
 export interface InstanceDeps {
@@ -58,6 +60,8 @@ export interface InstanceDeps {
   /** A call was stopped (deadline, cancel): what it started through the host stops too. */
   readonly onCallStopped?: () => void;
   readonly onGone: () => void;
+  /** Run `call` (this call without `receipt`) and add a signed receipt of it. */
+  readonly receipted?: (name: string, args: readonly ArgValue[], opts: CallOptions, call: () => Promise<RunResult>) => Promise<RunResult>;
 }
 
 export class Instance {
@@ -112,6 +116,7 @@ export class Instance {
    * whose `signal` aborts before its turn leaves the queue (CANCELLED, nothing ran).
    */
   call(name: string, args: readonly ArgValue[] = [], opts: CallOptions = {}): Promise<RunResult> {
+    if (opts.receipt && this.d.receipted) return this.d.receipted(name, args, opts, () => this.call(name, args, { ...opts, receipt: false }));
     const signal = opts.signal;
     if (!signal) {
       // The hot path: calls run one at a time, in arrival order; an idle instance starts at once.

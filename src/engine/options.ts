@@ -9,6 +9,7 @@
  */
 
 import { join } from 'node:path';
+import { publicKeyOfDidKey } from '../provenance/did.ts';
 import { SandboxError } from '../errors.ts';
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
 import { MAX_MOUNT_FILES } from './mounts.ts';
@@ -87,6 +88,12 @@ export interface EngineOptions {
   hostFunctions?: HostFunctionsOptions;
   /** Receives what a host function threw (host side only: the guest sees UNAVAILABLE). */
   onHostFunctionError?: (failure: HostFailure) => void;
+  /**
+   * Run only modules signed by one of these did:keys (src/provenance/artifact.ts): a run or start
+   * must pass the module's signed manifest as `artifact`; anything else is refused NOT_CAPABLE,
+   * audited. Default: no requirement.
+   */
+  requireSigned?: readonly string[];
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -126,6 +133,8 @@ export interface EngineConfig {
   readonly maxMountFiles: number;
   /** The embedder's host caps and their function names (the functions stay with the brokers). */
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
+  /** The did:keys a module must be signed by, or null (no requirement). */
+  readonly requireSigned: readonly string[] | null;
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -165,5 +174,6 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
     hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
+    requireSigned: o.requireSigned === undefined ? null : Object.freeze(o.requireSigned.map((d) => (publicKeyOfDidKey(d), d))),
   });
 }

@@ -13,6 +13,7 @@ import { SandboxError, type SerializedError } from '../errors.ts';
 import type { Awaited } from './bridge/worker-handle.ts';
 import { renderResults, type ResultValue } from './values.ts';
 import { cancelled } from '../lanes/controls.ts';
+import type { SignedReceipt } from '../provenance/receipt.ts';
 
 export interface RunResult {
   readonly ok: boolean;
@@ -33,6 +34,8 @@ export interface RunResult {
   readonly stdoutBytes?: Uint8Array;
   /** With `stdoutBytes`: whether the output cap dropped stdout past `outputLimitBytes`. */
   readonly stdoutTruncated?: boolean;
+  /** Only when the run asked for one (`receipt: true`): the signed receipt (provenance/receipt.ts). */
+  readonly receipt?: SignedReceipt;
 }
 
 export interface ResultContext {

@@ -53,6 +53,8 @@ export const ConfigSchema = z.strictObject({
       timeoutMs: positiveInt.optional(),
     })
     .optional(),
+  /** `membrane serve` answers GET /.well-known/did.json with this tenant's key as did:web:HOST. */
+  identity: z.strictObject({ didWebHost: z.string().min(1).max(253), tenant: z.string().min(1).max(128) }).optional(),
   net: z.strictObject({ allowCidrs: z.array(z.string().min(1).max(64)).max(256).optional() }).optional(),
   secrets: z.strictObject({ file: z.string().min(1).optional(), envPrefix: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'expected an upper-case variable prefix').optional() }).optional(),
   limits: z

@@ -10,7 +10,8 @@
  * `canonicalJson` of every other field, so a field added later is covered by the signature of
  * the version that adds it. `alg` names the signature: `hmac-sha256` — HMAC-SHA256 under a key
  * derived from the audit key (`checkpointKey`), which only the audit key's holder can make or
- * check. Other algorithms (Ed25519 under the engine's provenance key) join `CHECKPOINT_ALGS`.
+ * check. The Ed25519 signature under the engine's provenance key wraps this checkpoint
+ * unchanged (provenance/checkpoint.ts): anyone can check that one, without the audit key.
  *
  * Invariant: a checkpoint is parsed as untrusted input — exact fields, bounded sizes — before
  * anything in it is used; a checkpoint under another audit key (`keyId`) or an unknown `alg` is

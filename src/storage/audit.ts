@@ -104,6 +104,7 @@ export class AuditLog {
   readonly #at$: Statement<{ seq: number; mac: Buffer }>;
   readonly #appendTx: (fields: Omit<AuditRecord, 'v' | 'seq' | 'time'>) => AuditRecord;
   readonly #legacyEmpty: boolean;
+  #lastMac: Buffer = ZERO_MAC;
 
   /**
    * Over an open connection (closed by `close()` only if `ownsDb`). Starts a log — the tables and
@@ -179,6 +180,12 @@ export class AuditLog {
     if (this.#ownsDb && this.#db.open) this.#db.close();
   }
 
+  /** `append`, also returning the record's MAC (hex): the log's head right after it (a receipt's anchor). */
+  appendSealed(event: AuditEvent): { record: AuditRecord; mac: string } {
+    const record = this.append(event);
+    return { record, mac: this.#lastMac.toString('hex') };
+  }
+
   /** Append one record atomically; returns it. */
   append(event: AuditEvent): AuditRecord {
     if (typeof event.kind !== 'string' || !KIND.test(event.kind)) {
@@ -217,6 +224,7 @@ export class AuditLog {
       throw new SandboxError('INTERNAL', 'could not append to the audit log (a record past its head?); run `membrane audit verify`', {}, err);
     }
     this.#setHead$.run(record.seq, mac, this.#headMac(record.seq, mac));
+    this.#lastMac = mac;
     return record;
   }
 

@@ -11,12 +11,12 @@ import { runCli } from '../helpers/cli.ts';
 const HOME = mkdtempSync(join(tmpdir(), 'membrane-help-'));
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME });
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const COMMANDS = ['run', 'exec', 'build', 'sh', 'serve', 'mcp', 'instrument', 'inspect', 'audit', 'token', 'profiles', 'agent'];
+const COMMANDS = ['run', 'exec', 'build', 'sh', 'serve', 'mcp', 'instrument', 'inspect', 'audit', 'token', 'profiles', 'agent', 'identity', 'sign', 'verify-artifact', 'receipt', 'replay', 'bundle', 'verify'];
 
 test('every command main.ts dispatches has a help entry', async () => {
   const src = readFileSync(new URL('../../src/interfaces/cli/main.ts', import.meta.url), 'utf8');
   const table = /const COMMANDS[^{]*\{([^}]*)\}/.exec(src)![1]!;
-  const dispatched = [...table.matchAll(/^\s*([a-z]+):/gm)].map((m) => m[1]!).sort();
+  const dispatched = [...table.matchAll(/^\s*'?([a-z-]+)'?:/gm)].map((m) => m[1]!).sort();
   assert.deepEqual(Object.keys(COMMAND_HELP).sort(), dispatched);
   assert.deepEqual([...COMMANDS].sort(), dispatched);
 });

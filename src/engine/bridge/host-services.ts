@@ -121,6 +121,8 @@ export const MAX_SERVE_RESPONSE_BYTES = 1024 * 1024;
 export class HostServices {
   private readonly execs = new Map<string, number>();
   private readonly live = new Map<string, number>();
+  /** Host calls (all but `log`) per watched instance id: a receipt's "did it call out?" (engine/receipts.ts). */
+  private readonly watched = new Map<string, { calls: number }>();
 
   constructor(private readonly deps: HostServicesDeps) {}
 
@@ -147,6 +149,13 @@ export class HostServices {
       if (held) this.bump(this.execs, tenant, -1);
       held = false;
     };
+  }
+
+  /** Count the host calls of jobs run as instance `id` until `unwatch()`. */
+  watch(id: string): { readonly calls: number; unwatch(): void } {
+    const counter = { calls: 0, unwatch: (): void => void (this.watched.get(id) === counter && this.watched.delete(id)) };
+    this.watched.set(id, counter);
+    return counter;
   }
 
   job(caller: Caller): JobHost {
@@ -178,6 +187,11 @@ export class HostServices {
     };
 
     const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle, call: HostCall): Promise<HostReply> => {
+      // Looked up per request: a persistent instance's job outlives any one watched call.
+      if (req.op !== 'log' && this.watched.size > 0) {
+        const watched = this.watched.get(caller.instance);
+        if (watched) watched.calls++;
+      }
       switch (req.op) {
         case 'log':
           this.log(caller, req.level, req.message);

@@ -19,6 +19,8 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from 
 import { SandboxError } from '../../errors.ts';
 import { AuditLog, MAX_AUDIT_TAIL, engineDatabaseFile, MAX_CHECKPOINT_BYTES, parseCheckpoint, type AuditRecord, type AuditVerification } from '../../storage/audit.ts';
 import { UsageError, parse, printJson, str } from './args.ts';
+import { checkSignedCheckpoint, isSignedCheckpoint, signCheckpointEd25519 } from '../../provenance/checkpoint.ts';
+import { engineIdentity } from '../../provenance/identity.ts';
 import { count } from './units.ts';
 
 /** `membrane audit verify` found the log tampered with. */
@@ -67,11 +69,25 @@ function report(r: AuditVerification, json: boolean): number {
 }
 
 async function verify(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { json: { type: 'boolean' }, checkpoint: { type: 'string' } });
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' }, checkpoint: { type: 'string' }, offline: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError('audit verify takes no arguments (a checkpoint: --checkpoint FILE)');
   const file = str(values['checkpoint']);
-  const checkpoint = file !== undefined ? readCheckpointFile(file) : undefined;
+  const offline = values['offline'] === true;
+  if (offline && file === undefined) throw new UsageError('--offline checks a signed checkpoint: give --checkpoint FILE');
+  let checkpoint = file !== undefined ? readCheckpointFile(file) : undefined;
   const json = values['json'] === true;
+  // A checkpoint signed with the engine's Ed25519 key (audit checkpoint --signed): that signature
+  // first (it needs no audit key), then — unless --offline — its HMAC checkpoint against the log.
+  if (checkpoint !== undefined && (offline || isSignedCheckpoint(checkpoint))) {
+    const signed = checkSignedCheckpoint(checkpoint);
+    if (typeof signed === 'string') return report({ ok: false, seq: 0, problem: 'checkpoint', reason: signed }, json);
+    if (offline) {
+      if (json) printJson({ ok: true, signer: signed.signer, checkpoint: signed.checkpoint });
+      else process.stdout.write(`ok: checkpoint of seq ${safeJson(signed.checkpoint['seq'])} signed by ${signed.signer}\n`);
+      return 0;
+    }
+    checkpoint = signed.checkpoint;
+  }
   const log = AuditLog.openExisting();
   if (!(log instanceof AuditLog)) return report(log, json);
   try {
@@ -82,7 +98,7 @@ async function verify(argv: string[]): Promise<number> {
 }
 
 async function checkpoint(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { json: { type: 'boolean' } });
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' }, signed: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError('audit checkpoint takes no arguments');
   const json = values['json'] === true;
   const log = AuditLog.openExisting();
@@ -94,7 +110,8 @@ async function checkpoint(argv: string[]): Promise<number> {
       return report(r, json);
     }
     // The checkpoint is its JSON, with or without --json: save it as it is.
-    process.stdout.write(`${JSON.stringify(log.checkpoint())}\n`);
+    const cp = log.checkpoint();
+    process.stdout.write(`${JSON.stringify(values['signed'] === true ? signCheckpointEd25519(cp, engineIdentity()) : cp)}\n`);
     return 0;
   } finally {
     log.close();

@@ -46,6 +46,10 @@ ${LIMITS}
   --secrets-file F   JSON secrets for secret_sign (also MEMBRANE_SECRET_<NAME> variables)
   --allow-cidr CIDR  admit an address range the network guard refuses (repeatable)
   --strict-profiles  an unknown --profile is an error instead of a warning
+  --receipt FILE     write a receipt of the run signed by the engine's key to FILE, and its input to
+                     FILE.input.json (membrane receipt verify, membrane replay)
+  --require-signed DID  run only a module signed by this did:key (repeatable); give its manifest
+                     with --artifact FILE (membrane sign): otherwise NOT_CAPABLE, audited
   --json             print one result object { ok, result?, exitCode?, stdout, stderr, fuelUsed,
                      durationMs, memoryBytes, profile, warnings, error? }
 
@@ -142,15 +146,17 @@ error's code (e.g. ${ERROR_TABLE.TIMEOUT.exitCode} for TIMEOUT).
 Example:
   membrane sh -c 'seq 1 100 | grep 7 | wc -l' --timeout 10s`,
 
-  audit: `Usage: membrane audit verify [--checkpoint FILE] [--json]
-       membrane audit checkpoint [--json]
+  audit: `Usage: membrane audit verify [--checkpoint FILE] [--json] [--offline]
+       membrane audit checkpoint [--json] [--signed]
        membrane audit tail [--tenant T] [--kind K] [--limit COUNT] [--json]
 
 verify      check the audit log's HMAC chain in $MEMBRANE_HOME/engine.sqlite: "ok: N records", or
             "tampered at seq S: REASON" and exit ${TAMPERED_EXIT} (a wiped or dropped log too). --checkpoint:
             also fail if the log no longer holds the checkpointed record.
 checkpoint  print a signed checkpoint of the log's head (one JSON line) to keep elsewhere;
-            exit ${TAMPERED_EXIT} without one if the log does not verify.
+            exit ${TAMPERED_EXIT} without one if the log does not verify. --signed: also signed with the
+            engine's Ed25519 key ({checkpoint, signer, signature}), which anyone can check:
+            verify --checkpoint FILE --offline needs neither the audit key nor the log.
 tail        the newest records, oldest first; --limit 1..${MAX_AUDIT_TAIL} (default 20).
 
 The key is $MEMBRANE_AUDIT_KEY (64 hex digits or base64 of 32 bytes) or $MEMBRANE_HOME/audit.key.
@@ -225,6 +231,78 @@ Exit: 0 done or finished; 1 max steps reached or stopped (Ctrl-C); else the erro
 
 Example:
   membrane agent run --def agents/counter.md --task 'count the lines of notes.txt' --vfs work`,
+  identity: `Usage: membrane identity create --tenant T [--json]
+       membrane identity show --tenant T [--json]
+       membrane identity did-web --host H [--tenant T]
+
+A tenant's Ed25519 key pair (docs/provenance.md). create makes one if the tenant has none (it never
+replaces one) in $MEMBRANE_HOME/identities/T.ed25519, mode 0600; MEMBRANE_SIGNING_KEY (base64 of a
+32-byte seed) supplies the key instead. show prints its did:key. did-web prints the document to
+serve at https://H/.well-known/did.json: the same key as did:web:H (--tenant default: default).
+
+Example:
+  membrane identity create --tenant alice && membrane identity did-web --host example.com --tenant alice`,
+
+  sign: `Usage: membrane sign FILE.wasm|DIR --tenant T [--name N] [--version V] [--caps W,W] [--did-web HOST] [--json]
+
+Write a signed manifest beside the artifact (FILE.wasm.manifest.json, or DIR/membrane.manifest.json):
+name, version, the cap words its wasm imports need plus --caps, the sha256 and size of every file,
+the signer's did:key and the time, signed with T's Ed25519 key (membrane identity create).
+--did-web HOST names the signer did:web:HOST instead (verify-artifact then needs --did-doc).
+
+Example:
+  membrane sign plugin.wasm --tenant alice --version 1.0.0`,
+
+  'verify-artifact': `Usage: membrane verify-artifact MANIFEST [--trust DID]... [--did-doc FILE]... [--json]
+
+Check a signed manifest: {signature, assetIntegrity, valid}. The asset half needs no key: every
+listed file beside the manifest must have its sha256. --trust: the signer must be one of these
+DIDs. --did-doc: a did:web signer's document (never fetched). Exit 0 when valid, 1 when not.
+
+Example:
+  membrane verify-artifact plugin.wasm.manifest.json --trust did:key:z6Mk...`,
+
+  receipt: `Usage: membrane receipt verify RECEIPT [--trust DID]... [--json]
+
+Check a run receipt (membrane run --receipt FILE) offline: the engine's Ed25519 signature over every
+field (module, input and output hashes, grant, limits, fuel, outcome, host calls, the audit record's
+seq and MAC). --trust: the engine's did:key must be one of these. Exit 0 when valid, 1 when not.
+
+Example:
+  membrane receipt verify run.receipt.json`,
+
+  replay: `Usage: membrane replay RECEIPT --module M [--input I] [--trust DID]... [--json]
+
+Re-run a receipted run and compare its output hash and fuel: only a pure run replays (no host calls,
+no persistent VFS or mounts) given the module and input the receipt hashes. I is the JSON input
+'membrane run --receipt FILE' wrote beside it (FILE.input.json). Exit 0 when reproduced; 1 when
+refused (the reason is printed) or different.
+
+Example:
+  membrane replay run.receipt.json --module guest.wasm --input run.receipt.json.input.json`,
+
+  bundle: `Usage: membrane bundle create --vfs NAME [--html FILE] [--tenant T] -o X.mbundle [--json]
+       membrane bundle restore X.mbundle --vfs NAME2 [--trust DID]... [--html-out FILE] [--json]
+
+create packs a VFS's three volumes (every file, directory, symlink, mode and mtime), an optional
+HTML page and a manifest signed with T's key (default tenant: default) into one zip. restore checks
+everything first — the zip's entries (no absolute or .. paths, no symlink entries, at most 50000
+entries, declared sizes true and within 1 GiB, no 200:1 bombs), the signature (--trust: the signer
+must be one of these) and every file's sha256 — then writes a VFS that must be new or empty.
+
+Example:
+  membrane bundle create --vfs notebook --html page.html -o notebook.mbundle`,
+
+  verify: `Usage: membrane verify TOOLKIT [--json]
+
+Check a toolkit manifest's declared caps (caps: [...] in JSON, caps = [...] in a .toml file) before
+anything is installed: every word must be a cap word, and some profile must grant them all. Prints
+the granting profiles, least-privileged first (the minimal grant), or names the unknown words, or
+says why no profile can. Embedder host caps (vendor:name) are granted by the operator, not a profile.
+Exit 0 when grantable, 1 when not.
+
+Example:
+  membrane verify toolkit.toml`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -240,6 +318,13 @@ const SUMMARY: Readonly<Record<string, string>> = {
   mcp: 'an MCP server on stdin/stdout',
   token: "create, list or revoke serve's bearer tokens",
   agent: 'run an LLM agent over sandboxed tools (the model via the llm broker)',
+  identity: "a tenant's Ed25519 identity: did:key and did:web",
+  sign: 'sign a module or directory: a manifest of caps and asset hashes',
+  'verify-artifact': "check a signed manifest's signature and assets",
+  receipt: 'verify a signed run receipt offline',
+  replay: "re-run a pure receipted run and compare its output hash",
+  bundle: 'pack a VFS into a signed .mbundle, or restore one',
+  verify: "check a toolkit manifest's declared caps against the profiles",
 };
 
 export function helpText(): string {
@@ -249,7 +334,7 @@ export function helpText(): string {
 Usage: membrane COMMAND [flags]      membrane COMMAND --help     membrane --version
 
 Commands:
-${Object.keys(COMMAND_HELP).map((c) => `  ${c.padEnd(11)}${SUMMARY[c] ?? ''}`).join('\n')}
+${Object.keys(COMMAND_HELP).map((c) => `  ${c.padEnd(16)}${SUMMARY[c] ?? ''}`).join('\n')}
 
 ${UNITS}
 

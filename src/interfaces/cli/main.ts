@@ -27,6 +27,13 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   mcp: async () => (await import('./mcp.ts')).mcpCommand,
   token: async () => (await import('./token.ts')).tokenCommand,
   agent: async () => (await import('./agent.ts')).agentCommand,
+  identity: async () => (await import('./identity.ts')).identityCommand,
+  sign: async () => (await import('./sign.ts')).signCommand,
+  'verify-artifact': async () => (await import('./sign.ts')).verifyArtifactCommand,
+  receipt: async () => (await import('./receipt.ts')).receiptCommand,
+  replay: async () => (await import('./receipt.ts')).replayCommand,
+  bundle: async () => (await import('./bundle.ts')).bundleCommand,
+  verify: async () => (await import('./verify.ts')).verifyCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */

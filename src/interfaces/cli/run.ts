@@ -4,8 +4,10 @@
  * wrote runs its original, metered once (instrumented.ts).
  */
 
-import { readFileSync } from 'node:fs';
-import { createEngine } from '../../engine/index.ts';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createEngine, type RunOptions } from '../../engine/index.ts';
+import { runInputOf } from '../../engine/receipts.ts';
+import { readSignedArtifact } from '../../provenance/artifact.ts';
 import { SecretStore } from '../../brokers/secrets.ts';
 import type { RunResult } from '../../engine/results.ts';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
@@ -34,6 +36,9 @@ export const RUN_OPTIONS = {
   caps: { type: 'string' },
   json: { type: 'boolean' },
   'strict-profiles': { type: 'boolean' },
+  receipt: { type: 'string' },
+  artifact: { type: 'string' },
+  'require-signed': { type: 'string', multiple: true },
 } as const;
 
 export async function runCommand(argv: string[]): Promise<number> {
@@ -51,17 +56,21 @@ export async function runCommand(argv: string[]): Promise<number> {
   const noFuel = values['no-fuel'] === true;
   if (noFuel && limits.fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
+  const receiptFile = str(values['receipt']);
   const commands = await commandRegistry(strs(values['register']));
   // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
   const secretsFile = str(values['secrets-file']);
   const secrets = { ...SecretStore.fromEnv(), ...(secretsFile ? SecretStore.fromFile(secretsFile) : {}) };
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } } });
+  const requireSigned = strs(values['require-signed']);
+  const artifactFile = str(values['artifact']);
+  const artifact = artifactFile !== undefined ? readSignedArtifact(artifactFile) : undefined;
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } }, ...(requireSigned.length > 0 ? { requireSigned } : {}) });
   let result: RunResult;
   const live = cliCall(json);
   try {
     const bytes = runnableModule(await loadModule(file));
     const capsFlag = str(values['caps']);
-    result = await engine.run(bytes, {
+    const opts: RunOptions = {
       ...(str(values['profile']) !== undefined ? { profile: str(values['profile'])! } : {}),
       ...limits,
       ...(str(values['invoke']) !== undefined ? { invoke: str(values['invoke'])!, args: strs(values['arg']) } : {}),
@@ -73,7 +82,11 @@ export async function runCommand(argv: string[]): Promise<number> {
       env,
       argv: rest,
       ...live.controls,
-    });
+      ...(receiptFile !== undefined ? { receipt: true } : {}),
+      ...(artifact !== undefined ? { artifact } : {}),
+    };
+    result = await engine.run(bytes, opts);
+    if (receiptFile !== undefined) writeReceipt(receiptFile, result, opts);
   } catch (e) {
     result = failure(toSandboxError(e), { profile: str(values['profile']) ?? 'compute', warnings: [] });
   } finally {
@@ -83,6 +96,13 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (json) printJson(result);
   else printHuman(result);
   return exitCodeOf(result);
+}
+
+/** `--receipt FILE`: the signed receipt in FILE and the input it hashes in FILE.input.json (for `membrane replay`). */
+function writeReceipt(file: string, result: RunResult, opts: RunOptions): void {
+  if (!result.receipt) return;
+  writeFileSync(file, `${JSON.stringify(result.receipt, null, 2)}\n`);
+  writeFileSync(`${file}.input.json`, `${JSON.stringify(runInputOf(opts), null, 2)}\n`);
 }
 
 function readStdin(path: string): Uint8Array {

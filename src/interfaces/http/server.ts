@@ -37,6 +37,7 @@ import { instanceRoutes } from './routes-instances.ts';
 import { mcpRoutes } from './routes-mcp.ts';
 import { agentRoutes } from './routes-agents.ts';
 import { metaRoutes } from './routes-meta.ts';
+import { didRoutes } from './routes-did.ts';
 import { runRoutes } from './routes-runs.ts';
 import type { Api, ServerLimits } from './state.ts';
 import { Tenancy } from './tenancy.ts';
@@ -119,6 +120,7 @@ function hangUpAfter(req: IncomingMessage, res: ServerResponse): void {
 
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const config = opts.config ?? null;
+  const did = didRoutes(config); // before anything is opened: a missing identity refuses to start
   const home = opts.home ?? membraneHome();
   const databaseFile = opts.databaseFile ?? join(home, 'engine.sqlite');
   const ownsEngine = opts.engine === undefined;
@@ -151,7 +153,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     limits,
     routes: () => routes,
   };
-  routes = [...metaRoutes(), ...instanceRoutes(), ...runRoutes(), ...auditRoutes(), ...mcpRoutes(), ...agentRoutes()];
+  routes = [...metaRoutes(), ...instanceRoutes(), ...runRoutes(), ...auditRoutes(), ...mcpRoutes(), ...agentRoutes(), ...did];
   const router = new Router(routes);
   const rate = new Map<string, { minute: number; count: number }>();
   let draining = false;
