@@ -53,6 +53,7 @@ import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import type { Database } from '../storage/sqlite.ts';
+import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -85,6 +86,7 @@ export class Engine {
   private readonly instanceJobs = new Map<string, JobHost>();
   private readonly servers = new Set<ServeHandle>();
   private readonly lanes: Lanes;
+  private readonly kernels: KernelLane;
   private readonly starting = new Set<string>();
   private runs = 0;
   private jobs = 0;
@@ -127,6 +129,13 @@ export class Engine {
       hostCall: (caller, cap, fn, args, stops, deadline) =>
         this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
     });
+    this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c) });
+  }
+
+  /** The kernel lane (kernel-lane.ts): one long-lived `bytes → bytes` instance, called over a reused arena. */
+  kernel(bytes: Uint8Array, opts: KernelOptions = {}): Promise<KernelHandle> {
+    this.assertOpen();
+    return this.kernels.open(bytes, opts);
   }
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`. */
@@ -405,6 +414,7 @@ export class Engine {
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
+    await this.kernels.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
     await this.modules.close();
