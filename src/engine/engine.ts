@@ -23,7 +23,7 @@ import { planLinks } from './linker.ts';
 import { ModuleCache, type PreparedModule } from './module-cache.ts';
 import { resolveEngine, type EngineConfig, type EngineOptions } from './options.ts';
 import { budgetOf, graceFor } from './budget.ts';
-import { WorkerPool } from './pool.ts';
+import { WorkerPool, poolConfigFor } from './pool.ts';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { removeDatabase, storageDir } from '../storage/index.ts';
@@ -46,7 +46,6 @@ import { CommandRegistry } from './registry.ts';
 import { build, type BuildOptions, type BuildResult } from '../build/build.ts';
 import { execNative, isNativeLanguage } from '../build/exec.ts';
 import { QueryService } from '../storage/query.ts';
-import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
 import { AuditLog } from '../storage/audit.ts';
 import { cancelled } from '../lanes/controls.ts';
@@ -54,6 +53,9 @@ import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import type { Database } from '../storage/sqlite.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
+import { fanout, type FanoutOptions, type FanResult } from './fanout-lane.ts';
+import { checkTier } from '../fabric/tiers.ts';
+import { callerQuery } from './caller-query.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -98,18 +100,7 @@ export class Engine {
     // Rewriting and compiling never run on this thread (module uploads, the Python interpreter).
     this.rewriter = new RewritePool({ file: locateRewriteWorker });
     this.modules = new ModuleCache(this.config.cacheDir, { maxDiskBytes: this.config.cacheMaxBytes, rewriter: this.rewriter });
-    this.pool = new WorkerPool({
-      file: locateWorker,
-      size: this.config.poolSize,
-      maxWorkers: this.config.maxWorkers,
-      acquireTimeoutMs: 30_000,
-      limits: {
-        heapMb: this.config.workerHeapMb,
-        stackMb: this.config.workerStackMb,
-        spinMs: this.config.spinMs,
-        idleWaitMs: 1_000,
-      },
-    });
+    this.pool = new WorkerPool(poolConfigFor(this.config, locateWorker));
     this.pool.warm();
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
     this.lanes = new Lanes(this.config, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
@@ -138,6 +129,12 @@ export class Engine {
     return this.kernels.open(bytes, opts);
   }
 
+  /** One command, module or kernel over many inputs, `width` at a time (fanout-lane.ts): results in input order. */
+  fanout(opts: FanoutOptions): Promise<FanResult[]> {
+    this.assertOpen();
+    return fanout({ run: (b, o) => this.run(b, o), commands: this.commands, kernel: (b, o) => this.kernel(b, o) }, opts);
+  }
+
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`. */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
     return this.execute(bytes, opts, null);
@@ -157,6 +154,7 @@ export class Engine {
       const id = checkName('id', opts.id ?? `run-${++this.runs}`);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       if (opts.signal?.aborted) return notRun(policy, t0);
+      checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, inherited?.port ? laneCaps(policy) : policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
@@ -232,15 +230,8 @@ export class Engine {
   }
 
   /** `vfs_query`: the caller's own database (its file, or the snapshot of an in-memory one). */
-  private async query(caller: Caller, sql: string, snapshot: Uint8Array, deadline: number): Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }> {
-    const file = caller.spec.vfs?.file;
-    if (!file) return { ok: false, errno: GUEST_ERR.DENIED };
-    const left = Math.floor(deadline - performance.now());
-    if (left <= 0) return { ok: false, errno: GUEST_ERR.TIMEOUT };
-    this.queries ??= new QueryService();
-    const source = file === ':memory:' ? { bytes: snapshot } : { file };
-    const r = await this.queries.query(source, sql, { timeoutMs: left });
-    return r.ok ? { ok: true, json: r.json } : { ok: false, errno: GUEST_ERR[r.code] };
+  private query(caller: Caller, sql: string, snapshot: Uint8Array, deadline: number): ReturnType<typeof callerQuery> {
+    return callerQuery(() => (this.queries ??= new QueryService()), caller, sql, snapshot, deadline);
   }
 
   /** Start a persistent instance; its calls are serialized and share its state. */

@@ -65,6 +65,8 @@ export interface RunOptions extends GuestOptions, CallControls {
   id?: string;
   /** Also return the raw stdout bytes (`stdoutBytes`), e.g. to pipe binary output onward. */
   captureBytes?: boolean;
+  /** Where it runs (src/fabric/tiers.ts); only `instance` (the default) runs today — any other is TIER_UNAVAILABLE with the reason. */
+  tier?: 'instance' | 'os_process' | 'remote';
 }
 
 export type StartOptions = GuestOptions;
