@@ -47,14 +47,13 @@ import { build, type BuildOptions, type BuildResult } from '../build/build.ts';
 import { execNative, isNativeLanguage } from '../build/exec.ts';
 import { QueryService } from '../storage/query.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
-import { AuditLog } from '../storage/audit.ts';
 import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
-import type { Database } from '../storage/sqlite.ts';
+import { auditInDatabase } from './audit-sink.ts';
+import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
-import { fanout, type FanoutOptions, type FanResult } from './fanout-lane.ts';
-import { checkTier } from '../fabric/tiers.ts';
+import { checkTier, fanout, type FanoutOptions, type FanResult } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
@@ -89,6 +88,7 @@ export class Engine {
   private readonly servers = new Set<ServeHandle>();
   private readonly lanes: Lanes;
   private readonly kernels: KernelLane;
+  private readonly fair: TenantScheduler;
   private readonly starting = new Set<string>();
   private runs = 0;
   private jobs = 0;
@@ -102,6 +102,7 @@ export class Engine {
     this.modules = new ModuleCache(this.config.cacheDir, { maxDiskBytes: this.config.cacheMaxBytes, rewriter: this.rewriter });
     this.pool = new WorkerPool(poolConfigFor(this.config, locateWorker));
     this.pool.warm();
+    this.fair = new TenantScheduler({ slots: this.config.maxWorkers, perTenant: this.config.maxWorkersPerTenant });
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
     this.lanes = new Lanes(this.config, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
     this.commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: this.config.cacheDir });
@@ -110,7 +111,7 @@ export class Engine {
       onLog: this.config.onLog,
       prepare: (bytes, policy) => this.prepare(bytes, policy),
       runProcess: (caller, run) => this.runProcess(caller, run),
-      query: (caller, sql, snapshot, deadline) => this.query(caller, sql, snapshot, deadline),
+      query: (caller, sql, snapshot, deadline) => callerQuery(() => (this.queries ??= new QueryService()), caller, sql, snapshot, deadline),
       broker: (caller, name, args, cap) => this.brokers.call(caller, name, args, cap),
       admit: (caller, cap, op, bytes, max) => this.brokers.cadence.admit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, { bytes, max }),
       record: (caller, kind, detail) => this.brokers.record({ tenant: caller.tenant, instance: caller.instance, kind, detail }),
@@ -123,13 +124,11 @@ export class Engine {
     this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c) });
   }
 
-  /** The kernel lane (kernel-lane.ts): one long-lived `bytes → bytes` instance, called over a reused arena. */
   kernel(bytes: Uint8Array, opts: KernelOptions = {}): Promise<KernelHandle> {
     this.assertOpen();
     return this.kernels.open(bytes, opts);
   }
 
-  /** One command, module or kernel over many inputs, `width` at a time (fanout-lane.ts): results in input order. */
   fanout(opts: FanoutOptions): Promise<FanResult[]> {
     this.assertOpen();
     return fanout({ run: (b, o) => this.run(b, o), commands: this.commands, kernel: (b, o) => this.kernel(b, o) }, opts);
@@ -148,6 +147,7 @@ export class Engine {
     // The caller's signal (and a spawned process's caller's): aborted before a worker is handed
     // out, nothing runs (CANCELLED, fuelUsed 0); during the run it stops like a timeout, CANCELLED.
     const watch = new CallWatch(opts.signal, inherited?.signal);
+    let admitted: (() => void) | null = null;
     try {
       this.assertOpen();
       policy = inherited?.policy ?? resolvePolicy(opts, this.config);
@@ -169,7 +169,8 @@ export class Engine {
         scratch = join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`);
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
       }
-      // Waiting for a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
+      // Waiting for a turn (top-level calls, fair across tenants) and a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
+      if (!inherited) admitted = await this.fair.admit(tenant, policy.timeoutMs, opts.signal);
       const handle = await this.pool.acquire(policy.timeoutMs, opts.signal);
       if (opts.signal?.aborted) {
         this.pool.release(handle);
@@ -212,6 +213,7 @@ export class Engine {
       const r = failure(err, { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);
       return mounted ? mounted.finish(r) : r; // a failed run writes nothing back; its private copy goes
     } finally {
+      admitted?.();
       watch.dispose();
       if (scratch) removeDatabase(scratch);
     }
@@ -227,11 +229,6 @@ export class Engine {
       ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file, images: this.commands.imagesFor(run.request.name) } : {}),
     };
     return this.execute(run.bytes, opts, { policy: caller.policy, argv0: run.request.name, depth: run.depth, signal: run.signal });
-  }
-
-  /** `vfs_query`: the caller's own database (its file, or the snapshot of an in-memory one). */
-  private query(caller: Caller, sql: string, snapshot: Uint8Array, deadline: number): ReturnType<typeof callerQuery> {
-    return callerQuery(() => (this.queries ??= new QueryService()), caller, sql, snapshot, deadline);
   }
 
   /** Start a persistent instance; its calls are serialized and share its state. */
@@ -316,8 +313,7 @@ export class Engine {
   /** Internal to the build lane (src/build) and the CPython lane: run under a policy they resolved; `port` is a lane's (src/wasi/port.ts). */
   runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig, port?: PortHandler): Promise<RunResult> {
     this.assertOpen();
-    const never = new AbortController().signal;
-    return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: never, ...(port ? { port } : {}) });
+    return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: new AbortController().signal, ...(port ? { port } : {}) });
   }
 
   /** Compile and link C/C++ sources inside the sandbox (the build lane, src/build/build.ts). */
@@ -352,10 +348,14 @@ export class Engine {
   exec(opts: ExecOptions): Promise<ExecOutcome> {
     this.assertOpen();
     if (isNativeLanguage(opts.language)) return execNative(this, opts);
+    let release: (() => void) | null = null;
     return runExec(
       opts,
       this.config,
-      (language, onProgress) => this.lanes.get(language, onProgress),
+      async (language, onProgress) => { // a fair turn first (a refusal is the outcome's error), then the lane
+        release = await this.fair.admit(opts.tenant ?? 'default', resolvePolicy(opts, this.config).timeoutMs, opts.signal);
+        return this.lanes.get(language, onProgress);
+      },
       (tenant, requested, ran) => this.brokers.record({ tenant, instance: '', kind: 'profile-fallback', detail: { requested: requested.slice(0, 64), ran } }),
       // The snippet's principal: its tenant and an exec-unique instance (revocable like any other).
       (tenant, policy, vfs) =>
@@ -373,7 +373,7 @@ export class Engine {
           policy,
           vfs,
         ),
-    );
+    ).finally(() => release?.());
   }
 
   /**
@@ -406,6 +406,7 @@ export class Engine {
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
     await this.kernels.close();
+    this.fair.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
     await this.modules.close();
@@ -436,12 +437,6 @@ export class Engine {
   }
 
 
-}
-
-/** The default audit sink: the tamper-evident log in the engine database, opened on first record. */
-function auditInDatabase(db: () => Database): { append: AuditLog['append'] } {
-  let log: AuditLog | null = null;
-  return { append: (event) => (log ??= new AuditLog(db())).append(event) };
 }
 
 export function createEngine(options: EngineOptions = {}): Engine {

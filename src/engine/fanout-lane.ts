@@ -17,6 +17,8 @@
 import { SandboxError, type SerializedError } from '../errors.ts';
 import { fanMap, resolveWidth, type FanOutcome } from '../fabric/fanout.ts';
 import { checkTier, type Tier } from '../fabric/tiers.ts';
+
+export { checkTier };
 import type { PolicyOptions } from '../policy/resolve.ts';
 import type { KernelHandle, KernelOptions } from './kernel-lane.ts';
 import type { RunOptions } from './guest-spec.ts';

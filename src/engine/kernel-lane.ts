@@ -10,7 +10,7 @@
  * recovery: a call that times out (or whose worker dies) replaces the worker and re-instantiates
  * the kernel, so its state is lost; a trap or FUEL_EXHAUSTED keeps the instance.
  * Invariant: a kernel's worker is never shared with another guest; input never exceeds its arena
- * (POLICY_INVALID before anything runs); output is read only inside the guest memory (arena.ts).
+ * (POLICY_INVALID before anything runs); output is read only inside the guest memory (abi/kernel-arena.ts).
  * Live kernel handles are bounded by the engine's maxInstances (their own count).
  *
  * Does not protect against: a caller that queues unbounded calls on one handle (each holds its
@@ -19,7 +19,7 @@
 
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { narrowPolicy, resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
-import { resolveArena, type Arena, type ArenaOptions } from '../fabric/arena.ts';
+import { resolveArena, type Arena, type ArenaOptions } from '../abi/kernel-arena.ts';
 import { InProcessKernel } from '../fabric/in-process.ts';
 import { planLinks } from './linker.ts';
 import { buildSpec } from './guest-spec.ts';

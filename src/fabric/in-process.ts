@@ -6,7 +6,7 @@
  * imports an in-process kernel may have — the fuel refill and an imported memory; anything else
  * is LINK_UNSATISFIED, naming it — and the per-call fuel/deadline check at each refill.
  * Invariant: the kernel's fuel counter is re-armed before every call; a call that overdraws its
- * budget ends FUEL_EXHAUSTED at its next refill; every host read/write goes through arena.ts.
+ * budget ends FUEL_EXHAUSTED at its next refill; every host read/write goes through abi/kernel-arena.ts.
  *
  * Does not protect against — read this before choosing it: **time**. The kernel shares the host
  * thread; nothing can preempt it. The deadline is checked only when the kernel asks for more fuel
@@ -19,7 +19,7 @@
 import { SandboxError } from '../errors.ts';
 import { classify, type GrowProbe } from '../abi/signals.ts';
 import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMORY_IMPORT } from '../policy/catalog.ts';
-import { checkInput, checkInputRange, checkOutput, type Arena } from './arena.ts';
+import { checkInput, checkInputRange, checkOutput, type Arena } from '../abi/kernel-arena.ts';
 
 export interface InProcessSpec {
   readonly module: WebAssembly.Module;

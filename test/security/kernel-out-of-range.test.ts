@@ -1,4 +1,4 @@
-// The kernel lane's arena (src/fabric/arena.ts): a hostile kernel names output lengths and
+// The kernel lane's arena (src/abi/kernel-arena.ts): a hostile kernel names output lengths and
 // offsets; the host reads only inside the guest memory's current length — an out length that is
 // huge, negative or one byte past the end is the call's GUEST_TRAP, never a host read out of
 // range — and a caller's input larger than the arena never reaches the guest.

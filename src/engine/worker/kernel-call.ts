@@ -1,7 +1,7 @@
 /**
  * The kernel lane inside a worker: one FRAME_KERNEL call on a loaded guest — the input written
  * into the guest's arena, `entry(len)` called under the frame's budget, the output checked and
- * copied out (src/fabric/arena.ts does every range check).
+ * copied out (abi/kernel-arena.ts does every range check).
  *
  * Owns: the order of those steps. Invariant: nothing is read or written outside the guest
  * memory's current length; a bad length is the call's GUEST_TRAP, the worker lives on.
@@ -11,7 +11,7 @@
  */
 
 import { SandboxError } from '../../errors.ts';
-import { checkInput, checkInputRange, checkOutput } from '../../fabric/arena.ts';
+import { checkInput, checkInputRange, checkOutput } from '../../abi/kernel-arena.ts';
 import type { KernelFrame } from '../bridge/frames.ts';
 import type { Outcome } from '../bridge/protocol.ts';
 import type { Guest } from './guest.ts';

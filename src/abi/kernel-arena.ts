@@ -1,8 +1,8 @@
 /**
  * The kernel lane's arena rules (DESIGN §7, lane `kernel`): where a call's input is written in the
  * guest's memory and where its output is read back, checked against the memory as it is at that
- * moment — shared by both placements (the worker's guest, worker/kernel-call.ts, and the host
- * thread's, in-process.ts).
+ * moment — shared by both placements (the worker's guest, engine/worker/kernel-call.ts, and the host
+ * thread's, fabric/in-process.ts).
  *
  * Owns: the layout (`inOff`, the input capacity, `outOff`), the input check (too large for the
  * arena → POLICY_INVALID before anything runs), and the output check (an out length that is
