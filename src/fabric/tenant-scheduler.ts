@@ -3,7 +3,8 @@
  * top-level calls (`run`, `exec`, each fan-out input) pass through here before they take a worker,
  * so one tenant's spinners cannot starve another tenant's calls.
  *
- * Owns: `slots` calls in flight engine-wide, at most `perTenant` of them for any one tenant, and
+ * Owns: `slots` calls in flight engine-wide, at most `perTenant` of them for any one tenant (and
+ * no more than its fair share while other tenants are present), and
  * the order in which waiting calls are admitted: round-robin across tenants (each tenant's own
  * calls in arrival order), never one global FIFO — a tenant with a thousand queued spinners gets
  * one turn per round like a tenant with one call. A call waits at most `waitMs` (its own timeout)
@@ -121,8 +122,17 @@ export class TenantScheduler {
     this.queues.clear();
   }
 
+  /**
+   * Below both caps: `perTenant`, and the tenant's fair share of the slots among the tenants
+   * present now (running or waiting) — with four tenants competing for eight slots none is
+   * admitted past two; alone, a tenant may use up to `perTenant`. Calls already running are never
+   * preempted: the share applies to admissions.
+   */
   private canRun(tenant: string): boolean {
-    return this.inFlight < this.limits.slots && (this.active.get(tenant) ?? 0) < this.limits.perTenant;
+    if (this.inFlight >= this.limits.slots) return false;
+    const present = new Set([...this.active.keys(), ...this.queues.keys(), tenant]).size;
+    const share = Math.max(1, Math.ceil(this.limits.slots / present));
+    return (this.active.get(tenant) ?? 0) < Math.min(this.limits.perTenant, share);
   }
 
   private take(tenant: string): () => void {

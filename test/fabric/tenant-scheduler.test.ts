@@ -58,3 +58,26 @@ test('a wait is bounded (OVERLOADED, nothing ran) and an abort leaves the line (
   hold(); // idempotent
   assert.equal(s.running(), 0);
 });
+
+test('a tenant alone may use its whole cap; once others are present it is admitted only to its fair share', async () => {
+  const s = new TenantScheduler({ slots: 4, perTenant: 4 });
+  const a = [await s.admit('a', 1000), await s.admit('a', 1000), await s.admit('a', 1000)];
+  assert.equal(s.running('a'), 3);
+  const b = s.admit('b', 1000);
+  const a4 = s.admit('a', 1000);
+  const rb = await b; // the free slot goes to b, not to a's fourth call
+  assert.equal(s.running('b'), 1);
+  a[0]!();
+  a[1]!();
+  // a now holds 1; its share among two tenants is 2: the fourth call is admitted, no more.
+  const r4 = await a4;
+  assert.equal(s.running('a'), 2);
+  let fifth = false;
+  const a5 = s.admit('a', 1000).then((r) => ((fifth = true), r));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(fifth, false, 'a was admitted past its fair share while b is present');
+  rb();
+  const r5 = await a5; // b gone: a alone again
+  for (const f of [a[2]!, r4, r5]) f();
+  assert.equal(s.running(), 0);
+});
