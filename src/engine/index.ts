@@ -5,3 +5,6 @@ export type { RunResult } from './results.ts';
 export { checkImport, planLinks, signatureText, type MissingImport } from './linker.ts';
 export { CommandRegistry } from './registry.ts';
 export type { ExecOptions, ExecOutcome } from '../lanes/index.ts';
+export type { KernelHandle, KernelOptions, KernelCallOptions } from './kernel-lane.ts';
+export type { FanoutOptions, FanResult } from './fanout-lane.ts';
+export { tierFor, checkTier, TIERS, type Tier, type Trust, type WorkloadShape } from '../fabric/tiers.ts';

@@ -8,6 +8,7 @@
  * Does not protect against: an operator choosing generous limits.
  */
 
+import { defaultPerTenant } from '../fabric/tenant-scheduler.ts';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
@@ -152,7 +153,7 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
   return Object.freeze({
     poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),
     maxWorkers: Math.floor(count('maxWorkers', o.maxWorkers, 8)),
-    maxWorkersPerTenant: Math.floor(count('maxWorkersPerTenant', o.maxWorkersPerTenant, Math.max(1, Math.ceil(count('maxWorkers', o.maxWorkers, 8) / 2)))),
+    maxWorkersPerTenant: Math.floor(count('maxWorkersPerTenant', o.maxWorkersPerTenant, defaultPerTenant(Math.floor(count('maxWorkers', o.maxWorkers, 8))))),
     maxInstances: Math.floor(count('maxInstances', o.maxInstances, 64)),
     strictProfiles: o.strictProfiles === true,
     operatorLimits: o.operatorLimits ?? {},
