@@ -13,7 +13,8 @@ import { fixture, quantile } from './lib.ts';
 const N = 1024;
 
 export async function fanoutBench(): Promise<void> {
-  const engine = createEngine({ poolSize: 4, maxWorkers: 16 });
+  // One tenant: its share is the whole engine (the default caps a tenant at half the workers).
+  const engine = createEngine({ poolSize: 4, maxWorkers: 16, maxWorkersPerTenant: 16 });
   const kernel = await fixture('kernel');
   const inputs = Array.from({ length: N }, (_, i) => `input number ${i}: ${'abcdefgh'.repeat(16)}`);
   const rows: string[][] = [];

@@ -49,8 +49,11 @@ export class InProcessKernel {
   private budget = 0;
   private deadline = 0;
   private fault: SandboxError | null = null;
-  /** Fuel the last call used. */
-  fuelUsed = 0;
+  /** The first grant of the last budget seen, as the BigInt the global takes (no allocation per call). */
+  private firstFor = -1;
+  private firstBig = 0n;
+  /** The last call's fuel, once it is known; null: read it from the counter when asked. */
+  private settled: number | null = 0;
 
   constructor(private readonly spec: InProcessSpec) {
     const imports: Record<string, Record<string, unknown>> = {};
@@ -101,15 +104,20 @@ export class InProcessKernel {
       outLen = this.fn(len);
     } catch (e) {
       const trapped = e instanceof WebAssembly.RuntimeError || e instanceof RangeError;
-      this.fuelUsed = trapped ? this.granted : this.used();
+      this.settled = trapped ? this.granted : this.used();
       const err = this.fault ?? classify(e, this.probe());
-      if (err.code === 'FUEL_EXHAUSTED') this.fuelUsed = this.budget;
+      if (err.code === 'FUEL_EXHAUSTED') this.settled = this.budget;
       throw err;
     }
-    this.fuelUsed = this.used();
+    this.settled = null; // read from the counter only if someone asks (a BigInt read per call saved)
     bytes = this.view();
     const n = checkOutput(arena, outLen, bytes.length);
     return bytes.slice(arena.outOff, arena.outOff + n);
+  }
+
+  /** Fuel the last call used. */
+  get fuelUsed(): number {
+    return this.settled ?? this.used();
   }
 
   get memoryBytes(): number {
@@ -124,12 +132,17 @@ export class InProcessKernel {
 
   private arm(budget: KernelBudget): void {
     this.fault = null;
+    this.settled = 0;
     this.budget = budget.fuel;
     this.deadline = performance.now() + budget.ms;
     this.next = Math.min(FIRST_CHUNK, this.spec.chunk);
     const first = Math.min(this.next, budget.fuel);
     this.next = Math.min(this.next * 2, this.spec.chunk);
-    this.fuel.value = BigInt(first);
+    if (first !== this.firstFor) {
+      this.firstFor = first;
+      this.firstBig = BigInt(first);
+    }
+    this.fuel.value = this.firstBig;
     this.granted = first;
   }
 
