@@ -69,13 +69,24 @@ let kernels = 0;
 /** The engine's kernel handles (bounded by maxInstances). */
 export class KernelLane {
   private readonly live = new Set<KernelHandle>();
+  /** Opens in progress: counted before the first await so concurrent opens cannot pass the bound. */
+  private opening = 0;
 
   constructor(private readonly deps: KernelDeps) {}
 
   async open(bytes: Uint8Array, opts: KernelOptions = {}): Promise<KernelHandle> {
-    if (this.live.size >= this.deps.config.maxInstances) {
+    if (this.live.size + this.opening >= this.deps.config.maxInstances) {
       throw new SandboxError('MEMORY_LIMIT', `the engine already holds its maximum of ${this.deps.config.maxInstances} kernels`, { maxInstances: this.deps.config.maxInstances });
     }
+    this.opening++;
+    try {
+      return await this.openNow(bytes, opts);
+    } finally {
+      this.opening--;
+    }
+  }
+
+  private async openNow(bytes: Uint8Array, opts: KernelOptions): Promise<KernelHandle> {
     const policy = resolvePolicy(opts, this.deps.config);
     const id = checkName('id', opts.id ?? `kernel-${++kernels}`);
     const tenant = checkName('tenant', opts.tenant ?? 'default');

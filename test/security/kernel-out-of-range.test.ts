@@ -46,3 +46,11 @@ test('negative, fractional or huge arena offsets are refused when the kernel is 
     await assert.rejects(engine.kernel(await wat('kernel'), bad), isCode('POLICY_INVALID'), JSON.stringify(bad));
   }
 });
+
+test('kernel handles are bounded: concurrent opens past maxInstances are refused', async () => {
+  const small = (await import('../helpers/engine.ts')).testEngine({ poolSize: 0, maxInstances: 2 });
+  const bytes = await wat('kernel');
+  const opened = await Promise.allSettled([0, 1, 2, 3].map(() => small.kernel(bytes, { inProcess: true })));
+  assert.equal(opened.filter((r) => r.status === 'fulfilled').length, 2);
+  assert.ok(opened.filter((r) => r.status === 'rejected').every((r) => isCode('MEMORY_LIMIT')((r as PromiseRejectedResult).reason)));
+});
