@@ -101,3 +101,11 @@ test('engine.fanout takes exactly one shape and a width in range', async () => {
   await assert.rejects(engine.fanout({ command: 'wc', module: new Uint8Array(8), inputs: [] }), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
   await assert.rejects(engine.fanout({ command: 'wc', inputs: [], width: 0 }), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
 });
+
+test('engine.fanout over a WASI module: a fresh run per input, stdin in, stdout bytes out', async () => {
+  const cat = engine.commands.get('cat')!;
+  const out = await engine.fanout({ module: cat, inputs: ['one', new Uint8Array([0, 255, 7])], width: 2 });
+  assert.ok(out[0]!.ok && dec.decode(out[0]!.output) === 'one', JSON.stringify(out[0]));
+  assert.ok(out[1]!.ok);
+  assert.deepEqual([...(out[1]!.ok ? out[1]!.output : [])], [0, 255, 7]);
+});
