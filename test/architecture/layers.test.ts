@@ -188,7 +188,7 @@ test('the cycle check finds a cycle when there is one (two files, three files, a
 
 test('every file of src/ is in a room, and the empty homes hold only their header', () => {
   for (const f of all) layer(f.rel);
-  for (const home of ['provenance', 'agent', 'fabric']) {
+  for (const home of ['provenance', 'agent']) { // fabric is built (issue #20): its index is its public surface
     const text = readFileSync(join(SRC, home, 'index.ts'), 'utf8');
     assert.match(text, /^\/\*\*/, `${home}/index.ts states what will live there`);
     assert.equal(text.replace(/\/\*\*[\s\S]*?\*\//, '').trim(), 'export {};', `${home}/index.ts holds no code yet`);
