@@ -6,8 +6,14 @@
  * (503 OVERLOADED), and that `membrane audit verify` still passes. Prints p50/p99 latency per kind
  * against the same benign request sent one at a time before the load (the baseline, same run).
  *
+ * Tenants (issue #20, fairness): the hostile share of the clients is one hostile tenant sending only
+ * hostile requests; the other clients are honest tenants (HONEST_TENANTS of them) sending benign
+ * ones. The honest clients first run alone for the same time (no hostile tenant), then with it:
+ * the honest p99 under hostile load is printed against the honest p99 alone (target ≤ 3×).
+ *
  * Everything runs on 127.0.0.1 against a server this script starts, in a private $MEMBRANE_HOME.
- * Knobs: LOAD_SECONDS, LOAD_CONCURRENCY, LOAD_HOSTILE (a fraction), LOAD_PYTHON (a fraction).
+ * Knobs: LOAD_SECONDS (per phase), LOAD_CONCURRENCY, LOAD_HOSTILE (a fraction of the clients),
+ * LOAD_PYTHON (a fraction of the honest requests).
  */
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -24,6 +30,7 @@ const CONCURRENCY = Number(process.env['LOAD_CONCURRENCY'] ?? 64);
 const HOSTILE = Number(process.env['LOAD_HOSTILE'] ?? 0.1);
 const PYTHON = Number(process.env['LOAD_PYTHON'] ?? 0.05);
 const BIN = join(ROOT, 'bin/membrane.js');
+const HONEST_TENANTS = 3;
 /** A single request that takes longer than this is a failure of the server, not a slow answer. */
 const REQUEST_DEADLINE_MS = 120_000;
 
@@ -117,9 +124,14 @@ export async function httpLoad(): Promise<boolean> {
   const home = mkdtempSync(join(tmpdir(), 'membrane-load-'));
   process.env['MEMBRANE_AUDIT_KEY'] ??= randomBytes(32).toString('hex');
   const env = { ...process.env, MEMBRANE_HOME: home };
-  const tok = spawnSync(process.execPath, [BIN, 'token', 'create', '--tenant', 'load', '--profile', 'compute', '--json'], { env, encoding: 'utf8' });
-  if (tok.status !== 0) throw new Error(`membrane token create failed: ${tok.stderr}`);
-  const token = (JSON.parse(tok.stdout) as { token: string }).token;
+  const tokenFor = (tenant: string): string => {
+    const tok = spawnSync(process.execPath, [BIN, 'token', 'create', '--tenant', tenant, '--profile', 'compute', '--json'], { env, encoding: 'utf8' });
+    if (tok.status !== 0) throw new Error(`membrane token create failed: ${tok.stderr}`);
+    return (JSON.parse(tok.stdout) as { token: string }).token;
+  };
+  const honestTokens = Array.from({ length: HONEST_TENANTS }, (_, i) => tokenFor(`honest-${i + 1}`));
+  const hostileToken = tokenFor('hostile');
+  const token = honestTokens[0]!;
   const addModule = Buffer.from(await watText(ADD_WAT)).toString('base64');
   const spinModule = Buffer.from(await watText(readFileSync(join(ROOT, 'test/fixtures/wat/spin.wat'), 'utf8'))).toString('base64');
   const { benign, python, hostile } = jobs(addModule, spinModule);
@@ -139,21 +151,42 @@ export async function httpLoad(): Promise<boolean> {
       for (let i = 0; i < 15; i++) ms.push((await send(dispatcher, server.url, token, job)).ms);
       baseline.set(job.kind, median(ms));
     }
-    console.log(`\nHTTP load — ${CONCURRENCY} concurrent clients for ${SECONDS} s, ${Math.round(HOSTILE * 100)}% hostile, ${Math.round(PYTHON * 100)}% python`);
-    const outcomes: Outcome[] = [];
-    const end = performance.now() + SECONDS * 1000;
-    const pick = (): Job => {
-      const x = Math.random();
-      const from = x < HOSTILE ? hostile : x < HOSTILE + PYTHON ? python : benign;
+    const hostileClients = Math.round(CONCURRENCY * HOSTILE);
+    const honestClients = CONCURRENCY - hostileClients;
+    const honestJob = (): Job => {
+      const from = Math.random() < PYTHON ? python : benign;
       return from[Math.floor(Math.random() * from.length)]!;
     };
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (performance.now() < end && crashed === null) outcomes.push(await send(dispatcher, server.url, token, pick()));
-      }),
-    );
+    const phase = async (withHostile: boolean): Promise<Outcome[]> => {
+      const out: Outcome[] = [];
+      const end = performance.now() + SECONDS * 1000;
+      const client = async (i: number): Promise<void> => {
+        const hostileClient = i >= honestClients;
+        const tok = hostileClient ? hostileToken : honestTokens[i % HONEST_TENANTS]!;
+        while (performance.now() < end && crashed === null) {
+          const job = hostileClient ? hostile[Math.floor(Math.random() * hostile.length)]! : honestJob();
+          out.push(await send(dispatcher, server.url, tok, job));
+        }
+      };
+      await Promise.all(Array.from({ length: withHostile ? CONCURRENCY : honestClients }, (_, i) => client(i)));
+      return out;
+    };
+    console.log(`\nHTTP load — honest alone: ${honestClients} clients (${HONEST_TENANTS} honest tenants) for ${SECONDS} s, ${Math.round(PYTHON * 100)}% python`);
+    const alone = await phase(false);
+    report(alone, baseline, SECONDS);
+    console.log(`\nHTTP load — ${CONCURRENCY} concurrent clients for ${SECONDS} s: ${honestClients} honest (${HONEST_TENANTS} tenants) + ${hostileClients} of one hostile tenant`);
+    const outcomes = await phase(true);
     const health = await send(dispatcher, server.url, token, { kind: 'health', hostile: false, path: '/v1/exec', body: { language: 'js', code: '1+1' } });
     report(outcomes, baseline, SECONDS);
+    const honestMs = (os: readonly Outcome[]): number[] => os.filter((o) => !o.hostile).map((o) => o.ms);
+    const p99Alone = quantile(honestMs(alone), 0.99);
+    const p99Loaded = quantile(honestMs(outcomes), 0.99);
+    const honestRefused = outcomes.filter((o) => !o.hostile && o.status >= 400).length;
+    const refusedAlone = alone.filter((o) => o.status >= 400).length;
+    console.log(
+      `  honest p99 under hostile load: ${p99Loaded.toFixed(1)} ms vs honest p99 alone: ${p99Alone.toFixed(1)} ms → ${(p99Loaded / p99Alone).toFixed(2)}× (target ≤ 3×); ` +
+        `honest p50 ${median(honestMs(outcomes)).toFixed(1)} vs ${median(honestMs(alone)).toFixed(1)} ms; honest requests refused: ${honestRefused} under load, ${refusedAlone} alone`,
+    );
     const bad5xx = outcomes.filter((o) => o.status >= 500 && !(o.status === 503 && o.code === 'OVERLOADED'));
     const noResponse = outcomes.filter((o) => o.status === 0);
     const overloaded = outcomes.filter((o) => o.code === 'OVERLOADED').length;

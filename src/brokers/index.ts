@@ -25,7 +25,7 @@ import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { HostFunctions, type HostCaller, type HostFailure, type ResolvedHostCap } from './host-functions.ts';
 
-export { decodeManyRequest, encodeManyResponse, fanOut } from './parallel.ts';
+export { decodeManyRequest, encodeManyResponse } from './parallel.ts';
 export type { BrokerAnswer } from './hub.ts';
 export type { Cadence, Principal, RateLimit } from './cadence.ts';
 export {

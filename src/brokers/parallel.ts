@@ -2,9 +2,10 @@
  * The `parallel` cap: `run_command_many` fans one registered command over up to 1 024 inputs on
  * the worker pool, each input the stdin of one task, each task with its own timeout.
  *
- * Owns: the request and response layouts (docs/abi.md) and the fan-out: at most `concurrency`
- * tasks at once, results in input order, a task past its timeout stopped (its slot reused), and
- * every task stopped when the caller's job ends.
+ * Owns: the request and response layouts (docs/abi.md). The fan-out itself — at most
+ * `parallelism` tasks at once, results in input order, a task past its timeout stopped (its slot
+ * reused), every task stopped when the caller's job ends — is the fabric's (src/fabric/fanout.ts),
+ * called from engine/bridge/host-services.ts.
  *   request:  u8 version=1 · u8 flags=0 · u16 argc · argc × (u32 len · bytes) · u32 timeout_ms
  *             (0 = what the caller has left) · u32 count · count × (u32 len · input)
  *   response: u8 version=1 · u8 0 · u16 0 · u32 count · count × (u32 len · response)
@@ -72,31 +73,4 @@ export function encodeManyResponse(responses: readonly Uint8Array[]): Uint8Array
   view.setUint32(4, responses.length, true);
   writeParts(out, view, 8, responses);
   return out;
-}
-
-/**
- * Run `task(i, signal)` for every input, `concurrency` at a time, each stopped after `timeoutMs`;
- * once `stop` fires (the caller's deadline) the running tasks are aborted and no queued task
- * starts — a task must never outlive the call that asked for it.
- */
-export async function fanOut<T>(count: number, concurrency: number, timeoutMs: number, stop: AbortSignal, task: (i: number, signal: AbortSignal) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array<T>(count);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < count && !stop.aborted) {
-      const i = next++;
-      const abort = new AbortController();
-      const onStop = (): void => abort.abort();
-      stop.addEventListener('abort', onStop);
-      const timer = setTimeout(() => abort.abort(), timeoutMs);
-      try {
-        results[i] = await task(i, abort.signal);
-      } finally {
-        clearTimeout(timer);
-        stop.removeEventListener('abort', onStop);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
-  return results;
 }

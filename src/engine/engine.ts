@@ -23,7 +23,7 @@ import { planLinks } from './linker.ts';
 import { ModuleCache, type PreparedModule } from './module-cache.ts';
 import { resolveEngine, type EngineConfig, type EngineOptions } from './options.ts';
 import { budgetOf, graceFor } from './budget.ts';
-import { WorkerPool } from './pool.ts';
+import { WorkerPool, poolConfigFor } from './pool.ts';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { removeDatabase, storageDir } from '../storage/index.ts';
@@ -44,7 +44,6 @@ import { CommandRegistry } from './registry.ts';
 import { build, type BuildOptions, type BuildResult } from '../build/build.ts';
 import { execNative, isNativeLanguage } from '../build/exec.ts';
 import { QueryService } from '../storage/query.ts';
-import { GUEST_ERR } from '../abi/command.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
 import { auditInDatabase } from './audit-sink.ts';
 import { callReceipts, runWithReceipt } from './receipts.ts';
@@ -53,6 +52,10 @@ import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
+import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
+import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
+import { checkTier, fanout, type FanoutOptions, type FanResult } from './fanout-lane.ts';
+import { callerQuery } from './caller-query.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -85,6 +88,8 @@ export class Engine {
   private readonly instanceJobs = new Map<string, JobHost>();
   private readonly servers = new Set<ServeHandle>();
   private readonly lanes: Lanes;
+  private readonly kernels: KernelLane;
+  private readonly fair: TenantScheduler;
   private readonly starting = new Set<string>();
   private runs = 0;
   private jobs = 0;
@@ -96,19 +101,9 @@ export class Engine {
     // Rewriting and compiling never run on this thread (module uploads, the Python interpreter).
     this.rewriter = new RewritePool({ file: locateRewriteWorker });
     this.modules = new ModuleCache(this.config.cacheDir, { maxDiskBytes: this.config.cacheMaxBytes, rewriter: this.rewriter });
-    this.pool = new WorkerPool({
-      file: locateWorker,
-      size: this.config.poolSize,
-      maxWorkers: this.config.maxWorkers,
-      acquireTimeoutMs: 30_000,
-      limits: {
-        heapMb: this.config.workerHeapMb,
-        stackMb: this.config.workerStackMb,
-        spinMs: this.config.spinMs,
-        idleWaitMs: 1_000,
-      },
-    });
+    this.pool = new WorkerPool(poolConfigFor(this.config, locateWorker));
     this.pool.warm();
+    this.fair = new TenantScheduler({ slots: this.config.maxWorkers, perTenant: this.config.maxWorkersPerTenant });
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
     this.lanes = new Lanes(this.config, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
     this.commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: this.config.cacheDir });
@@ -117,7 +112,7 @@ export class Engine {
       onLog: this.config.onLog,
       prepare: (bytes, policy) => this.prepare(bytes, policy),
       runProcess: (caller, run) => this.runProcess(caller, run),
-      query: (caller, sql, snapshot, deadline) => this.query(caller, sql, snapshot, deadline),
+      query: (caller, sql, snapshot, deadline) => callerQuery(() => (this.queries ??= new QueryService()), caller, sql, snapshot, deadline),
       broker: (caller, name, args, cap) => this.brokers.call(caller, name, args, cap),
       admit: (caller, cap, op, bytes, max) => this.brokers.cadence.admit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, { bytes, max }),
       record: (caller, kind, detail) => this.brokers.record({ tenant: caller.tenant, instance: caller.instance, kind, detail }),
@@ -127,6 +122,17 @@ export class Engine {
       hostCall: (caller, cap, fn, args, stops, deadline) =>
         this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
     });
+    this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c) });
+  }
+
+  kernel(bytes: Uint8Array, opts: KernelOptions = {}): Promise<KernelHandle> {
+    this.assertOpen();
+    return this.kernels.open(bytes, opts);
+  }
+
+  fanout(opts: FanoutOptions): Promise<FanResult[]> {
+    this.assertOpen();
+    return fanout({ run: (b, o) => this.run(b, o), commands: this.commands, kernel: (b, o) => this.kernel(b, o) }, opts);
   }
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
@@ -143,12 +149,14 @@ export class Engine {
     // The caller's signal (and a spawned process's caller's): aborted before a worker is handed
     // out, nothing runs (CANCELLED, fuelUsed 0); during the run it stops like a timeout, CANCELLED.
     const watch = new CallWatch(opts.signal, inherited?.signal);
+    let admitted: (() => void) | null = null;
     try {
       this.assertOpen();
       policy = inherited?.policy ?? resolvePolicy(opts, this.config);
       const id = checkName('id', opts.id ?? `run-${++this.runs}`);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       if (opts.signal?.aborted) return notRun(policy, t0);
+      checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
       if (!inherited) admitSigned(this.config.requireSigned, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await this.prepare(bytes, policy);
@@ -164,7 +172,8 @@ export class Engine {
         scratch = join(storageDir('vfs'), `run-${id}-${randomUUID()}.sqlite`);
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
       }
-      // Waiting for a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
+      // Waiting for a turn (top-level calls, fair across tenants) and a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
+      if (!inherited) admitted = await this.fair.admit(tenant, policy.timeoutMs, opts.signal);
       const handle = await this.pool.acquire(policy.timeoutMs, opts.signal);
       if (opts.signal?.aborted) {
         this.pool.release(handle);
@@ -207,6 +216,7 @@ export class Engine {
       const r = failure(err, { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);
       return mounted ? mounted.finish(r) : r; // a failed run writes nothing back; its private copy goes
     } finally {
+      admitted?.();
       watch.dispose();
       if (scratch) removeDatabase(scratch);
     }
@@ -222,18 +232,6 @@ export class Engine {
       ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file, images: this.commands.imagesFor(run.request.name) } : {}),
     };
     return this.execute(run.bytes, opts, { policy: caller.policy, argv0: run.request.name, depth: run.depth, signal: run.signal });
-  }
-
-  /** `vfs_query`: the caller's own database (its file, or the snapshot of an in-memory one). */
-  private async query(caller: Caller, sql: string, snapshot: Uint8Array, deadline: number): Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }> {
-    const file = caller.spec.vfs?.file;
-    if (!file) return { ok: false, errno: GUEST_ERR.DENIED };
-    const left = Math.floor(deadline - performance.now());
-    if (left <= 0) return { ok: false, errno: GUEST_ERR.TIMEOUT };
-    this.queries ??= new QueryService();
-    const source = file === ':memory:' ? { bytes: snapshot } : { file };
-    const r = await this.queries.query(source, sql, { timeoutMs: left });
-    return r.ok ? { ok: true, json: r.json } : { ok: false, errno: GUEST_ERR[r.code] };
   }
 
   /** Start a persistent instance; its calls are serialized and share its state. */
@@ -318,8 +316,7 @@ export class Engine {
   /** Internal to the build lane (src/build) and the CPython lane: run under a policy they resolved; `port` is a lane's (src/wasi/port.ts). */
   runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig, port?: PortHandler): Promise<RunResult> {
     this.assertOpen();
-    const never = new AbortController().signal;
-    return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: never, ...(port ? { port } : {}) });
+    return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: new AbortController().signal, ...(port ? { port } : {}) });
   }
 
   /** Compile and link C/C++ sources inside the sandbox (the build lane, src/build/build.ts). */
@@ -354,10 +351,14 @@ export class Engine {
   exec(opts: ExecOptions): Promise<ExecOutcome> {
     this.assertOpen();
     if (isNativeLanguage(opts.language)) return execNative(this, opts);
+    let release: (() => void) | null = null;
     return runExec(
       opts,
       this.config,
-      (language, onProgress) => this.lanes.get(language, onProgress),
+      async (language, onProgress) => { // a fair turn first (a refusal is the outcome's error), then the lane
+        release = await this.fair.admit(opts.tenant ?? 'default', resolvePolicy(opts, this.config).timeoutMs, opts.signal);
+        return this.lanes.get(language, onProgress);
+      },
       (tenant, requested, ran) => this.brokers.record({ tenant, instance: '', kind: 'profile-fallback', detail: { requested: requested.slice(0, 64), ran } }),
       // The snippet's principal: its tenant and an exec-unique instance (revocable like any other).
       (tenant, policy, vfs) =>
@@ -375,7 +376,7 @@ export class Engine {
           policy,
           vfs,
         ),
-    );
+    ).finally(() => release?.());
   }
 
   /**
@@ -411,6 +412,8 @@ export class Engine {
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
+    await this.kernels.close();
+    this.fair.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();
     await this.modules.close();
@@ -444,4 +447,3 @@ export class Engine {
 export function createEngine(options: EngineOptions = {}): Engine {
   return new Engine(options);
 }
-

@@ -69,6 +69,8 @@ export interface RunOptions extends GuestOptions, CallControls {
   captureBytes?: boolean;
   /** Also return `receipt`: a receipt of the run signed by the engine's key (engine/receipts.ts). */
   receipt?: boolean;
+  /** Where it runs (src/fabric/tiers.ts); only `instance` (the default) runs today — any other is TIER_UNAVAILABLE with the reason. */
+  tier?: 'instance' | 'os_process' | 'remote';
 }
 
 export type StartOptions = GuestOptions;

@@ -6,3 +6,6 @@ export { checkImport, planLinks, signatureText, type MissingImport } from './lin
 export { CommandRegistry } from './registry.ts';
 export type { ExecOptions, ExecOutcome } from '../lanes/index.ts';
 export { replayReceipt, runInputOf, type ReplayReport } from './receipts.ts';
+export type { KernelHandle, KernelOptions, KernelCallOptions } from './kernel-lane.ts';
+export type { FanoutOptions, FanResult } from './fanout-lane.ts';
+export { tierFor, checkTier, TIERS, type Tier, type Trust, type WorkloadShape } from '../fabric/tiers.ts';

@@ -8,6 +8,7 @@
  * Does not protect against: an operator choosing generous limits.
  */
 
+import { defaultPerTenant } from '../fabric/tenant-scheduler.ts';
 import { join } from 'node:path';
 import { publicKeyOfDidKey } from '../provenance/did.ts';
 import { SandboxError } from '../errors.ts';
@@ -31,6 +32,12 @@ export interface EngineOptions {
   poolSize?: number;
   /** Live worker threads for fresh runs. Default 8. */
   maxWorkers?: number;
+  /**
+   * Top-level calls (`run`, `exec`, fan-out inputs) one tenant may have in flight; the rest wait,
+   * admitted round-robin across tenants (src/fabric/tenant-scheduler.ts). Default half of
+   * maxWorkers (at least 1); set it to maxWorkers for a single-tenant engine.
+   */
+  maxWorkersPerTenant?: number;
   /** Persistent instances (each owns a thread). Default 64. */
   maxInstances?: number;
   /** Unknown profile names become POLICY_INVALID instead of falling back to `compute`. */
@@ -112,6 +119,7 @@ export const DEFAULT_FUEL_CHUNK = 1_000_000;
 export interface EngineConfig {
   readonly poolSize: number;
   readonly maxWorkers: number;
+  readonly maxWorkersPerTenant: number;
   readonly maxInstances: number;
   readonly strictProfiles: boolean;
   readonly operatorLimits: OperatorLimits;
@@ -154,6 +162,7 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
   return Object.freeze({
     poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),
     maxWorkers: Math.floor(count('maxWorkers', o.maxWorkers, 8)),
+    maxWorkersPerTenant: Math.floor(count('maxWorkersPerTenant', o.maxWorkersPerTenant, defaultPerTenant(Math.floor(count('maxWorkers', o.maxWorkers, 8))))),
     maxInstances: Math.floor(count('maxInstances', o.maxInstances, 64)),
     strictProfiles: o.strictProfiles === true,
     operatorLimits: o.operatorLimits ?? {},

@@ -17,6 +17,7 @@
 import { SandboxError } from '../errors.ts';
 import { WorkerHandle, type WorkerLimits } from './bridge/worker-handle.ts';
 import { cancelled } from '../lanes/controls.ts';
+import type { EngineConfig } from './options.ts';
 
 export interface PoolConfig {
   readonly file: () => Promise<string>;
@@ -24,6 +25,17 @@ export interface PoolConfig {
   readonly maxWorkers: number;
   readonly limits: WorkerLimits;
   readonly acquireTimeoutMs: number;
+}
+
+/** The pool an engine runs with: its configured sizes and worker limits. */
+export function poolConfigFor(config: EngineConfig, file: () => Promise<string>): PoolConfig {
+  return {
+    file,
+    size: config.poolSize,
+    maxWorkers: config.maxWorkers,
+    acquireTimeoutMs: 30_000,
+    limits: { heapMb: config.workerHeapMb, stackMb: config.workerStackMb, spinMs: config.spinMs, idleWaitMs: 1_000 },
+  };
 }
 
 interface Waiter {

@@ -22,7 +22,8 @@ before(() => {
   const registry = CommandRegistry.withBuiltins();
   registry.register('nest', nest);
   registry.register('waiter', new Uint8Array(readFileSync(new URL('../fixtures/c/waiter.wasm', import.meta.url))));
-  engine = createEngine({ commands: registry, poolSize: 1, maxWorkers: MAX_CONCURRENT_EXECS + 4, workerHeapMb: 16 });
+  // One tenant holding every exec slot at once: its share of the workers is the whole engine.
+  engine = createEngine({ commands: registry, poolSize: 1, maxWorkers: MAX_CONCURRENT_EXECS + 4, maxWorkersPerTenant: MAX_CONCURRENT_EXECS + 4, workerHeapMb: 16 });
 });
 after(() => engine.close());
 

@@ -265,7 +265,8 @@ const withNest = (): Engine => {
   registry.register('nest', new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url))));
   registry.register('waiter', new Uint8Array(readFileSync(new URL('../fixtures/c/waiter.wasm', import.meta.url))));
   // posix's 60 s may be too short for 64 held execs to all be in flight on a loaded 2-core machine.
-  nesting = createEngine({ commands: registry, poolSize: 1, maxWorkers: MAX_CONCURRENT_EXECS + 4, workerHeapMb: 16, operatorLimits: { posix: { timeoutMs: 240_000 } }, brokers: { databaseFile: join(home, 'engine.sqlite') } });
+  // One tenant holds every exec slot at once: its share of the workers is the whole engine.
+  nesting = createEngine({ commands: registry, poolSize: 1, maxWorkers: MAX_CONCURRENT_EXECS + 4, maxWorkersPerTenant: MAX_CONCURRENT_EXECS + 4, workerHeapMb: 16, operatorLimits: { posix: { timeoutMs: 240_000 } }, brokers: { databaseFile: join(home, 'engine.sqlite') } });
   return nesting;
 };
 after(() => nesting?.close());

@@ -12,6 +12,9 @@
  *   done:  u8 kind=2 · u8 flags · u32 job · f64 memoryBytes · f64 durationMs · i32 exitCode ·
  *          f64 fuelUsed · u16 n · n × value · u32 len · stdout · u32 len · stderr
  *   value: u8 type (0 i32, 1 i64, 2 f32, 3 f64) · 8 bytes (i32 / i64 / f64, little-endian)
+ *   kernel: u8 kind=4 · u32 job · f64 budget ms · f64 budget fuel · u32 inOff · u32 inCap · u32 outOff ·
+ *          u32 maxOut · u16 nameLen · name · u32 len · input   (the kernel lane, src/fabric)
+ *   a kernel's done frame carries flag 16 and one more blob after stderr: the output.
  *
  * Does not protect against: nothing beyond framing; contents are the protocol's business.
  */
@@ -29,6 +32,9 @@ const F_OK = 1;
 const F_EXIT = 2;
 const F_OUT_TRUNC = 4;
 const F_ERR_TRUNC = 8;
+const F_KERNEL = 16;
+/** A kernel-lane call (worker/kernel-call.ts): input bytes for the arena, the entry and the arena. */
+export const FRAME_KERNEL = 4;
 const TYPES = ['i32', 'i64', 'f32', 'f64'] as const;
 const MAX_NAME_BYTES = 4096;
 const MAX_VALUES = 1000;
@@ -136,17 +142,17 @@ function decodeName(data: Uint8Array, at: number, len: number): string {
   return decoder.decode(data.slice(at, at + len));
 }
 
-export function writeDone(ch: Channel, f: DoneFrame, stdout: Uint8Array, stderr: Uint8Array): void {
+export function writeDone(ch: Channel, f: DoneFrame, stdout: Uint8Array, stderr: Uint8Array, output?: Uint8Array): void {
   const o = f.outcome;
   if (!o.ok) {
     ch.write(f, [stdout, stderr]);
     return;
   }
-  const size = 39 + o.values.length * 9 + 8 + stdout.length + stderr.length;
+  const size = 39 + o.values.length * 9 + 8 + stdout.length + stderr.length + (output ? 4 + output.length : 0);
   ch.ensure(size);
   const { data, view } = ch;
   data[0] = FRAME_DONE;
-  data[1] = F_OK | (o.exitCode !== null ? F_EXIT : 0) | (f.stdoutTruncated ? F_OUT_TRUNC : 0) | (f.stderrTruncated ? F_ERR_TRUNC : 0);
+  data[1] = F_OK | (o.exitCode !== null ? F_EXIT : 0) | (f.stdoutTruncated ? F_OUT_TRUNC : 0) | (f.stderrTruncated ? F_ERR_TRUNC : 0) | (output ? F_KERNEL : 0);
   view.setUint32(2, f.job, true);
   view.setFloat64(6, f.memoryBytes, true);
   view.setFloat64(14, f.durationMs, true);
@@ -160,6 +166,11 @@ export function writeDone(ch: Channel, f: DoneFrame, stdout: Uint8Array, stderr:
   at += 4 + stdout.length;
   view.setUint32(at, stderr.length, true);
   data.set(stderr, at + 4);
+  if (output) {
+    at += 4 + stderr.length;
+    view.setUint32(at, output.length, true);
+    data.set(output, at + 4);
+  }
   ch.setFrameLength(size);
 }
 
@@ -167,6 +178,8 @@ export interface DoneRead {
   readonly frame: DoneFrame;
   readonly stdout: Uint8Array;
   readonly stderr: Uint8Array;
+  /** A kernel call's output (FRAME_KERNEL jobs only). */
+  readonly output?: Uint8Array;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -192,6 +205,7 @@ export function readDone(ch: Channel): DoneRead {
   };
   const stdout = blob();
   const stderr = blob();
+  const output = flags & F_KERNEL ? blob() : undefined;
   const frame: DoneFrame = {
     v: PROTOCOL_VERSION,
     kind: 'done',
@@ -203,5 +217,57 @@ export function readDone(ch: Channel): DoneRead {
     stdoutTruncated: (flags & F_OUT_TRUNC) !== 0,
     stderrTruncated: (flags & F_ERR_TRUNC) !== 0,
   };
-  return { frame, stdout, stderr };
+  return output ? { frame, stdout, stderr, output } : { frame, stdout, stderr };
+}
+
+export interface KernelFrame {
+  readonly job: number;
+  readonly budget: { readonly ms: number; readonly fuel: number };
+  readonly arena: { readonly inOff: number; readonly inCap: number; readonly outOff: number; readonly maxOutputBytes: number };
+  readonly entry: string;
+  readonly input: Uint8Array;
+}
+
+export function writeKernel(ch: Channel, f: KernelFrame): void {
+  const name = nameBytes(f.entry);
+  if (name.length > MAX_NAME_BYTES) throw bad('kernel entry name too long');
+  const size = 39 + name.length + 4 + f.input.length;
+  ch.ensure(size);
+  const { data, view } = ch;
+  data[0] = FRAME_KERNEL;
+  view.setUint32(1, f.job, true);
+  view.setFloat64(5, f.budget.ms, true);
+  view.setFloat64(13, f.budget.fuel, true);
+  view.setUint32(21, f.arena.inOff, true);
+  view.setUint32(25, f.arena.inCap, true);
+  view.setUint32(29, f.arena.outOff, true);
+  view.setUint32(33, f.arena.maxOutputBytes, true);
+  view.setUint16(37, name.length, true);
+  data.set(name, 39);
+  const at = 39 + name.length;
+  view.setUint32(at, f.input.length, true);
+  data.set(f.input, at + 4);
+  ch.setFrameLength(size);
+}
+
+/** The worker's read of a kernel frame; `input` is a view into the channel, valid until the result is written. */
+export function readKernel(ch: Channel): KernelFrame {
+  const size = ch.frameLength();
+  const { data, view } = ch;
+  if (size < 43 || data[0] !== FRAME_KERNEL) throw bad('not a kernel frame');
+  const ms = view.getFloat64(5, true);
+  const fuel = view.getFloat64(13, true);
+  const nameLen = view.getUint16(37, true);
+  if (39 + nameLen + 4 > size || !(ms >= 0) || !(fuel >= 0)) throw bad('kernel header out of range');
+  const entry = decodeName(data, 39, nameLen);
+  const at = 39 + nameLen;
+  const len = view.getUint32(at, true);
+  if (at + 4 + len > size) throw bad('kernel input out of range');
+  return {
+    job: view.getUint32(1, true),
+    budget: { ms, fuel },
+    arena: { inOff: view.getUint32(21, true), inCap: view.getUint32(25, true), outOff: view.getUint32(29, true), maxOutputBytes: view.getUint32(33, true) },
+    entry,
+    input: data.subarray(at + 4, at + 4 + len),
+  };
 }

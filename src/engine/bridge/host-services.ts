@@ -28,7 +28,8 @@ import { planLinks } from '../linker.ts';
 import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../../policy/profiles.ts';
-import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, fanOut, type BrokerAnswer } from '../../brokers/index.ts';
+import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, type BrokerAnswer } from '../../brokers/index.ts';
+import { fanMap, values } from '../../fabric/fanout.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
 import { isCommandPath } from '../../abi/vfs-paths.ts';
 import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
@@ -354,12 +355,14 @@ export class HostServices {
     const left = Math.floor(deadline - performance.now());
     if (left <= 0) return GUEST_ERR.TIMEOUT;
     const perTask = Math.min(many.timeoutMs || caller.policy.timeoutMs, caller.policy.timeoutMs, left);
-    const responses = await fanOut(many.inputs.length, this.deps.parallelism, perTask, stop, (i, signal) =>
-      this.deps
-        .runProcess(caller, { request: { ...many.request, stdin: many.inputs[i]! }, bytes, depth, signal })
-        .then((r) => encodeResponse(responseOf(r))),
+    // The fabric's fan-out (src/fabric/fanout.ts): width, per-task timeout, the caller's stop.
+    const outcomes = await fanMap(
+      many.inputs,
+      (stdin, _i, signal) => this.deps.runProcess(caller, { request: { ...many.request, stdin }, bytes, depth, signal }).then((r) => encodeResponse(responseOf(r))),
+      { width: this.deps.parallelism, perTaskTimeoutMs: perTask, signal: stop },
     );
-    return encodeManyResponse(responses);
+    const empty = new Uint8Array(0);
+    return encodeManyResponse(values(outcomes, (e) => encodeResponse({ status: STATUS_ABNORMAL, error: e.code, stdout: empty, stderr: empty, stdoutTruncated: false, stderrTruncated: false })));
   }
 
   /** A registered command prepared and linked as the caller: its module message, or a guest error. */

@@ -22,7 +22,7 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
-import { readDone, writeCall } from './frames.ts';
+import { readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts';
 import type { StreamSink } from './stream-sink.ts';
 import {
   PROTOCOL_VERSION,
@@ -88,7 +88,7 @@ const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: 
 export const PARKED: HostReply = Object.freeze({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value: 0 });
 
 export type Awaited =
-  | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array }
+  | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array; readonly output?: Uint8Array }
   | { readonly kind: 'parked' }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'dead'; readonly error: SandboxError };
@@ -208,6 +208,14 @@ export class WorkerHandle {
     if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
     this.channel.clearInterrupt();
     writeCall(this.channel, frame);
+    this.channel.set(State.JOB);
+  }
+
+  /** Post a kernel-lane call to a loaded kernel (src/fabric: input into its arena, `entry(len)`). */
+  postKernel(frame: KernelFrame): void {
+    if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.clearInterrupt();
+    writeKernel(this.channel, frame);
     this.channel.set(State.JOB);
   }
 

@@ -24,7 +24,8 @@ import {
   type DoneFrame,
   type Outcome,
 } from '../bridge/protocol.ts';
-import { readCall, writeDone } from '../bridge/frames.ts';
+import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
+import { kernelCall } from './kernel-call.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
 import type { HostAnswer, HostBridge } from './host-bridge.ts';
@@ -89,7 +90,7 @@ const bridge: HostBridge = {
   },
 };
 
-function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number): void {
+function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number, output?: Uint8Array): void {
   forward.end(); // the result frame carries whatever was not streamed yet
   const frame: DoneFrame = {
     v: PROTOCOL_VERSION,
@@ -102,7 +103,7 @@ function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number
     stderrTruncated: guest.stderr.resetTruncation(),
     durationMs: performance.now() - startedAt,
   };
-  writeDone(ch, frame, guest.stdout.take(), guest.stderr.take());
+  writeDone(ch, frame, guest.stdout.take(), guest.stderr.take(), output);
   ch.set(State.DONE);
 }
 
@@ -127,6 +128,21 @@ function serve(guest: Guest): void {
   for (;;) {
     const s = ch.state;
     if (s === State.DEAD) return;
+    if (s === State.JOB && ch.frameKind === FRAME_KERNEL) {
+      const t0 = performance.now();
+      let k;
+      try {
+        k = readKernel(ch);
+      } catch (e) {
+        postFailure(0, e instanceof SandboxError ? e : new SandboxError('INTERNAL'));
+        continue;
+      }
+      currentJob = k.job;
+      ch.set(State.RUNNING);
+      const r = kernelCall(guest, k);
+      postDone(k.job, guest, r.outcome, t0, r.output);
+      continue;
+    }
     if (s === State.JOB) {
       const t0 = performance.now();
       let frame;

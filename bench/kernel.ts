@@ -1,0 +1,61 @@
+/**
+ * The kernel lane's hot path (DESIGN §11): a 1 KiB call through `engine.kernel`
+ * (test/fixtures/wat/kernel.wat) in a worker and in process, against the same module called raw on
+ * V8 in this process (uninstrumented, no limits rewrite), the same arena copy in and out. Two
+ * entries: `copy` (one memory.copy: the call path itself) and `process` (a byte loop that
+ * uppercases: the kernel's own work, where fuel's per-iteration charge shows).
+ * Targets: ≤ 5 µs p50 in a worker, ≤ 1 µs p50 in process.
+ */
+
+import { createEngine } from '../src/index.ts';
+import { batchMedian, fixture, printTable, quantile, sample } from './lib.ts';
+
+export async function kernelBench(): Promise<void> {
+  for (const entry of ['copy', 'process']) await one(entry);
+}
+
+async function one(entry: string): Promise<void> {
+  const bytes = await fixture('kernel');
+  const input = new Uint8Array(1024);
+  for (let i = 0; i < input.length; i++) input[i] = 97 + (i % 26);
+
+  const raw = new WebAssembly.Instance(new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>)).exports;
+  const mem = raw['memory'] as WebAssembly.Memory;
+  const process1 = raw[entry] as (n: number) => number;
+  const rawCall = (): Uint8Array => {
+    const m = new Uint8Array(mem.buffer);
+    m.set(input, 0);
+    const n = process1(input.length);
+    return m.slice(32768, 32768 + n);
+  };
+  for (let i = 0; i < 100_000; i++) rawCall(); // let V8 tier the loop up before timing it
+  const rawMs = batchMedian(30, 20_000, () => void rawCall());
+
+  const engine = createEngine({ poolSize: 1 });
+  const inproc = await engine.kernel(bytes, { inProcess: true, entry });
+  for (let i = 0; i < 20_000; i++) await inproc.call(input);
+  const inprocSamples = await sample(20_000, 5_000, () => inproc.call(input));
+
+  const worker = await engine.kernel(bytes, { entry });
+  const workerSamples = await sample(20_000, 5_000, () => worker.call(input));
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < 5_000; i++) await worker.call(input);
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  // The same run's worker round trip without the kernel's bytes: a noop call on a persistent instance.
+  const noop = await engine.start('bench-noop', await fixture('noop'));
+  const noopSamples = await sample(20_000, 5_000, () => noop.call('noop'));
+  await engine.close();
+
+  printTable(`kernel lane: one 1 KiB call (entry "${entry}"), p50`, [
+    { what: 'raw V8 call, same module uninstrumented', p50: rawMs, unit: 'µs' },
+    { what: 'kernel inProcess (await per call)', p50: quantile(inprocSamples, 0.5), p99: quantile(inprocSamples, 0.99), unit: 'µs', vs: 'raw V8 call, same module uninstrumented', target: '≤ 1 µs' },
+    { what: 'kernel in a worker (await per call)', p50: quantile(workerSamples, 0.5), p99: quantile(workerSamples, 0.99), unit: 'µs', vs: 'raw V8 call, same module uninstrumented', target: '≤ 5 µs' },
+    { what: 'noop instance.call in a worker (same run)', p50: quantile(noopSamples, 0.5), p99: quantile(noopSamples, 0.99), unit: 'µs' },
+    { what: 'kernel in a worker vs the noop round trip', p50: quantile(workerSamples, 0.5), unit: 'µs', vs: 'noop instance.call in a worker (same run)' },
+  ]);
+  console.log(`worker kernel, calls back to back: ${(((cpu.user + cpu.system) / 1000 / wall) * 100).toFixed(0)}% of one core process-wide (both sides spin briefly between calls)`);
+}
+
+if (process.argv[1]?.endsWith('kernel.ts')) await kernelBench();

@@ -1,0 +1,272 @@
+/**
+ * The kernel lane (DESIGN §7): `engine.kernel(bytes, opts)` → a handle whose `call(input)` writes
+ * the input into a fixed arena of one long-lived instance, calls `entry(len) → outLen`, and reads
+ * the output back. Instantiated once, called many times: the hot path.
+ *
+ * Owns: the two placements — in a dedicated worker (the default: isolated like `engine.start`,
+ * the same linker, walls and host services; the call travels as one binary frame) and
+ * `inProcess: true` (src/fabric/in-process.ts: on the host thread, fuel-only time wall) — the
+ * per-call budget (fuel and deadline, narrowed per call, never raised), serialized calls, and
+ * recovery: a call that times out (or whose worker dies) replaces the worker and re-instantiates
+ * the kernel, so its state is lost; a trap or FUEL_EXHAUSTED keeps the instance.
+ * Invariant: a kernel's worker is never shared with another guest; input never exceeds its arena
+ * (POLICY_INVALID before anything runs); output is read only inside the guest memory (abi/kernel-arena.ts).
+ * Live kernel handles are bounded by the engine's maxInstances (their own count).
+ *
+ * Does not protect against: a caller that queues unbounded calls on one handle (each holds its
+ * input until its turn); an in-process kernel's CPU time between two fuel refills.
+ */
+
+import { SandboxError, toSandboxError } from '../errors.ts';
+import { narrowPolicy, resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
+import { resolveArena, type Arena, type ArenaOptions } from '../abi/kernel-arena.ts';
+import { InProcessKernel } from '../fabric/in-process.ts';
+import { planLinks } from './linker.ts';
+import { buildSpec } from './guest-spec.ts';
+import { budgetOf, graceFor } from './budget.ts';
+import { PROTOCOL_VERSION, type GuestSpec } from './bridge/protocol.ts';
+import { checkName } from '../policy/names.ts';
+import type { EngineConfig } from './options.ts';
+import type { PreparedModule } from './module-cache.ts';
+import type { Awaited, HostHandler, WorkerHandle } from './bridge/worker-handle.ts';
+import type { Caller, JobHost } from './bridge/host-services.ts';
+
+export interface KernelOptions extends PolicyOptions, ArenaOptions {
+  /** The export called per input: `(len: i32) → outLen: i32`. Default "process". */
+  entry?: string;
+  /** Run on the host thread (fuel-instrumented; the time wall is checked only at fuel refills). Default false. */
+  inProcess?: boolean;
+  tenant?: string;
+  id?: string;
+}
+
+export interface KernelCallOptions {
+  /** Lower this call's fuel below the kernel's. */
+  fuel?: number;
+  /** Lower this call's wall-clock budget below the kernel's. */
+  timeoutMs?: number;
+}
+
+export interface KernelHandle {
+  readonly id: string;
+  readonly placement: 'worker' | 'inProcess';
+  /** The input through the kernel; rejects with a SandboxError (GUEST_TRAP, FUEL_EXHAUSTED, TIMEOUT, ...). */
+  call(input: Uint8Array, opts?: KernelCallOptions): Promise<Uint8Array>;
+  /** Fuel the last settled call used. */
+  readonly lastFuelUsed: number;
+  close(): Promise<void>;
+}
+
+export interface KernelDeps {
+  readonly config: EngineConfig;
+  readonly prepare: (bytes: Uint8Array, policy: PolicyConfig) => Promise<PreparedModule>;
+  readonly acquireDedicated: () => Promise<WorkerHandle>;
+  readonly job: (caller: Caller) => JobHost;
+}
+
+let kernels = 0;
+
+/** The engine's kernel handles (bounded by maxInstances). */
+export class KernelLane {
+  private readonly live = new Set<KernelHandle>();
+  /** Opens in progress: counted before the first await so concurrent opens cannot pass the bound. */
+  private opening = 0;
+
+  constructor(private readonly deps: KernelDeps) {}
+
+  async open(bytes: Uint8Array, opts: KernelOptions = {}): Promise<KernelHandle> {
+    if (this.live.size + this.opening >= this.deps.config.maxInstances) {
+      throw new SandboxError('MEMORY_LIMIT', `the engine already holds its maximum of ${this.deps.config.maxInstances} kernels`, { maxInstances: this.deps.config.maxInstances });
+    }
+    this.opening++;
+    try {
+      return await this.openNow(bytes, opts);
+    } finally {
+      this.opening--;
+    }
+  }
+
+  private async openNow(bytes: Uint8Array, opts: KernelOptions): Promise<KernelHandle> {
+    const policy = resolvePolicy(opts, this.deps.config);
+    const id = checkName('id', opts.id ?? `kernel-${++kernels}`);
+    const tenant = checkName('tenant', opts.tenant ?? 'default');
+    const entry = String(opts.entry ?? 'process');
+    const arena = resolveArena(opts);
+    const prepared = await this.deps.prepare(bytes, policy);
+    const fn = prepared.desc.exports.find((e) => e.kind === 'func' && e.name === entry);
+    if (!fn?.signature || fn.signature.params.join() !== 'i32' || fn.signature.results.join() !== 'i32') {
+      throw new SandboxError('POLICY_INVALID', `a kernel exports "${entry.slice(0, 64)}" as (i32) → i32`, { export: entry.slice(0, 64) });
+    }
+    const forget = (h: KernelHandle): void => void this.live.delete(h);
+    let h: KernelHandle;
+    if (opts.inProcess === true) {
+      if (!prepared.metered) throw new SandboxError('POLICY_INVALID', 'an in-process kernel needs fuel metering (the engine has fuel off)');
+      const k = new InProcessKernel({
+        module: prepared.module,
+        entry,
+        arena,
+        maxMemoryPages: prepared.maxMemoryPages,
+        growFailedExport: prepared.limits.growFailedExport,
+        chunk: this.deps.config.fuelChunk,
+      });
+      h = inProcessHandle(id, k, policy, forget);
+    } else {
+      const plan = planLinks(prepared.desc, policy.caps, { defined: this.deps.config.hostFunctions, granted: policy.hostCaps });
+      const spec = buildSpec(this.deps.config, prepared, plan, policy, { id, tenant }, {});
+      const w = new WorkerKernel(id, entry, arena, policy, prepared, spec, this.deps, forget);
+      await w.boot();
+      h = w;
+    }
+    this.live.add(h);
+    return h;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.live].map((h) => h.close()));
+  }
+}
+
+function narrowed(policy: PolicyConfig, o: KernelCallOptions | undefined): PolicyConfig {
+  if (!o || (o.fuel === undefined && o.timeoutMs === undefined)) return policy;
+  return narrowPolicy(policy, { ...(o.fuel !== undefined ? { fuel: o.fuel } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) });
+}
+
+function inProcessHandle(id: string, k: InProcessKernel, policy: PolicyConfig, forget: (h: KernelHandle) => void): KernelHandle {
+  let closed = false;
+  const h: KernelHandle = {
+    id,
+    placement: 'inProcess',
+    get lastFuelUsed() {
+      return k.fuelUsed;
+    },
+    call(input, opts) {
+      try {
+        if (closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${id}" is closed`, { id });
+        if (!(input instanceof Uint8Array)) throw new SandboxError('POLICY_INVALID', 'kernel input must be a Uint8Array');
+        return Promise.resolve(k.call(input, budgetOf(narrowed(policy, opts))));
+      } catch (e) {
+        return Promise.reject(toSandboxError(e));
+      }
+    },
+    close() {
+      closed = true;
+      forget(h);
+      return Promise.resolve();
+    },
+  };
+  return h;
+}
+
+/** A kernel on its own worker: boot as `engine.start` does, then one binary frame per call. */
+class WorkerKernel implements KernelHandle {
+  readonly placement = 'worker' as const;
+  lastFuelUsed = 0;
+  private worker: WorkerHandle | null = null;
+  private host: JobHost | null = null;
+  private closed = false;
+  private job = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+
+  constructor(
+    readonly id: string,
+    private readonly entry: string,
+    private readonly arena: Arena,
+    private readonly policy: PolicyConfig,
+    private readonly prepared: PreparedModule,
+    private readonly spec: GuestSpec,
+    private readonly deps: KernelDeps,
+    private readonly forget: (h: KernelHandle) => void,
+  ) {}
+
+  async boot(): Promise<void> {
+    this.host ??= this.deps.job({ tenant: this.spec.session.tenant, instance: this.id, policy: this.policy, spec: this.spec });
+    const w = await this.deps.acquireDedicated();
+    const startedAt = performance.now();
+    w.post({ v: PROTOCOL_VERSION, kind: 'load', job: ++this.job, module: this.prepared.module, spec: this.spec, budget: budgetOf(this.policy) });
+    const a = await w.awaitDone(startedAt + this.policy.timeoutMs, this.handler, graceFor(this.prepared));
+    const err = errorOf(a, this.policy.timeoutMs);
+    if (err || this.closed) {
+      await w.terminate().catch(() => {});
+      if (this.closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${this.id}" was closed`, { id: this.id });
+      this.endHost();
+      throw err!;
+    }
+    this.worker = w;
+  }
+
+  private readonly handler: HostHandler = (req, blobs, handle, call) => {
+    if (!this.host) throw new SandboxError('INSTANCE_DEAD');
+    return this.host.handle(req, blobs, handle, call);
+  };
+
+  call(input: Uint8Array, opts?: KernelCallOptions): Promise<Uint8Array> {
+    const run = (): Promise<Uint8Array> => this.callNow(input, opts);
+    const next = this.pending === 0 ? run() : this.queue.then(run);
+    this.pending++;
+    const settled = next.finally(() => this.pending--);
+    this.queue = settled.catch(() => {});
+    return settled;
+  }
+
+  private async callNow(input: Uint8Array, opts: KernelCallOptions | undefined): Promise<Uint8Array> {
+    if (this.closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${this.id}" is closed`, { id: this.id });
+    if (!(input instanceof Uint8Array)) throw new SandboxError('POLICY_INVALID', 'kernel input must be a Uint8Array');
+    if (input.length > this.arena.inCap) {
+      throw new SandboxError('POLICY_INVALID', `the input is ${input.length} bytes; the kernel's input arena holds ${this.arena.inCap}`, { inputBytes: input.length, inCap: this.arena.inCap });
+    }
+    if (!this.worker) await this.boot(); // the last call's timeout replaced it
+    const w = this.worker!;
+    const policy = narrowed(this.policy, opts);
+    const deadline = performance.now() + policy.timeoutMs;
+    w.postKernel({ job: ++this.job, budget: budgetOf(policy), arena: this.arena, entry: this.entry, input });
+    let a: Awaited;
+    try {
+      a = await w.awaitDone(deadline, this.handler, graceFor(this.prepared));
+    } catch (e) {
+      await this.replace();
+      throw toSandboxError(e);
+    }
+    if (a.kind === 'done') {
+      this.lastFuelUsed = a.frame.fuelUsed;
+      if (a.frame.outcome.ok) return a.output ?? new Uint8Array(0);
+      const e = a.frame.outcome.error;
+      if (e.code === 'TIMEOUT') await this.replace(); // state is half-updated: not trusted again
+      throw new SandboxError(e.code, e.message, e.details);
+    }
+    this.lastFuelUsed = 0;
+    await this.replace();
+    throw errorOf(a, policy.timeoutMs)!;
+  }
+
+  /** The worker timed out or died: it goes; the next call boots a fresh one. */
+  private async replace(): Promise<void> {
+    this.host?.interrupt();
+    const w = this.worker;
+    this.worker = null;
+    if (w) await w.terminate().catch(() => {});
+  }
+
+  private endHost(): void {
+    this.host?.end();
+    this.host = null;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.forget(this);
+    const w = this.worker;
+    this.worker = null;
+    if (w) await w.terminate().catch(() => {});
+    await this.queue.catch(() => {});
+    this.endHost();
+  }
+}
+
+function errorOf(a: Awaited, timeoutMs: number): SandboxError | null {
+  if (a.kind === 'done') return a.frame.outcome.ok ? null : SandboxError.fromSerialized(a.frame.outcome.error);
+  if (a.kind === 'timeout') return new SandboxError('TIMEOUT', `the call ran past its ${timeoutMs} ms budget`, { timeoutMs });
+  if (a.kind === 'dead') return a.error;
+  return new SandboxError('INTERNAL', 'the kernel stopped in a host call');
+}

@@ -1,0 +1,74 @@
+/**
+ * Isolation tiers (DESIGN §7): where a workload runs — `instance` (a V8 instance on a pooled
+ * worker thread), `os_process` (a child process per call), `remote` (a `membrane worker` on
+ * another machine through BullMQ on Redis) — and which one a workload gets by default.
+ *
+ * Owns: `tierFor(shape, trust)` (first-party work gets its shape's tier; third-party work
+ * escalates one rung toward stronger isolation) and `checkTier` — the one place that decides
+ * whether a requested tier can run here, and says why not.
+ * Invariant: a requested tier that cannot run is TIER_UNAVAILABLE with the reason in its message
+ * and `details.reason`; nothing ever runs on a lower tier than the one asked for (no silent
+ * downgrade). Only `instance` runs today.
+ *
+ * Does not protect against: anything by itself — a tier is only as strong as its boundary;
+ * `instance` shares the host process's address space with every other guest (V8's sandbox and
+ * our walls are the boundary).
+ */
+
+import { existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { SandboxError } from '../errors.ts';
+
+export const TIERS = ['instance', 'os_process', 'remote'] as const;
+export type Tier = (typeof TIERS)[number];
+
+/** What runs: a lane's shape. `fanout-wide` is fan-out meant to go past one machine. */
+export type WorkloadShape = 'core' | 'wasi' | 'command' | 'kernel' | 'js' | 'python' | 'fanout' | 'fanout-wide';
+export type Trust = 'first-party' | 'third-party';
+
+const LADDER: readonly Tier[] = TIERS;
+
+/** The tier a workload gets unless its caller names one, and why. */
+export function tierFor(shape: WorkloadShape, trust: Trust): { tier: Tier; reason: string } {
+  const base: Tier = shape === 'fanout-wide' ? 'remote' : 'instance';
+  if (trust === 'first-party') return { tier: base, reason: `first-party ${shape}: ${base}` };
+  const up = LADDER[Math.min(LADDER.length - 1, LADDER.indexOf(base) + 1)]!;
+  return { tier: up, reason: `third-party ${shape}: escalated one rung from ${base} to ${up}` };
+}
+
+export interface TierContext {
+  /** The engine's Redis URL for the remote tier (not configurable yet: always absent). */
+  readonly redisUrl?: string | null;
+  /** The caller asked for namespaces (bubblewrap) under `os_process`. */
+  readonly strictIsolation?: boolean;
+  /** PATH to look for bubblewrap in (default the process's). */
+  readonly path?: string;
+}
+
+/** The bubblewrap binary on `path`, or null. */
+export function findBwrap(path = process.env['PATH'] ?? ''): string | null {
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    const p = join(dir, 'bwrap');
+    if (existsSync(p)) return p;
+  }
+  return null;
+}
+
+function unavailable(tier: Tier, reason: string): SandboxError {
+  return new SandboxError('TIER_UNAVAILABLE', `the ${tier} tier is not available: ${reason}`, { tier, reason });
+}
+
+/** `tier` parsed and available here, or TIER_UNAVAILABLE / POLICY_INVALID saying why. */
+export function checkTier(tier: unknown, ctx: TierContext = {}): Tier {
+  if (tier === undefined || tier === 'instance') return 'instance';
+  if (tier === 'remote') {
+    // The remote tier (BullMQ on Redis, `membrane worker`) is the next step; without a URL there is no queue.
+    throw unavailable('remote', ctx.redisUrl ? 'the remote tier is not built in this engine yet' : 'redis not configured');
+  }
+  if (tier === 'os_process') {
+    if (ctx.strictIsolation === true && findBwrap(ctx.path) === null) throw unavailable('os_process', 'bwrap not installed');
+    throw unavailable('os_process', 'the child-process runner is not built in this engine yet');
+  }
+  throw new SandboxError('POLICY_INVALID', `tier must be one of ${TIERS.join(', ')}`, { tier: String(tier).slice(0, 32) });
+}
