@@ -16,12 +16,11 @@
  * operator exporting the variable into a shell history.
  */
 
-import { closeSync, constants, fstatSync, fsyncSync, linkSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { checkName } from '../policy/names.ts';
 import { storageDir } from '../storage/sqlite.ts';
+import { createKeyFileOnce, readKeyFileText } from '../storage/key-file.ts';
 import { KeyPair, SEED_BYTES } from './keys.ts';
 import { didKey } from './did.ts';
 
@@ -53,50 +52,13 @@ function identity(seed: Buffer, source: string): Identity {
 }
 
 function readSeedFile(path: string, shown: string): Buffer | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
-    throw new SandboxError('POLICY_INVALID', code === 'ELOOP' ? `the key file ${shown} is a symbolic link; refusing to use it` : `the key file ${shown} cannot be read (${code ?? 'error'})`);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new SandboxError('POLICY_INVALID', `the key file ${shown} is not a regular file`);
-    if (typeof process.getuid === 'function' && st.uid !== process.getuid()) throw new SandboxError('POLICY_INVALID', `the key file ${shown} is owned by another user; refusing to use it`);
-    if ((st.mode & 0o077) !== 0) throw new SandboxError('POLICY_INVALID', `the key file ${shown} is accessible by group or others (mode ${(st.mode & 0o777).toString(8)}); refusing to use it — the key may have leaked`);
-    const buf = Buffer.alloc(128);
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    const text = buf.subarray(0, n).toString('utf8');
-    buf.fill(0);
-    return parseSeed(text, `the key file ${shown}`);
-  } finally {
-    closeSync(fd);
-  }
+  const text = readKeyFileText(path, `the key file ${shown}`);
+  return text === undefined ? undefined : parseSeed(text, `the key file ${shown}`);
 }
 
 /** Write a fresh seed to `path` unless one is there (the loser of a race keeps the winner's). */
 function createSeedFile(path: string): boolean {
-  const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  const seed = randomBytes(SEED_BYTES);
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeSync(fd, `${seed.toString('base64')}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-    seed.fill(0);
-  }
-  try {
-    linkSync(tmp, path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new SandboxError('INTERNAL', 'could not create the key file', {}, err);
-    return false;
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  return createKeyFileOnce(path, SEED_BYTES, (seed) => seed.toString('base64'), 'the key file');
 }
 
 interface Where {

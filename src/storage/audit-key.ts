@@ -15,12 +15,11 @@
  * the key staying in this process's memory; an operator exporting it in a shell history.
  */
 
-import { closeSync, fstatSync, fsyncSync, linkSync, openSync, readSync, rmSync, writeSync, constants } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { storageDir } from './sqlite.ts';
 import { homeRelative } from './home-files.ts';
+import { createKeyFileOnce, readKeyFileText } from './key-file.ts';
 
 export const AUDIT_KEY_BYTES = 32;
 export const AUDIT_KEY_ENV = 'MEMBRANE_AUDIT_KEY';
@@ -47,54 +46,13 @@ export function auditKeyFile(): string {
 
 function readKeyFile(path: string): Buffer | undefined {
   // Messages name the file as the operator knows it ($MEMBRANE_HOME/audit.key), never the host path.
-  const file = `$MEMBRANE_HOME/${homeRelative(path)}`;
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP') throw new SandboxError('POLICY_INVALID', `the audit key file ${file} is a symbolic link; refusing to use it`);
-    throw new SandboxError('POLICY_INVALID', `the audit key file ${file} cannot be read (${code ?? 'error'})`);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new SandboxError('POLICY_INVALID', `the audit key file ${file} is not a regular file`);
-    if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
-      throw new SandboxError('POLICY_INVALID', `the audit key file ${file} is owned by another user; refusing to use it`);
-    }
-    if ((st.mode & 0o077) !== 0) {
-      const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
-      throw new SandboxError('POLICY_INVALID', `the audit key file ${file} is accessible by group or others (mode ${mode}); refusing to use it — the key may have leaked: replace it, or chmod 600 it if you are sure it has not`);
-    }
-    const buf = Buffer.alloc(256);
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    const text = buf.subarray(0, n).toString('utf8');
-    buf.fill(0);
-    return parseAuditKey(text, `the audit key file ${file}`);
-  } finally {
-    closeSync(fd);
-  }
+  const label = `the audit key file $MEMBRANE_HOME/${homeRelative(path)}`;
+  const text = readKeyFileText(path, label);
+  return text === undefined ? undefined : parseAuditKey(text, label);
 }
 
 function createKeyFile(file: string): void {
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  const key = randomBytes(AUDIT_KEY_BYTES);
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeSync(fd, `${key.toString('hex')}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-    key.fill(0);
-  }
-  try {
-    linkSync(tmp, file); // atomic; EEXIST when another process won the race
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new SandboxError('INTERNAL', 'could not create the audit key file', {}, err);
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  createKeyFileOnce(file, AUDIT_KEY_BYTES, (k) => k.toString('hex'), 'the audit key file');
 }
 
 /**
