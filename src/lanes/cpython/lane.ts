@@ -140,42 +140,36 @@ export class CPythonLane {
     const pooled = this.poolSize > 0;
     const parked = pooled ? this.pool.take(shape) : null;
     const refill = pooled ? this.pool.refillAfter(shape, REFILL_DELAY_MS) : null;
+    // A parked interpreter asked for its snippet at boot: the hand-over answers that request.
+    if (parked) started = true;
+    let r: InterpreterRun;
     try {
-      return await this.run(req, parked, { policy, port, snippet, vfsFile, warnings, start, onStart: () => (started = true) }, () => outcome);
+      r = await this.interpret(req, parked, policy, port, snippet, vfsFile);
     } finally {
       refill?.now();
-    }
-  }
-
-  /** One call on `parked`, else on an interpreter it boots. */
-  private async run(
-    req: ExecRequest,
-    parked: Parked | null,
-    c: { policy: PolicyConfig; port: PortHandler; snippet: Uint8Array; vfsFile: string | undefined; warnings: string[]; start: number; onStart(): void },
-    outcome: () => Outcome | null,
-  ): Promise<ExecResult> {
-    const { policy, port, snippet, vfsFile, warnings, start } = c;
-    let r: InterpreterRun;
-    if (parked) {
-      c.onStart();
-      const begin = { ms: req.timeoutMs, fuel: req.fuel, ...(vfsFile !== undefined ? { vfsFile } : {}) };
-      r = await parked.resume({ tenant: 'default', policy, port, answer: snippet, start: begin, signal: req.signal, onStdout: req.onStdout, onStderr: req.onStderr });
-    } else {
-      const opts = {
-        argv0: 'python',
-        argv: ARGV,
-        ...(vfsFile !== undefined ? { vfsFile } : {}),
-        ...(req.signal ? { signal: req.signal } : {}),
-        ...(req.onStdout ? { onStdout: req.onStdout } : {}),
-        ...(req.onStderr ? { onStderr: req.onStderr } : {}),
-      };
-      r = await this.runner.run(interpreterBytes(), opts, policy, port);
     }
     warnings.push(...r.warnings);
     // The outcome counts only from an interpreter that then exited cleanly (the driver's
     // `os._exit(0)` right after it): the snippet can write a `D` to the port itself, and a wall
     // it runs into afterwards (TIMEOUT, MEMORY_LIMIT, ...) must not be masked by that report.
-    return { ...toResult(r, r.ok ? outcome() : null, req, warnings, start), poolHit: parked !== null };
+    return { ...toResult(r, r.ok ? outcome : null, req, warnings, start), poolHit: parked !== null };
+  }
+
+  /** Run the call's interpreter: `parked`, resumed with the snippet, else one it boots. */
+  private interpret(req: ExecRequest, parked: Parked | null, policy: PolicyConfig, port: PortHandler, snippet: Uint8Array, vfsFile: string | undefined): Promise<InterpreterRun> {
+    if (parked) {
+      const begin = { ms: req.timeoutMs, fuel: req.fuel, ...(vfsFile !== undefined ? { vfsFile } : {}) };
+      return parked.resume({ tenant: 'default', policy, port, answer: snippet, start: begin, signal: req.signal, onStdout: req.onStdout, onStderr: req.onStderr });
+    }
+    const opts = {
+      argv0: 'python',
+      argv: ARGV,
+      ...(vfsFile !== undefined ? { vfsFile } : {}),
+      ...(req.signal ? { signal: req.signal } : {}),
+      ...(req.onStdout ? { onStdout: req.onStdout } : {}),
+      ...(req.onStderr ? { onStderr: req.onStderr } : {}),
+    };
+    return this.runner.run(interpreterBytes(), opts, policy, port);
   }
 
   /**
