@@ -18,6 +18,7 @@
 import { availableParallelism } from 'node:os';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { resolvePolicy, type PolicyOptions, type ResolveContext } from '../policy/resolve.ts';
+import { PROFILE_NAMES } from '../policy/profiles.ts';
 import type { ExecRequest, ExecResult, Language } from './types.ts';
 import type { PowerServer } from './powers.ts';
 import type { CPythonRunner } from './cpython/lane.ts';
@@ -118,7 +119,7 @@ export class Lanes {
         if (key === 'python' && cpython === null) throw new SandboxError('INTERNAL', 'the python lane has no runner');
         const made: Lane =
           key === 'python' && cpython !== null
-            ? new (await import('./cpython/index.ts')).CPythonLane(cpython, poolSize)
+            ? new (await import('./cpython/index.ts')).CPythonLane(cpython, poolSize, profileShapes(this.config))
             : new (await import('./js/index.ts')).JsLane(options);
         let last = -1;
         await made.warm((done, total) => {
@@ -139,6 +140,14 @@ export class Lanes {
     await Promise.all([...this.started.values()].map(async (l) => (await l.catch(() => null))?.close()));
     this.started.clear();
   }
+}
+
+/** The interpreter shapes the profiles give (with and without `vfs`; `compute`'s first): the only ones the Python lane parks. */
+function profileShapes(config: LanesConfig): { memoryBytes: number; vfs: boolean }[] {
+  return PROFILE_NAMES.flatMap((profile) => {
+    const p = resolvePolicy({ profile }, config);
+    return p.caps.includes('vfs') ? [{ memoryBytes: p.memoryBytes, vfs: true }, { memoryBytes: p.memoryBytes, vfs: false }] : [{ memoryBytes: p.memoryBytes, vfs: false }];
+  });
 }
 
 export async function runExec(
