@@ -40,6 +40,13 @@ import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
+
+/**
+ * The reason a job's stop signal carries (an AbortError, like a reason-less abort's): made once,
+ * because a DOMException made per job captures a stack trace on every fresh run.
+ */
+const JOB_ENDED = new DOMException('the job ended', 'AbortError');
+
 export const MAX_CONCURRENT_EXECS = 64;
 export const MAX_LIVE_PROCESSES = 32;
 
@@ -329,12 +336,12 @@ export class HostServices {
       serving,
       end: () => {
         ended = true;
-        stop.abort();
+        stop.abort(JOB_ENDED);
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
       interrupt: () => {
-        stop.abort();
+        stop.abort(JOB_ENDED);
         stop = new AbortController();
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
@@ -394,6 +401,7 @@ export class HostServices {
       maxMemoryPages: prepared.maxMemoryPages,
       importedMemory: plan.importedMemory,
       growFailedExport: prepared.limits.growFailedExport,
+      poolMemory: prepared.limits.poolMemory ?? null,
       metered: prepared.metered,
       ...(registered ? { images: this.deps.registry.imagesFor(name), argsPrefix: this.deps.registry.argsPrefix(name) } : {}),
     };

@@ -39,6 +39,8 @@ export interface GuestSpec {
   readonly importedMemory: { readonly initial: number; readonly maximum: number | null; readonly shared: boolean } | null;
   /** The export the limits rewriter added to report a failed `memory.grow`, if any. */
   readonly growFailedExport: string | null;
+  /** The module's own memory, made an import by the rewriter (wasm/memory-import.ts): the worker passes a zeroed one of these limits. */
+  readonly poolMemory: { readonly initialPages: number; readonly maxPages: number } | null;
   readonly output: { readonly limitBytes: number; readonly failOnLimit: boolean };
   readonly wasi: {
     readonly argv: readonly string[];
@@ -180,6 +182,7 @@ export interface CommandModuleMessage {
   readonly maxMemoryPages: number;
   readonly importedMemory: GuestSpec['importedMemory'];
   readonly growFailedExport: string | null;
+  readonly poolMemory: GuestSpec['poolMemory'];
   readonly metered: boolean;
   /** Image VFSes the command mounts beside its caller's VFS (a toolchain's sysroot). */
   readonly images?: readonly ImageMount[];
