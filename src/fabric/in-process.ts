@@ -18,9 +18,8 @@
 
 import { SandboxError } from '../errors.ts';
 import { classify, type GrowProbe } from '../abi/signals.ts';
-import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMORY_IMPORT } from '../policy/catalog.ts';
+import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMORY_IMPORT, POOL_MEMORY_IMPORT } from '../policy/catalog.ts';
 import { checkInput, checkInputRange, checkOutput, type Arena } from '../abi/kernel-arena.ts';
-import { POOL_MEMORY_IMPORT } from '../wasm/memory-import.ts';
 
 export interface InProcessSpec {
   readonly module: WebAssembly.Module;

@@ -22,9 +22,10 @@
 import { Writer, invalidModule } from './bytes.ts';
 import { SectionId, encodeModule, findSection, importsOf, parseModule } from './module.ts';
 import { writeLimits } from './types.ts';
+import { POOL_MEMORY_IMPORT } from '../policy/catalog.ts';
 
 /** The import the host satisfies with a (recycled) memory. */
-export const POOL_MEMORY_IMPORT = { module: 'membrane:pool', name: 'memory' } as const;
+export { POOL_MEMORY_IMPORT };
 
 export interface ImportedMemory {
   readonly initialPages: number;

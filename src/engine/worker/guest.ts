@@ -13,7 +13,7 @@
  */
 
 import { SandboxError } from '../../errors.ts';
-import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
+import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, POOL_MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
 import { decodeStart, fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { Commands } from './commands.ts';
@@ -27,7 +27,6 @@ import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from '../
 import { Vfs } from '../../storage/index.ts';
 import { lateVfs, type LateVfs } from './late-vfs.ts';
 import type { MemoryPool } from './memory-pool.ts';
-import { POOL_MEMORY_IMPORT } from '../../wasm/memory-import.ts';
 import { GUEST_ERR } from '../../abi/command.ts';
 import { ambientWasi, CappedStream, vfsWasi, type WasiContext } from '../../wasi/index.ts';
 
