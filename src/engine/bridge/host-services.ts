@@ -173,7 +173,9 @@ export class HostServices {
     let nextPid = 1;
     let ended = false;
     const serving: ServeSlot = { request: null, response: null };
-    let stop = new AbortController();
+    // Made at the first host call that needs it (most jobs make none): aborted when the job ends or is interrupted.
+    let stop: AbortController | null = null;
+    const stopSignal = (): AbortSignal => (ended ? AbortSignal.abort(JOB_ENDED) : (stop ??= new AbortController()).signal);
     /** An answer too big for the guest's buffer, kept for the retry with the same request. */
     const hold = new RetryHold();
     const ok = (value: number, payload?: Uint8Array): HostReply =>
@@ -291,7 +293,7 @@ export class HostServices {
             // Long calls: what they fetched or ran is kept for the retry with a bigger buffer.
             const key = retryKey(req.name, blobs);
             const kept = hold.kept(key);
-            const signal = AbortSignal.any([stop.signal, call.signal]);
+            const signal = AbortSignal.any([stopSignal(), call.signal]);
             const answer = kept ?? (req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), signal, call.deadline) : await this.deps.net(caller, req.name, blobs, signal, call.deadline));
             // A late answer (the call was cut at its deadline) is not kept for a retry.
             if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
@@ -308,7 +310,7 @@ export class HostServices {
           const kept = req.oversized === undefined ? hold.kept(key) : null;
           const answer =
             kept ??
-            (await this.deps.hostCall(caller, req.cap, req.fn, req.oversized ?? blobs[0] ?? new Uint8Array(0), [stop.signal, call.signal], call.deadline));
+            (await this.deps.hostCall(caller, req.cap, req.fn, req.oversized ?? blobs[0] ?? new Uint8Array(0), [stopSignal(), call.signal], call.deadline));
           if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
           if (typeof answer === 'number') return err(answer);
           return hold.fits(key, answer, req.out) ? ok(answer.length, answer) : ok(answer.length);
@@ -336,13 +338,14 @@ export class HostServices {
       serving,
       end: () => {
         ended = true;
-        stop.abort(JOB_ENDED);
+        stop?.abort(JOB_ENDED);
+        stop = null;
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
       interrupt: () => {
-        stop.abort(JOB_ENDED);
-        stop = new AbortController();
+        stop?.abort(JOB_ENDED);
+        stop = null;
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
