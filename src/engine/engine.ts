@@ -230,7 +230,7 @@ export class Engine {
       captureBytes: true,
       ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file, images: this.commands.imagesFor(run.request.name) } : {}),
     };
-    return this.execute(run.bytes, opts, { policy: caller.policy, argv0: run.request.name, depth: run.depth, signal: run.signal });
+    return this.execute(run.bytes, opts, { policy: this.commands.policyFor(run.request.name, caller.policy), argv0: run.request.name, depth: run.depth, signal: run.signal });
   }
 
   /** Start a persistent instance; its calls are serialized and share its state. */

@@ -43,6 +43,7 @@ ${LIMITS}
   --tenant T         the tenant recorded in the audit log (default: default)
   --caps W,W         narrow the profile's cap words
   --register NAME=FILE.wasm     a command the guest may run (repeatable)
+  --toolkit MANIFEST            install a toolkit's commands under its declared caps (repeatable)
   --secrets-file F   JSON secrets for secret_sign (also MEMBRANE_SECRET_<NAME> variables)
   --allow-cidr CIDR  admit an address range the network guard refuses (repeatable)
   --strict-profiles  an unknown --profile is an error instead of a warning
@@ -143,6 +144,7 @@ error's code (e.g. ${ERROR_TABLE.TIMEOUT.exitCode} for TIMEOUT).
   --timeout DURATION            the whole script's budget (default: the profile's time per call)
   --vfs NAME                    a persistent VFS in $MEMBRANE_HOME/vfs/NAME.sqlite
   --register NAME=FILE.wasm     add a command (repeatable)
+  --toolkit MANIFEST            install a toolkit's commands under its declared caps (repeatable)
   --json                        print { stdout, stderr, exitCode, error? }
 
 Example:
@@ -304,7 +306,9 @@ Check a toolkit manifest's declared caps (caps: [...] in JSON, caps = [...] in a
 anything is installed: every word must be a cap word, and some profile must grant them all. Prints
 the granting profiles, least-privileged first (the minimal grant), or names the unknown words, or
 says why no profile can. Embedder host caps (vendor:name) are granted by the operator, not a profile.
-Exit 0 when grantable, 1 when not.
+A manifest that also names its commands (name = "T", [commands] NAME = "FILE.wasm") has each
+module's imports checked against the declaration, as --toolkit installs them. Exit 0 when
+grantable, 1 when not.
 
 Example:
   membrane verify toolkit.toml`,

@@ -31,6 +31,7 @@ export const RUN_OPTIONS = {
   tenant: { type: 'string' },
   vfs: { type: 'string' },
   register: { type: 'string', multiple: true },
+  toolkit: { type: 'string', multiple: true },
   'secrets-file': { type: 'string' },
   'allow-cidr': { type: 'string', multiple: true },
   caps: { type: 'string' },
@@ -57,7 +58,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (noFuel && limits.fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
   const receiptFile = str(values['receipt']);
-  const commands = await commandRegistry(strs(values['register']));
+  const commands = await commandRegistry(strs(values['register']), strs(values['toolkit']));
   // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
   const secretsFile = str(values['secrets-file']);
   const secrets = { ...SecretStore.fromEnv(), ...(secretsFile ? SecretStore.fromFile(secretsFile) : {}) };
