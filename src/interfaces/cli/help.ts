@@ -49,8 +49,11 @@ ${LIMITS}
   --strict-profiles  an unknown --profile is an error instead of a warning
   --receipt FILE     write a receipt of the run signed by the engine's key to FILE, and its input to
                      FILE.input.json (membrane receipt verify, membrane replay)
-  --require-signed DID  run only a module signed by this did:key (repeatable); give its manifest
-                     with --artifact FILE (membrane sign): otherwise NOT_CAPABLE, audited
+  --require-signed DID  run only a module signed by this did:key or did:web:HOST (repeatable); give
+                     its manifest with --artifact FILE (membrane sign): otherwise NOT_CAPABLE, audited
+  --did-doc FILE     a did:web signer's DID document (membrane identity did-web), never fetched
+  --did-web-fetch    fetch a trusted did:web signer's https://HOST/.well-known/did.json through the
+                     network guard when no --did-doc gives it (--allow-cidr applies)
   --json             print one result object { ok, result?, exitCode?, stdout, stderr, fuelUsed,
                      durationMs, memoryBytes, profile, warnings, error? }
 

@@ -16,6 +16,7 @@ import { UsageError, commandRegistry, loadModule, parse, printJson, str, strs } 
 import { limitFlags } from './units.ts';
 import { cliCall } from './live.ts';
 import { runnableModule } from './instrumented.ts';
+import { readDidDocuments } from './sign.ts';
 
 export const RUN_OPTIONS = {
   profile: { type: 'string' },
@@ -40,6 +41,8 @@ export const RUN_OPTIONS = {
   receipt: { type: 'string' },
   artifact: { type: 'string' },
   'require-signed': { type: 'string', multiple: true },
+  'did-doc': { type: 'string', multiple: true },
+  'did-web-fetch': { type: 'boolean' },
 } as const;
 
 export async function runCommand(argv: string[]): Promise<number> {
@@ -65,7 +68,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const requireSigned = strs(values['require-signed']);
   const artifactFile = str(values['artifact']);
   const artifact = artifactFile !== undefined ? readSignedArtifact(artifactFile) : undefined;
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } }, ...(requireSigned.length > 0 ? { requireSigned } : {}) });
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } }, ...(requireSigned.length > 0 ? { requireSigned, didDocuments: Object.fromEntries(readDidDocuments(strs(values['did-doc']))), didWebFetch: values['did-web-fetch'] === true } : {}) });
   let result: RunResult;
   const live = cliCall(json);
   try {
