@@ -73,7 +73,8 @@ export function execOutputHash(out: { readonly stdout: string; readonly stderr: 
 export const powerCallTotal = (r: ExecReceipt): number => Object.values(r.powerCalls).reduce((a, b) => a + b, 0);
 
 const HEX64 = /^[0-9a-f]{64}$/;
-const POWER_NAME = /^(?:[a-z][a-z0-9_:-]{0,63}\.[a-z][a-z0-9_]{0,63}|\(other\))$/;
+/** `cap.op` — a lane power (`kv.get`) or a host cap's function (`acme:orders.getOrder`) — or `(other)`. */
+const POWER_NAME = /^(?:[a-z][a-z0-9_]{0,63}(?::[a-z][a-z0-9_]{0,63})?\.[A-Za-z_][A-Za-z0-9_]{0,63}|\(other\))$/;
 const FIELDS = ['audit', 'caps', 'engine', 'fuelMetered', 'fuelUsed', 'hostCaps', 'input', 'limits', 'outcome', 'output', 'persistentState', 'powerCalls', 'profile', 'source', 'tenant', 'time', 'type', 'v'];
 const count = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
 const strings = (x: unknown): boolean => Array.isArray(x) && x.length <= 256 && x.every((c) => typeof c === 'string' && c.length <= 128);
@@ -102,4 +103,4 @@ export function execShapeProblem(r: Record<string, unknown>): string | null {
 }
 
 /** Whether `name` may be a key of `powerCalls` (a lane power or a host cap's function). */
-export const isPowerName = (name: string): boolean => name.length <= 129 && POWER_NAME.test(name);
+export const isPowerName = (name: string): boolean => name.length <= 192 && POWER_NAME.test(name);

@@ -100,3 +100,13 @@ test('a failed snippet\'s receipt names its error; a C snippet gets no receipt a
   assert.equal(c.receipt, undefined);
   assert.ok(c.warnings.some((w) => /no receipt: exec receipts cover js, ts and python/.test(w)), JSON.stringify(c.warnings));
 });
+
+test('an embedder host function call counts under its cap and function name; the receipt lists the host cap', async () => {
+  const hosted = testEngine({ poolSize: 1, hostFunctions: { 'acme:orders': { getOrder: (args) => ({ order: args }) } } });
+  const r = await hosted.exec({ language: 'js', caps: ['acme:orders'], code: 'acme_orders.getOrder({ id: 1 })', receipt: true });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  const rc = receiptOf(r).receipt;
+  assert.deepEqual(rc.powerCalls, { 'acme:orders.getOrder': 1 });
+  assert.deepEqual(rc.hostCaps, ['acme:orders']);
+  assert.equal(checkReceipt(parseReceipt(JSON.stringify(r.receipt))).valid, true);
+});

@@ -107,4 +107,6 @@ test('hostile shapes are refused before any signature check', () => {
     ['a sink anchor naming another sink', { ...base, audit: { sink: 'engine', record: 'e'.repeat(64), seq: null, digest: null } }],
   ];
   for (const [what, r] of bad) assert.notEqual(reason(r), null, `${what} was accepted`);
+  // Lane powers and host cap functions are power names.
+  assert.equal(reason({ ...base, powerCalls: { 'kv.get': 2, 'acme:orders.getOrder': 1, '(other)': 3 } }), null);
 });
