@@ -4,7 +4,7 @@
  * key; and the replay of one.
  *
  * Owns: gathering an exec receipt's facts — the source's and context's hashes, the resolved grant
- * and limits, fuel used, the output's hash, the outcome, the snippet's power requests counted by
+ * and limits, fuel used, the output's hashes, the outcome, the snippet's power requests counted by
  * name (the lane's `onPower`, so refused requests count too) — and `replayExecReceipt`.
  * Invariant: a receipt is returned only beside the outcome it describes; a receipt that could not
  * be anchored says so (`audit: null` and a warning). Only a snippet that made no power request and
@@ -19,7 +19,7 @@ import { toSandboxError } from '../errors.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { engineIdentity } from '../provenance/identity.ts';
 import { signExecReceipt } from '../provenance/receipt.ts';
-import { EXEC_RECEIPT_TYPE, MAX_POWER_NAMES, OTHER_POWER, execInputHash, execOutputHash, isPowerName, powerCallTotal, sourceHash, type ExecReceipt, type SignedExecReceipt } from '../provenance/exec-receipt.ts';
+import { EXEC_RECEIPT_TYPE, MAX_POWER_NAMES, OTHER_POWER, execInputHash, execOutputHash, execOutputHashes, isPowerName, powerCallTotal, sourceHash, type ExecReceipt, type SignedExecReceipt } from '../provenance/exec-receipt.ts';
 import type { AnchoredEvent, AuditAnchor } from '../provenance/anchor.ts';
 import type { ExecOptions, ExecOutcome } from '../lanes/index.ts';
 import type { EngineConfig } from './options.ts';
@@ -72,7 +72,7 @@ export async function execWithReceipt(deps: ExecReceiptDeps, opts: ExecOptions):
   let hashes;
   try {
     // The context as the lane saw it (JSON round-tripped); the result is JSON already.
-    hashes = { input: { sha256: execInputHash(opts.context === undefined ? undefined : JSON.parse(JSON.stringify(opts.context))) }, output: { sha256: execOutputHash(r) } };
+    hashes = { input: { sha256: execInputHash(opts.context === undefined ? undefined : JSON.parse(JSON.stringify(opts.context))) }, output: execOutputHashes(r) };
   } catch {
     return { ...r, warnings: [...warnings, 'no receipt: the context or result is not plain JSON, so it has no hash'] };
   }

@@ -5,11 +5,13 @@
  *
  * Owns: the format and its shape check. `{ v: 1, type: "membrane/exec-receipt", engine:
  * { version, did }, tenant, source: { sha256, bytes, language }, input: { sha256 }, profile, caps,
- * hostCaps, limits: { memoryBytes, timeoutMs, fuel }, fuelMetered, fuelUsed, output: { sha256 },
+ * hostCaps, limits: { memoryBytes, timeoutMs, fuel }, fuelMetered, fuelUsed, output: { sha256,
+ * stdout, stderr, result },
  * outcome: { ok, error }, powerCalls: { "kv.get": 2, … }, persistentState, audit, time }`, signed
  * like a run's receipt (receipt.ts). The source hash covers the code's UTF-8 bytes; the input hash
- * the canonical `{ context }` (absent: `{}`); the output hash the canonical `{ stdout, stderr,
- * result }` (`result` null when absent); `powerCalls` counts every power request the snippet made,
+ * the canonical `{ context }` (absent: `{}`); the output hash (`sha256`, what a replay compares) the
+ * canonical `{ stdout, stderr, result }` (`result` null when absent), and each part its own hash
+ * (stdout and stderr: their UTF-8 text; result: its canonical JSON), so one part can be shown alone; `powerCalls` counts every power request the snippet made,
  * refused ones too, by name (names outside the lane's table count under `(other)`).
  * Invariant: a receipt is parsed as untrusted input — exact fields, bounded counts and names —
  * before its signature is checked (`checkReceipt`, receipt.ts).
@@ -40,7 +42,7 @@ export interface ExecReceipt {
   readonly limits: { readonly memoryBytes: number; readonly timeoutMs: number; readonly fuel: number };
   readonly fuelMetered: boolean;
   readonly fuelUsed: number;
-  readonly output: { readonly sha256: string };
+  readonly output: { readonly sha256: string; readonly stdout: string; readonly stderr: string; readonly result: string };
   readonly outcome: { readonly ok: boolean; readonly error: string | null };
   /** Power requests the snippet made, by name; {} means none. */
   readonly powerCalls: Readonly<Record<string, number>>;
@@ -69,6 +71,11 @@ export function execOutputHash(out: { readonly stdout: string; readonly stderr: 
   return hex(canonical({ stdout: out.stdout, stderr: out.stderr, result: out.result ?? null }));
 }
 
+/** The output's hashes: the whole (`sha256`) and each part. */
+export function execOutputHashes(out: { readonly stdout: string; readonly stderr: string; readonly result?: unknown }): ExecReceipt['output'] {
+  return { sha256: execOutputHash(out), stdout: hex(out.stdout), stderr: hex(out.stderr), result: hex(canonical(out.result ?? null)) };
+}
+
 /** Total power calls a receipt counts. */
 export const powerCallTotal = (r: ExecReceipt): number => Object.values(r.powerCalls).reduce((a, b) => a + b, 0);
 
@@ -89,6 +96,8 @@ export function execShapeProblem(r: Record<string, unknown>): string | null {
   for (const k of ['source', 'input', 'output'] as const) if (typeof obj(k)['sha256'] !== 'string' || !HEX64.test(obj(k)['sha256'] as string)) return `the receipt's ${k} hash is not 64 hex digits`;
   const lang = obj('source')['language'];
   if (lang !== 'js' && lang !== 'ts' && lang !== 'python') return 'the receipt\'s source language is js, ts or python';
+  for (const k of ['stdout', 'stderr', 'result']) if (typeof obj('output')[k] !== 'string' || !HEX64.test(obj('output')[k] as string)) return `the receipt's output ${k} hash is not 64 hex digits`;
+  if (Object.keys(obj('output')).length !== 4) return 'the receipt\'s output is { sha256, stdout, stderr, result }';
   if (!count(obj('source')['bytes']) || !count(r['fuelUsed'])) return 'the receipt\'s source bytes and fuelUsed are counts';
   for (const k of ['memoryBytes', 'timeoutMs', 'fuel']) if (typeof obj('limits')[k] !== 'number') return 'the receipt\'s limits are numbers';
   if (typeof r['tenant'] !== 'string' || typeof r['profile'] !== 'string' || typeof r['time'] !== 'string') return 'the receipt\'s tenant, profile and time are strings';

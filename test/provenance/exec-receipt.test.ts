@@ -3,6 +3,7 @@
 // calls by name, audit anchor); a pure snippet replays to the same output hash; one that made
 // power calls is refused replay, naming them.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,8 @@ test('a JS snippet\'s receipt holds the call\'s facts and verifies offline', asy
   assert.deepEqual(rc.source, { sha256: sourceHash(code), bytes: Buffer.byteLength(code), language: 'js' });
   assert.equal(rc.input.sha256, execInputHash({ n: 21 }));
   assert.equal(rc.output.sha256, execOutputHash({ stdout: 'hi 21\n', stderr: '', result: 42 }));
+  const hex = (t: string): string => createHash('sha256').update(t).digest('hex');
+  assert.deepEqual(rc.output, { sha256: rc.output.sha256, stdout: hex('hi 21\n'), stderr: hex(''), result: hex('42') });
   assert.equal(rc.fuelUsed, r.fuelUsed);
   assert.ok(rc.fuelUsed > 0);
   assert.deepEqual(rc.outcome, { ok: true, error: null });

@@ -41,7 +41,7 @@ test('editing any field of an exec receipt — the power count above all — fai
   const text = JSON.stringify(signed);
   assert.equal(checkReceipt(parseReceipt(text)).valid, true);
   const paths = leaves(signed.receipt);
-  assert.ok(paths.length >= 22, `${paths.length} fields`);
+  assert.ok(paths.length >= 25, `${paths.length} fields`);
   for (const p of paths) {
     const copy = JSON.parse(text) as { receipt: Record<string, unknown> };
     edit(copy.receipt, p);
@@ -84,7 +84,7 @@ test('hostile shapes are refused before any signature check', () => {
   const base: ExecReceipt = {
     v: 1, type: 'membrane/exec-receipt', engine: { version: '0', did: 'did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp' }, tenant: 't',
     source: { sha256: 'a'.repeat(64), bytes: 1, language: 'js' }, input: { sha256: 'b'.repeat(64) }, profile: 'compute', caps: [], hostCaps: [],
-    limits: { memoryBytes: 1, timeoutMs: 1, fuel: 1 }, fuelMetered: true, fuelUsed: 0, output: { sha256: 'c'.repeat(64) }, outcome: { ok: true, error: null },
+    limits: { memoryBytes: 1, timeoutMs: 1, fuel: 1 }, fuelMetered: true, fuelUsed: 0, output: { sha256: 'c'.repeat(64), stdout: 'd'.repeat(64), stderr: 'd'.repeat(64), result: 'd'.repeat(64) }, outcome: { ok: true, error: null },
     powerCalls: {}, persistentState: false, audit: null, time: 't',
   };
   const reason = (r: Record<string, unknown>): string | null => {
@@ -100,7 +100,9 @@ test('hostile shapes are refused before any signature check', () => {
     ['too many power names', { ...base, powerCalls: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`kv.op${i}`, 1])) }],
     ['powerCalls as an array', { ...base, powerCalls: [] }],
     ['an unknown language', { ...base, source: { ...base.source, language: 'sh' } }],
-    ['a short hash', { ...base, output: { sha256: 'c'.repeat(63) } }],
+    ['a short hash', { ...base, output: { ...base.output, sha256: 'c'.repeat(63) } }],
+    ['an output without its parts', { ...base, output: { sha256: 'c'.repeat(64) } }],
+    ['an output with an extra part', { ...base, output: { ...base.output, exitCode: 'e'.repeat(64) } }],
     ['an anchor with a forged extra field', { ...base, audit: { seq: 1, mac: 'd'.repeat(64), keyId: 'k', trusted: true } }],
     ['a log anchor whose mac is not hex', { ...base, audit: { seq: 1, mac: 'zz', keyId: 'k' } }],
     ['a sink anchor with half an answer', { ...base, audit: { sink: 'embedder', record: 'e'.repeat(64), seq: 3, digest: null } }],
