@@ -27,6 +27,7 @@ import { resolveVfs } from '../storage/index.ts';
 import { checkName } from '../policy/names.ts';
 import { hostCapGlobal } from '../policy/host-caps.ts';
 import { abortedBefore, cancelled, unlessAborted, type CallControls } from './controls.ts';
+import type { SignedExecReceipt } from '../provenance/exec-receipt.ts';
 
 /**
  * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
@@ -54,9 +55,13 @@ export interface ExecOptions extends PolicyOptions, CallControls {
   readonly vfs?: string;
   /** Told what is happening while a lane starts (the CLI prints it). */
   readonly onProgress?: ((what: string) => void) | undefined;
+  /** Also return `receipt`: a receipt of the call signed by the engine's key (engine/exec-receipts.ts). */
+  readonly receipt?: boolean;
+  /** Told the name of each power request the snippet makes (`"kv.get"`), before it is served — refused ones too. */
+  readonly onPower?: ((power: string) => void) | undefined;
 }
 
-export type ExecOutcome = ExecResult & { readonly profile: string };
+export type ExecOutcome = ExecResult & { readonly profile: string; readonly receipt?: SignedExecReceipt };
 
 /** What the engine's lanes look like from here (src/lanes implements them). */
 export interface Lane {
@@ -150,6 +155,12 @@ function profileShapes(config: LanesConfig): { memoryBytes: number; vfs: boolean
   });
 }
 
+/** A power server that tells `onPower` each request's name first (the receipt's count). */
+function watched<S extends { readonly serve: PowerServer }>(server: S, onPower: ((power: string) => void) | undefined): S {
+  if (!onPower) return server;
+  return { ...server, serve: (req, deadline) => (onPower(typeof req.power === 'string' ? req.power : ''), server.serve(req, deadline)) };
+}
+
 export async function runExec(
   opts: ExecOptions,
   config: LanesConfig,
@@ -183,7 +194,7 @@ export async function runExec(
     // A lane's first start (its interpreter pool) can take seconds: a caller who gives up meanwhile is answered at once.
     const started = await unlessAborted(lane(language, opts.onProgress), opts.signal);
     if (abortedBefore(opts.signal)) throw cancelled();
-    const server = policy.caps.length > 0 || policy.hostCaps.length > 0 ? powers(tenant, policy, opts.vfs) : null;
+    const server = policy.caps.length > 0 || policy.hostCaps.length > 0 ? watched(powers(tenant, policy, opts.vfs), opts.onPower) : null;
     const defined = config.hostFunctions ?? {};
     const hostPowers = policy.hostCaps.filter((c) => Object.hasOwn(defined, c)).map((cap) => ({ cap, global: hostCapGlobal(cap), fns: [...defined[cap]!] }));
     const r = await started.exec({

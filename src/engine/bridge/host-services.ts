@@ -28,6 +28,7 @@ import { planLinks } from '../linker.ts';
 import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../../policy/profiles.ts';
+import type { Declaration } from '../../policy/toolkit.ts';
 import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, type BrokerAnswer } from '../../brokers/index.ts';
 import { fanMap, values } from '../../fabric/fanout.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
@@ -139,10 +140,11 @@ export class HostServices {
     return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
   }
 
-  /** A registered command (the operator's registry) for a snippet's commands: its module, full arguments and image mounts. */
-  command(name: string, args: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[] } | undefined {
+  /** A registered command (the operator's registry) for a snippet's commands: its module, full arguments, image mounts and toolkit declaration. */
+  command(name: string, args: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[]; declared?: Declaration } | undefined {
     const bytes = this.deps.registry.get(name);
-    return bytes ? { bytes, argv: this.deps.registry.argsFor(name, args), images: this.deps.registry.imagesFor(name) } : undefined;
+    const declared = this.deps.registry.declarationOf(name);
+    return bytes ? { bytes, argv: this.deps.registry.argsFor(name, args), images: this.deps.registry.imagesFor(name), ...(declared ? { declared } : {}) } : undefined;
   }
 
   /**
