@@ -42,10 +42,7 @@ import type { LogEntry } from '../options.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
 
-/**
- * The reason a job's stop signal carries (an AbortError, like a reason-less abort's): made once,
- * because a DOMException made per job captures a stack trace on every fresh run.
- */
+/** A job's stop reason (an AbortError, as a reason-less abort's): made once, not a stack trace per job. */
 const JOB_ENDED = new DOMException('the job ended', 'AbortError');
 
 export const MAX_CONCURRENT_EXECS = 64;
