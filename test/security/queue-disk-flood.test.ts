@@ -74,6 +74,7 @@ test(`256 KiB messages spread over many queue names stop at the tenant's ${MAX_T
   const fits = Math.floor(MAX_TENANT_QUEUE_BYTES / perMessage);
   let pushed = 0;
   let refused: string | null = null;
+  const firstWindow = Math.floor(Date.now() / 60_000);
   // Several snippets (each well inside minimal's 5 s), 10 messages per queue name.
   while (refused === null && pushed <= fits) {
     const r = await flood('flooder', 'flood-', 10 + Math.floor(pushed / 10), 40, QUEUE_MAX_MESSAGE_BYTES, 10);
@@ -96,8 +97,10 @@ test(`256 KiB messages spread over many queue names stop at the tenant's ${MAX_T
   // Another tenant is untouched by this one's quota.
   assert.deepEqual(await flood('neighbour', 'flood-', 0, 3, 1024, 1), { pushed: 3, code: null });
   // The flood left one audit record per quota and window, not one per refused push.
+  // (The window is the rate window, aligned to the clock: a flood that straddles a boundary leaves one per window.)
   const records = quotaRecords('flooder');
-  assert.equal(records.length, 1, JSON.stringify(records));
+  const windows = Math.floor(Date.now() / 60_000) - firstWindow + 1;
+  assert.ok(records.length >= 1 && records.length <= windows, `${records.length} records over ${windows} window(s): ${JSON.stringify(records)}`);
   assert.deepEqual([records[0]!['broker'], records[0]!['op'], records[0]!['quota'], records[0]!['limit']], ['queue', 'queue_push', 'queue-bytes', MAX_TENANT_QUEUE_BYTES]);
 });
 
