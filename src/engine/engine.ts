@@ -240,7 +240,6 @@ export class Engine {
   async start(id: string, bytes: Uint8Array, opts: StartOptions = {}): Promise<Instance> {
     this.assertOpen();
     checkName('id', id);
-    if (isComponent(bytes)) throw new SandboxError('POLICY_INVALID', 'a component runs with engine.run; persistent component instances are not supported yet');
     // Reserve the name and the slot before the first await, so concurrent starts cannot exceed
     // maxInstances or share an id.
     if (this.instances.has(id) || this.starting.has(id)) {

@@ -1,0 +1,86 @@
+// The component lane: a WASI preview 2 component runs `wasi:cli/run` in a worker, its core
+// modules metered and capped like any guest, its imports checked against the membrane:engine
+// world first (src/engine/component-lane.ts, src/policy/component-world.ts, src/wasi/p2).
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { testEngine } from '../helpers/engine.ts';
+import { cGuest } from '../helpers/wat.ts';
+import { component } from '../helpers/components.ts';
+import { componentImports, isComponent } from '../../src/wasm/component.ts';
+import { checkComponentImport, checkComponentWorld } from '../../src/policy/component-world.ts';
+import { transpileCount } from '../../src/lanes/component/index.ts';
+import { SandboxError } from '../../src/errors.ts';
+
+process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+const engine = testEngine({ poolSize: 1 });
+
+test('a wasi:cli/run component prints what the same program prints as a p1 module, and its fuel is counted', async () => {
+  const c = await engine.run(component('hello'), { argv: ['one', 'two'], env: { WHO: 'component' } });
+  assert.equal(c.ok, true, JSON.stringify(c.error));
+  assert.equal(c.exitCode, 0);
+  const p1 = await engine.run(cGuest('hello'), { argv: ['one', 'two'], env: { WHO: 'component' } });
+  assert.equal(c.stdout, p1.stdout);
+  assert.match(c.stdout, /^hello from a wasm guest\narg 1: one\narg 2: two\nWHO=component\n$/);
+  assert.ok(c.fuelUsed > 0, `fuelUsed ${c.fuelUsed}`);
+  assert.ok(c.memoryBytes > 0);
+});
+
+test('the same component uses the same fuel on every run (deterministic metering)', async () => {
+  const a = await engine.run(component('hello'));
+  const b = await engine.run(component('hello'));
+  assert.equal(a.fuelUsed, b.fuelUsed);
+});
+
+test('a component is transpiled once: later runs reuse the cached glue', async () => {
+  await engine.run(component('hello'));
+  const before = transpileCount();
+  const r = await engine.run(component('hello'));
+  assert.equal(r.ok, true);
+  assert.equal(transpileCount(), before);
+});
+
+test('membrane:engine/kv granted under minimal: a put and a get round trip', async () => {
+  const r = await engine.run(component('kv'), { profile: 'minimal', tenant: 'kv-component' });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.equal(r.stdout, 'started\nkv: hello from kv\n');
+});
+
+test('a fuel budget smaller than the program ends it FUEL_EXHAUSTED', async () => {
+  const r = await engine.run(component('spin'), { fuel: 100_000 });
+  assert.equal(r.error?.code, 'FUEL_EXHAUSTED');
+  assert.equal(r.fuelUsed, 100_000);
+});
+
+test('the component reader: core modules are not components; imports are listed by name and kind', () => {
+  assert.equal(isComponent(cGuest('hello')), false);
+  assert.equal(isComponent(component('kv')), true);
+  assert.deepEqual(componentImports(component('kv')).map((i) => `${i.name} ${i.kind}`), [
+    'wasi:io/error@0.2.0 instance',
+    'wasi:io/streams@0.2.0 instance',
+    'wasi:cli/stdout@0.2.0 instance',
+    'membrane:engine/kv@0.1.0 instance',
+  ]);
+  const cut = component('kv').slice(0, 40);
+  assert.throws(() => componentImports(cut), (e: unknown) => e instanceof SandboxError && e.code === 'INVALID_MODULE');
+});
+
+test('the world: unknown interfaces, bare imports and other versions are outside it', () => {
+  assert.equal(checkComponentImport('wasi:cli/stdout@0.2.3', 'instance', []), null);
+  assert.equal(checkComponentImport('wasi:filesystem/types@0.2.0', 'instance', ['vfs']), null);
+  assert.equal(checkComponentImport('wasi:filesystem/types@0.2.0', 'instance', [])?.cap, 'vfs');
+  assert.match(checkComponentImport('wasi:cli/stdout@0.3.0', 'instance', [])?.reason ?? '', /version/);
+  assert.match(checkComponentImport('acme:evil/backdoor@1.0.0', 'instance', ['vfs'])?.reason ?? '', /no capability/);
+  assert.match(checkComponentImport('host-exec', 'func', ['vfs'])?.reason ?? '', /func import/);
+  assert.match(checkComponentImport('wasi:http/outgoing-handler@0.2.0', 'instance', ['net'])?.reason ?? '', /not linked in this version/);
+  assert.throws(
+    () => checkComponentWorld([{ name: 'membrane:engine/kv@0.1.0', kind: 'instance' }, { name: 'x:y/z@1.0.0', kind: 'instance' }], ['vfs']),
+    (e: unknown) => e instanceof SandboxError && e.code === 'LINK_UNSATISFIED' && /2 imports/.test(e.message),
+  );
+});
+
+test('engine.start refuses a component by name (persistent component instances are not supported yet)', async () => {
+  await assert.rejects(engine.start('comp-1', component('hello')), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
+});

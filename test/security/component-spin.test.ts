@@ -1,0 +1,21 @@
+// The time wall for components: a `run` that loops forever ends TIMEOUT at its deadline (the
+// fuel refill in its metered core module notices it) and the worker thread is free again.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { testEngine } from '../helpers/engine.ts';
+import { component } from '../helpers/components.ts';
+
+const engine = testEngine({ poolSize: 1, maxWorkers: 1 });
+
+test('a component spinning forever ends TIMEOUT and its worker runs the next component', async () => {
+  const t0 = performance.now();
+  const r = await engine.run(component('spin'), { timeoutMs: 300, fuel: 1e12 });
+  const took = performance.now() - t0;
+  assert.equal(r.error?.code, 'TIMEOUT', JSON.stringify(r.error));
+  assert.ok(r.fuelUsed > 0);
+  assert.ok(took < 5_000, `took ${took} ms`);
+  // One worker in the whole engine: the next run can only happen on a freed (or replaced) thread.
+  const next = await engine.run(component('hello'), { timeoutMs: 10_000 });
+  assert.equal(next.ok, true, JSON.stringify(next.error));
+  assert.ok(engine.stats().liveWorkers <= 1);
+});
