@@ -84,3 +84,14 @@ test('the world: unknown interfaces, bare imports and other versions are outside
 test('engine.start refuses a component by name (persistent component instances are not supported yet)', async () => {
   await assert.rejects(engine.start('comp-1', component('hello')), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
 });
+
+test('wit/membrane.wit parses, names the world version the check accepts, and its kv is what the worker implements', async () => {
+  const { componentEmbed } = await import('@bytecodealliance/jco-transpile/wasm-tools');
+  const { readFileSync } = await import('node:fs');
+  const { WORLD_VERSION } = await import('../../src/policy/component-world.ts');
+  const wit = readFileSync(new URL('../../wit/membrane.wit', import.meta.url), 'utf8');
+  const embedded = await componentEmbed({ binary: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]), witSource: wit, world: 'kv-command' });
+  assert.ok(embedded.length > 8);
+  assert.match(wit, new RegExp(`^package membrane:engine@${WORLD_VERSION.replace(/\./g, '\\.')};$`, 'm'));
+  for (const fn of ['get', 'put', 'delete', 'keys']) assert.match(wit, new RegExp(`^  ${fn}: func\\(`, 'm'));
+});

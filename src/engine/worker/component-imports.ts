@@ -55,7 +55,7 @@ export function componentImports(linked: readonly string[], host: HostBridge, st
       },
       put: (key: string, value: unknown): void => void call('kv_put', [encoder.encode(key), ownBytes(value)]),
       delete: (key: string): void => void call('kv_delete', [encoder.encode(key)]),
-      list: (prefix: string): string[] => {
+      keys: (prefix: string): string[] => {
         const raw = call('kv_list', [encoder.encode(prefix)], KV_OUT_CAP);
         const keys: unknown = JSON.parse(decoder.decode(raw ?? new Uint8Array(0)) || '[]');
         return Array.isArray(keys) ? keys.filter((k): k is string => typeof k === 'string') : [];
