@@ -61,6 +61,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     checkTier(opts.tier);
     if (opts.invoke !== undefined) throw new SandboxError('POLICY_INVALID', 'a component runs its wasi:cli/run export; invoking other exports is not supported yet', { export: String(opts.invoke).slice(0, 64) });
     if (opts.mounts && opts.mounts.length > 0) throw new SandboxError('POLICY_INVALID', 'mounts are not supported for components yet');
+    if (opts.receipt) throw new SandboxError('POLICY_INVALID', 'signed receipts are not supported for components yet');
     parts.fallback(policy, tenant, id);
     // Granted means linked: the world check comes first; a refused component is never transpiled.
     const linked = checkComponent(bytes, policy.caps);

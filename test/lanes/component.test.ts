@@ -95,3 +95,27 @@ test('wit/membrane.wit parses, names the world version the check accepts, and it
   assert.match(wit, new RegExp(`^package membrane:engine@${WORLD_VERSION.replace(/\./g, '\\.')};$`, 'm'));
   for (const fn of ['get', 'put', 'delete', 'keys']) assert.match(wit, new RegExp(`^  ${fn}: func\\(`, 'm'));
 });
+
+test('a component\'s output streams to onStdout as it is written, and the result still carries it all', async () => {
+  const chunks: string[] = [];
+  const r = await engine.run(component('hello'), { onStdout: (c) => chunks.push(c) });
+  assert.equal(r.ok, true);
+  assert.equal(chunks.join(''), 'hello from a wasm guest\n');
+  assert.equal(r.stdout, 'hello from a wasm guest\n');
+});
+
+test('options the component lane does not carry yet are refused by name, not ignored', async () => {
+  const receipt = await engine.run(component('hello'), { receipt: true });
+  assert.equal(receipt.error?.code, 'POLICY_INVALID');
+  assert.match(receipt.error?.message ?? '', /receipts/);
+  const invoke = await engine.run(component('hello'), { invoke: 'run' });
+  assert.equal(invoke.error?.code, 'POLICY_INVALID');
+});
+
+test('a component jco cannot parse is INVALID_MODULE (its transpile thread reports it), and the engine runs on', async () => {
+  // A valid preamble and a well-formed section of a type jco rejects (id 0x7f).
+  const bad = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00, 0x7f, 0x01, 0x00]);
+  const r = await engine.run(bad);
+  assert.equal(r.error?.code, 'INVALID_MODULE', JSON.stringify(r.error));
+  assert.equal((await engine.run(component('hello'))).ok, true);
+});

@@ -11,13 +11,16 @@
  * a cache entry is written only after a transpile succeeded, to a temporary name then renamed,
  * and a damaged entry is transpiled again.
  *
- * Does not protect against: jco's own run time — a transpile takes ~0.1–0.5 s on this thread (the
- * disk cache makes it once per machine); the disk entries are not counted in `cacheMaxBytes`.
+ * jco runs on a thread of its own per transpile, bounded in time (TRANSPILE_TIMEOUT_MS) and heap.
+ *
+ * Does not protect against: a transpile's CPU (~0.2–0.5 s of one core, once per component per
+ * machine thanks to the disk cache); the disk entries are not counted in `cacheMaxBytes`.
  */
 
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
 
 /** The jco-transpile version the glue comes from (a cache key part: other glue, other entry). */
@@ -94,16 +97,52 @@ function readEntry(file: string): DiskEntry | null {
   }
 }
 
+/** A transpile that takes longer is abandoned (its thread terminated): INVALID_MODULE. */
+export const TRANSPILE_TIMEOUT_MS = 60_000;
+/** The transpile thread's JS heap: a component that makes jco allocate more is refused. */
+const TRANSPILE_HEAP_MB = 1024;
+
+/** jco on a thread of its own: the main thread (other tenants, /health) never waits on it. */
+const TRANSPILE_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+import(workerData.jco).then(({ transpileBytes }) => transpileBytes(workerData.bytes, workerData.options)).then(
+  (out) => parentPort.postMessage({ ok: true, files: out.files, exports: out.exports }),
+  (e) => parentPort.postMessage({ ok: false, message: String((e && e.message) || e) }),
+);`;
+
+interface ThreadAnswer {
+  readonly ok: boolean;
+  readonly message?: string;
+  readonly files?: Record<string, Uint8Array>;
+  readonly exports?: [string, string][];
+}
+
+function transpileOnThread(bytes: Uint8Array): Promise<{ files: Record<string, Uint8Array>; exports: [string, string][] }> {
+  const options = { name: 'component', instantiation: 'sync', base64Cutoff: 0, tlaCompat: false, wasiShim: false, map: {} };
+  const jco = import.meta.resolve('@bytecodealliance/jco-transpile');
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(TRANSPILE_THREAD, { eval: true, env: {}, workerData: { jco, bytes, options }, resourceLimits: { maxOldGenerationSizeMb: TRANSPILE_HEAP_MB } });
+    const refuse = (why: string): void => reject(new SandboxError('INVALID_MODULE', `the component could not be transpiled: ${why.replace(/[^\x20-\x7e]/g, '?').slice(0, 300)}`, {}));
+    const timer = setTimeout(() => {
+      refuse(`jco took longer than ${TRANSPILE_TIMEOUT_MS} ms`);
+      void worker.terminate();
+    }, TRANSPILE_TIMEOUT_MS);
+    worker.once('message', (m: ThreadAnswer) => {
+      clearTimeout(timer);
+      void worker.terminate();
+      if (m.ok && m.files && m.exports) resolve({ files: m.files, exports: m.exports });
+      else refuse(m.message ?? 'jco failed');
+    });
+    worker.once('error', (e) => {
+      clearTimeout(timer);
+      refuse(e.message);
+    });
+  });
+}
+
 async function transpileNow(hash: string, bytes: Uint8Array): Promise<Transpiled> {
-  const { transpileBytes } = await import('@bytecodealliance/jco-transpile');
   transpiles++;
-  let out;
-  try {
-    out = await transpileBytes(bytes, { name: 'component', instantiation: 'sync', base64Cutoff: 0, tlaCompat: false, wasiShim: false, map: {} });
-  } catch (e) {
-    const why = String((e as { message?: unknown })?.message ?? e).replace(/[^\x20-\x7e]/g, '?').slice(0, 300);
-    throw new SandboxError('INVALID_MODULE', `the component could not be transpiled: ${why}`, {});
-  }
+  const out = await transpileOnThread(bytes);
   const source = new TextDecoder().decode(out.files['component.js'] ?? new Uint8Array(0));
   const glue = `${source.replace(/^export function instantiate\(/m, 'function instantiate(').replace(/^export const _util\b/m, 'const _util')}\n;instantiate;\n`;
   if (/^\s*(?:export|import)\s/m.test(glue) || !glue.includes('function instantiate(')) {
