@@ -15,7 +15,8 @@
  */
 
 import { randomFillSync } from 'node:crypto';
-import { ExitSignal, type CallState } from '../../abi/signals.ts';
+import { ExitSignal, GuestFault, type CallState } from '../../abi/signals.ts';
+import { SandboxError } from '../../errors.ts';
 import type { CappedStream } from '../output.ts';
 
 /** Writes larger than this are split by the guest (`check-write` tells it so). */
@@ -61,18 +62,25 @@ export const failed = (message: string, code: string | null = null): { tag: 'las
 export class Pollable {
   /** `deadline`: performance.now() time it becomes ready; null: ready now (stdio, files). */
   constructor(private readonly ctx: P2Context | null, private readonly deadline: number | null) {}
+  /** When it becomes ready (performance.now() time; -Infinity: now). */
+  get due(): number {
+    return this.deadline ?? -Infinity;
+  }
   ready(): boolean {
     return this.deadline === null || performance.now() >= this.deadline;
   }
   block(): void {
     if (this.deadline === null || !this.ctx) return;
+    const { state } = this.ctx;
     for (;;) {
-      this.ctx.state.rethrow();
+      state.rethrow();
       const left = this.deadline - performance.now();
-      if (left <= 0 || this.ctx.interrupted()) return;
-      // Never past the call's own budget: the fuel refill or the host's watchdog ends it there.
+      if (left <= 0) return;
+      // Never past the call's own budget, nor past its interrupt: the call ends there, TIMEOUT.
       const room = this.ctx.remainingMs();
-      if (room <= 0) return;
+      if (room <= 0 || this.ctx.interrupted()) {
+        throw (state.fault = new GuestFault(new SandboxError('TIMEOUT', 'the call reached its deadline while the guest slept', {})));
+      }
       this.ctx.nap(Math.max(1, Math.min(left, room, SLEEP_SLICE_MS)));
     }
   }
@@ -84,7 +92,7 @@ export function poll(list: readonly Pollable[]): Uint32Array {
     const ready = list.flatMap((p, i) => (p.ready() ? [i] : []));
     if (ready.length > 0) return Uint32Array.from(ready);
     // The earliest deadline first (every pollable here is a clock or ready at once).
-    list.reduce((a, b) => a).block();
+    list.reduce((a, b) => (b.due < a.due ? b : a)).block();
   }
 }
 
