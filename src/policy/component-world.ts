@@ -42,7 +42,7 @@ export const WORLD: readonly WorldEntry[] = Object.freeze([
   { interface: 'wasi:filesystem/types', grant: 'vfs', status: 'linked' },
   { interface: 'wasi:filesystem/preopens', grant: 'vfs', status: 'linked' },
   { interface: 'membrane:engine/kv', grant: 'kv', status: 'linked' },
-  { interface: 'membrane:engine/vfs-query', grant: 'vfs', status: 'planned' },
+  { interface: 'membrane:engine/vfs-query', grant: 'vfs', status: 'linked' },
   { interface: 'membrane:engine/run-command', grant: 'commands', status: 'planned' },
   { interface: 'membrane:engine/run-command-many', grant: 'parallel', status: 'planned' },
   { interface: 'membrane:engine/llm-complete', grant: 'llm', status: 'planned' },

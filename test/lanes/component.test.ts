@@ -90,8 +90,11 @@ test('wit/membrane.wit parses, names the world version the check accepts, and it
   const { readFileSync } = await import('node:fs');
   const { WORLD_VERSION } = await import('../../src/policy/component-world.ts');
   const wit = readFileSync(new URL('../../wit/membrane.wit', import.meta.url), 'utf8');
-  const embedded = await componentEmbed({ binary: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]), witSource: wit, world: 'kv-command' });
-  assert.ok(embedded.length > 8);
+  for (const world of ['kv-command', 'query-command']) {
+    const embedded = await componentEmbed({ binary: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]), witSource: wit, world });
+    assert.ok(embedded.length > 8);
+  }
+  assert.match(wit, /^  query: func\(sql: string\) -> result<string, error-code>;$/m);
   assert.match(wit, new RegExp(`^package membrane:engine@${WORLD_VERSION.replace(/\./g, '\\.')};$`, 'm'));
   for (const fn of ['get', 'put', 'delete', 'keys']) assert.match(wit, new RegExp(`^  ${fn}: func\\(`, 'm'));
 });
@@ -118,4 +121,13 @@ test('a component jco cannot parse is INVALID_MODULE (its transpile thread repor
   const r = await engine.run(bad);
   assert.equal(r.error?.code, 'INVALID_MODULE', JSON.stringify(r.error));
   assert.equal((await engine.run(component('hello'))).ok, true);
+});
+
+test('membrane:engine/vfs-query under vfs answers a statement over the instance\'s own VFS; without vfs it is not linked', async () => {
+  const r = await engine.run(component('query'));
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.deepEqual(JSON.parse(r.stdout), { columns: ['answer'], rows: [[42]] });
+  const none = await engine.run(component('query'), { caps: [] });
+  assert.equal(none.error?.code, 'LINK_UNSATISFIED');
+  assert.match(none.error?.message ?? '', /membrane:engine\/vfs-query@0\.1\.0.*cap "vfs"/);
 });

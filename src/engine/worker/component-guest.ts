@@ -183,7 +183,9 @@ export class ComponentGuest {
       interrupted: () => this.interrupted(),
       nap: (ms) => this.hooks.nap(ms),
     };
-    const all: Record<string, Record<string, unknown>> = { ...ambientP2(ctx), ...componentImports(spec.link, this.host, this.state) };
+    const vfsSpec = spec.vfs;
+    const query = vfsSpec ? () => ({ inMemory: vfsSpec.file === ':memory:', serialize: () => this.openVfs().serialize() }) : null;
+    const all: Record<string, Record<string, unknown>> = { ...ambientP2(ctx), ...componentImports(spec.link, this.host, this.state, query) };
     if (spec.vfs) Object.assign(all, filesystemP2({ vfs: () => this.openVfs(), spec: spec.vfs, run: ctx }));
     // Exactly the interfaces the world check accepted.
     const out: Record<string, Record<string, unknown>> = {};

@@ -1,7 +1,8 @@
 /**
  * The brokered interfaces of the `membrane:engine` world for components (wit/membrane.wit):
  * `membrane:engine/kv` — the same `broker` host calls the core-module `kv_*` imports make
- * (broker-imports.ts), shaped as jco's glue calls them.
+ * (broker-imports.ts) — and `membrane:engine/vfs-query` (the `vfs_query` host call against this
+ * guest's own database), shaped as jco's glue calls them.
  *
  * Owns: turning a call's JS arguments into the broker's blobs and the answer (or a guest error
  * number) into the interface's value or its `error-code`.
@@ -19,6 +20,8 @@ import type { HostBridge } from './host-bridge.ts';
 
 /** The kv broker's largest value (DESIGN §4: 1 MiB) plus room: a `get` answer always fits. */
 const KV_OUT_CAP = (1 << 20) + 1024;
+/** The same bound as the core-module `vfs_query` import (vfs-imports.ts). */
+const MAX_SQL_BYTES = 64 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -34,8 +37,27 @@ const ERROR_CODES: Readonly<Record<number, string>> = {
   [GUEST_ERR.QUOTA]: 'quota',
 };
 
-export function componentImports(linked: readonly string[], host: HostBridge, state: CallState): Record<string, Record<string, unknown>> {
+/** What `vfs-query` needs of the guest's VFS: an in-memory one travels as a snapshot. */
+export interface QueryVfs {
+  readonly inMemory: boolean;
+  serialize(): Uint8Array;
+}
+
+export function componentImports(linked: readonly string[], host: HostBridge, state: CallState, vfs: (() => QueryVfs) | null): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
+  if (linked.includes('membrane:engine/vfs-query') && vfs) {
+    out['membrane:engine/vfs-query'] = {
+      query: (sql: string): string => {
+        state.rethrow();
+        const bytes = encoder.encode(sql);
+        if (bytes.length > MAX_SQL_BYTES) throw 'too-large';
+        const v = vfs();
+        const answer = host.call({ op: 'vfs_query', sql }, [v.inMemory ? v.serialize() : new Uint8Array(0)]);
+        if (!answer.ok) throw ERROR_CODES[answer.errno] ?? 'unavailable';
+        return decoder.decode(answer.payload ?? new Uint8Array(0));
+      },
+    };
+  }
   if (linked.includes('membrane:engine/kv')) {
     const call = (name: string, args: Uint8Array[], cap = 0): Uint8Array | null => {
       state.rethrow();
