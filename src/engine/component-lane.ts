@@ -8,7 +8,8 @@
  * transpile → prepare → a fair turn and a worker → result; the GuestSpec of a component (its
  * `link` is the list of interfaces the check accepted).
  * Invariant: a component's core modules reach a worker only as PreparedModules of the policy's
- * walls; a run that passes its deadline ends TIMEOUT and its worker is terminated and replaced
+ * walls, and the memories they define share the one memory cap (each gets an equal share when
+ * there are several), so a component of many modules holds no more than one guest may; a run that passes its deadline ends TIMEOUT and its worker is terminated and replaced
  * unless the fuel refill stopped it first.
  *
  * Does not protect against: the transpile's time on the main thread (lanes/component/transpile.ts)
@@ -44,6 +45,9 @@ export interface ComponentLaneParts {
 
 export { isComponent };
 
+/** Bounds the preparing (and the per-module memory shares) a component can ask for. */
+export const MAX_CORE_MODULES = 64;
+
 let runs = 0;
 let jobs = 2 ** 41; // far from the engine's and the lane runner's job counters
 
@@ -66,11 +70,15 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     // Granted means linked: the world check comes first; a refused component is never transpiled.
     const linked = checkComponent(bytes, policy.caps);
     const t = await transpileCached(bytes, config.cacheDir);
+    if (t.cores.length > MAX_CORE_MODULES) throw new SandboxError('INVALID_MODULE', `the component has ${t.cores.length} core modules; at most ${MAX_CORE_MODULES} run`, { coreModules: t.cores.length });
     const run = t.run;
     if (run === null) throw new SandboxError('POLICY_INVALID', 'the component exports no wasi:cli/run (0.2.x) to run');
-    const prepared = await Promise.all(t.cores.map((c) => parts.prepare(c.bytes, policy!)));
+    const prepared = await prepareCores(parts, t.cores, policy);
     if (opts.signal?.aborted) throw cancelled();
-    const cores: ComponentCore[] = t.cores.map((c, i) => ({ name: c.name, module: prepared[i]!.module, growFailedExport: prepared[i]!.limits.growFailedExport }));
+    const cores: ComponentCore[] = t.cores.map((c, i) => {
+      const p = prepared[i]!;
+      return { name: c.name, module: p.module, growFailedExport: p.limits.growFailedExport, definesMemory: p.desc.memories.some((m) => !m.imported) };
+    });
     // The walls are the same for every core module (one policy): the first one's stand for all.
     const base = buildSpec(config, prepared[0]!, { link: [], importedMemory: null }, policy, { id, tenant }, opts);
     const spec = { ...base, link: linked };
@@ -117,4 +125,19 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     admitted?.();
     watch.dispose();
   }
+}
+
+/**
+ * Prepare every core module under the policy; when more than one memory is defined across them
+ * (a composed component), prepare those modules again, each memory capped at an equal share.
+ */
+async function prepareCores(parts: ComponentLaneParts, cores: readonly { bytes: Uint8Array }[], policy: PolicyConfig): Promise<PreparedModule[]> {
+  const first = await Promise.all(cores.map((c) => parts.prepare(c.bytes, policy)));
+  const defined = first.map((p) => p.desc.memories.filter((m) => !m.imported).length);
+  const total = defined.reduce((a, b) => a + b, 0);
+  if (total <= 1) return first;
+  const share = Math.floor(policy.memoryBytes / total / 65536) * 65536;
+  if (share < 65536) throw new SandboxError('MEMORY_LIMIT', `the component defines ${total} memories; the ${policy.memoryBytes}-byte cap cannot give each a page`, { memories: total, limitBytes: policy.memoryBytes });
+  const narrowed: PolicyConfig = { ...policy, memoryBytes: share };
+  return Promise.all(cores.map((c, i) => (defined[i]! > 0 ? parts.prepare(c.bytes, narrowed) : first[i]!)));
 }

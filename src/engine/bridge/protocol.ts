@@ -93,6 +93,8 @@ export interface ComponentCore {
   readonly name: string;
   readonly module: WebAssembly.Module;
   readonly growFailedExport: string | null;
+  /** It defines a memory: its share of the cap was planned for one instance of it. */
+  readonly definesMemory: boolean;
 }
 
 /** main → worker: run a component's `wasi:cli/run` (src/engine/component-lane.ts). */

@@ -37,6 +37,8 @@ type Instantiate = (
 
 /** Evaluated glue per component hash (a worker runs the same few components again and again). */
 const GLUE_CACHE_ENTRIES = 8;
+/** Core instances one component run may create (jco instantiates each core module about once). */
+const MAX_CORE_INSTANCES = 256;
 const glues = new Map<string, Instantiate>();
 const silent = Object.freeze({ log() {}, error() {}, warn() {}, debug() {}, info() {}, trace() {} });
 
@@ -62,6 +64,8 @@ export class ComponentGuest {
   private readonly fuel: PooledFuel | null;
   private readonly growGlobals: { global: WebAssembly.Global; memory: () => number }[] = [];
   private readonly host: HostBridge;
+  private readonly instantiated = new Set<WebAssembly.Module>();
+  private instances = 0;
 
   constructor(
     private readonly msg: ComponentMessage,
@@ -147,6 +151,14 @@ export class ComponentGuest {
   }
 
   private instantiateCore(module: WebAssembly.Module, imports: WebAssembly.Imports = {}): WebAssembly.Instance {
+    const planned = this.msg.cores.find((c) => c.module === module);
+    if (!planned) throw new SandboxError('INTERNAL', 'the component glue instantiated a core module it was not given');
+    // A memory's share of the cap was planned for one instance of its module (component-lane.ts).
+    if (planned.definesMemory && this.instantiated.has(module)) {
+      throw new SandboxError('MEMORY_LIMIT', 'a core module that defines a memory is instantiated twice; its share of the memory cap was planned for one', {});
+    }
+    if (++this.instances > MAX_CORE_INSTANCES) throw new SandboxError('MEMORY_LIMIT', `more than ${MAX_CORE_INSTANCES} core instances`, {});
+    this.instantiated.add(module);
     const meter = this.fuel?.refillFor() ?? null;
     const world = meter ? { ...imports, [FUEL_REFILL_IMPORT.module]: { [FUEL_REFILL_IMPORT.name]: meter.refill } } : imports;
     const instance = new WebAssembly.Instance(module, world);
@@ -158,8 +170,7 @@ export class ComponentGuest {
     }
     const memory = Object.values(ex).find((v): v is WebAssembly.Memory => v instanceof WebAssembly.Memory);
     if (memory && (this.memory.byteLength === 0 || memory.buffer.byteLength > this.memory.byteLength)) this.memory.attach(memory);
-    const core = this.msg.cores.find((c) => c.module === module);
-    const grow = core?.growFailedExport ? ex[core.growFailedExport] : undefined;
+    const grow = planned.growFailedExport ? ex[planned.growFailedExport] : undefined;
     if (grow instanceof WebAssembly.Global) this.growGlobals.push({ global: grow, memory: () => (memory ? memory.buffer.byteLength : 0) });
     return instance;
   }
