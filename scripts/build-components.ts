@@ -23,7 +23,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIR = 'test/fixtures/components';
 const ADAPTER = `${DIR}/wasi_snapshot_preview1.command.wasm`;
 /** The C guests wrapped as command components (the same programs the p1 tests run). */
-const WRAPPED = ['hello', 'membomb', 'escape', 'sleeper'] as const;
+const WRAPPED = ['hello', 'membomb', 'escape', 'sleeper', 'upper'] as const;
 
 interface Build {
   readonly out: string;

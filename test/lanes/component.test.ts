@@ -131,3 +131,9 @@ test('membrane:engine/vfs-query under vfs answers a statement over the instance\
   assert.equal(none.error?.code, 'LINK_UNSATISFIED');
   assert.match(none.error?.message ?? '', /membrane:engine\/vfs-query@0\.1\.0.*cap "vfs"/);
 });
+
+test('stdin reaches a component through wasi:cli/stdin (the upper-casing C program)', async () => {
+  const r = await engine.run(component('upper'), { stdin: 'shout this\n' });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.equal(r.stdout, 'SHOUT THIS\n');
+});

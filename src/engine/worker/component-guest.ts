@@ -42,11 +42,16 @@ const MAX_CORE_INSTANCES = 256;
 const glues = new Map<string, Instantiate>();
 const silent = Object.freeze({ log() {}, error() {}, warn() {}, debug() {}, info() {}, trace() {} });
 
+/** Evaluate a glue script in a context of its own (no worker globals, no string eval); its completion value. */
+export function evaluateGlue(source: string): unknown {
+  const context = createContext({ WebAssembly, TextEncoder, TextDecoder, console: silent }, { codeGeneration: { strings: false, wasm: false } });
+  return new Script(source, { filename: 'component-glue.js' }).runInContext(context);
+}
+
 function glueFor(key: string, source: string): Instantiate {
   const hit = glues.get(key);
   if (hit) return hit;
-  const context = createContext({ WebAssembly, TextEncoder, TextDecoder, console: silent }, { codeGeneration: { strings: false, wasm: false } });
-  const fn: unknown = new Script(source, { filename: 'component-glue.js' }).runInContext(context);
+  const fn = evaluateGlue(source);
   if (typeof fn !== 'function') throw new SandboxError('INTERNAL', 'the component glue did not yield its instantiate function');
   if (glues.size >= GLUE_CACHE_ENTRIES) glues.delete(glues.keys().next().value!);
   glues.set(key, fn as Instantiate);
