@@ -43,7 +43,7 @@ export const WORLD: readonly WorldEntry[] = Object.freeze([
   { interface: 'wasi:filesystem/preopens', grant: 'vfs', status: 'linked' },
   { interface: 'membrane:engine/kv', grant: 'kv', status: 'linked' },
   { interface: 'membrane:engine/vfs-query', grant: 'vfs', status: 'linked' },
-  { interface: 'membrane:engine/run-command', grant: 'commands', status: 'planned' },
+  { interface: 'membrane:engine/run-command', grant: 'commands', status: 'linked' },
   { interface: 'membrane:engine/run-command-many', grant: 'parallel', status: 'planned' },
   { interface: 'membrane:engine/llm-complete', grant: 'llm', status: 'planned' },
   { interface: 'membrane:engine/browse-fetch', grant: 'browse', status: 'planned' },

@@ -2,7 +2,7 @@
 // modules metered and capped like any guest, its imports checked against the membrane:engine
 // world first (src/engine/component-lane.ts, src/policy/component-world.ts, src/wasi/p2).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -90,7 +90,7 @@ test('wit/membrane.wit parses, names the world version the check accepts, and it
   const { readFileSync } = await import('node:fs');
   const { WORLD_VERSION } = await import('../../src/policy/component-world.ts');
   const wit = readFileSync(new URL('../../wit/membrane.wit', import.meta.url), 'utf8');
-  for (const world of ['kv-command', 'query-command']) {
+  for (const world of ['kv-command', 'query-command', 'shell-command']) {
     const embedded = await componentEmbed({ binary: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]), witSource: wit, world });
     assert.ok(embedded.length > 8);
   }
@@ -136,4 +136,15 @@ test('stdin reaches a component through wasi:cli/stdin (the upper-casing C progr
   const r = await engine.run(component('upper'), { stdin: 'shout this\n' });
   assert.equal(r.ok, true, JSON.stringify(r.error));
   assert.equal(r.stdout, 'SHOUT THIS\n');
+});
+
+test('membrane:engine/run-command under commands runs a registered command on the thread, its fuel billed to the component', async () => {
+  const r = await engine.run(component('cmd'), { profile: 'minimal' });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.equal(r.stdout, 'status 0\nfrom a component\n');
+  const echo = await engine.run(new Uint8Array(readFileSync(new URL('../../commands/bin/echo.wasm', import.meta.url))), { argv: ['from', 'a component'] });
+  assert.ok(r.fuelUsed > echo.fuelUsed, `component ${r.fuelUsed} vs echo alone ${echo.fuelUsed}`);
+  // The command shares the component's budget: too little for both ends the component.
+  const starved = await engine.run(component('cmd'), { profile: 'minimal', fuel: 500 });
+  assert.equal(starved.error?.code, 'FUEL_EXHAUSTED');
 });

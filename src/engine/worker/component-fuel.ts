@@ -6,8 +6,8 @@
  * refill checks, in order: the interrupt flag, the deadline, the budget; then grants the module
  * its next chunk (doubling up to the configured chunk) or ends the call with TIMEOUT or
  * FUEL_EXHAUSTED.
- * Invariant: fuelUsed = Σ(granted to a module − its counter) + extra; a grant never takes the sum
- * of grants past the budget, so fuel parked unspent in one module's counter (at most one chunk)
+ * Invariant: fuelUsed = Σ(granted to a module − its counter) + extra (nested commands); a grant
+ * never takes the sum of grants and extra past the budget, so fuel parked unspent in one module's counter (at most one chunk)
  * is counted as spent when another module asks — conservative, never generous.
  *
  * Does not protect against: code that never reaches a refill (a blocked host call): the main
@@ -24,6 +24,8 @@ export class PooledFuel {
   private next = FIRST_CHUNK;
   private budget = 0;
   private deadline = 0;
+  /** Fuel spent on the run's behalf outside its own code (nested commands). */
+  private extra = 0;
 
   constructor(
     private readonly chunk: number,
@@ -36,6 +38,7 @@ export class PooledFuel {
     this.budget = budget;
     this.deadline = deadline;
     this.next = Math.min(FIRST_CHUNK, this.chunk);
+    this.extra = 0;
   }
 
   /** A new module's refill import (its counter starts at 0: its first charge asks for fuel). */
@@ -51,7 +54,7 @@ export class PooledFuel {
   }
 
   used(): number {
-    let n = 0;
+    let n = this.extra;
     for (let i = 0; i < this.granted.length; i++) {
       const g = this.globals[i];
       n += this.granted[i]! - (g ? Number(g.value as bigint) : 0);
@@ -60,7 +63,17 @@ export class PooledFuel {
   }
 
   billed(): number {
-    return this.granted.reduce((a, b) => a + b, 0);
+    return this.granted.reduce((a, b) => a + b, 0) + this.extra;
+  }
+
+  /** What the run may still spend (a nested command's budget). */
+  remaining(): number {
+    return Math.max(0, this.budget - this.used());
+  }
+
+  /** Bill `n` units spent on the run's behalf (a nested command). */
+  spend(n: number): void {
+    this.extra += Math.max(0, n);
   }
 
   private refill(index: number, current: bigint): bigint {

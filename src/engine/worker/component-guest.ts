@@ -27,7 +27,9 @@ import type { Budget, ComponentMessage, Outcome } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import type { GuestHooks } from './guest.ts';
 import { PooledFuel } from './component-fuel.ts';
-import { componentImports } from './component-imports.ts';
+import { COMMAND_ERRORS, componentImports } from './component-imports.ts';
+import { runCommandInterface } from './component-commands.ts';
+import { Guest } from './guest.ts';
 
 type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
@@ -94,7 +96,7 @@ export class ComponentGuest {
           throw e;
         }
       },
-      receiveModule: () => null,
+      receiveModule: () => bridge.receiveModule(),
     };
   }
 
@@ -203,6 +205,7 @@ export class ComponentGuest {
     const query = vfsSpec ? () => ({ inMemory: vfsSpec.file === ':memory:', serialize: () => this.openVfs().serialize() }) : null;
     const all: Record<string, Record<string, unknown>> = { ...ambientP2(ctx), ...componentImports(spec.link, this.host, this.state, query) };
     if (spec.vfs) Object.assign(all, filesystemP2({ vfs: () => this.openVfs(), spec: spec.vfs, run: ctx }));
+    if (spec.link.includes('membrane:engine/run-command')) all['membrane:engine/run-command'] = this.commands();
     // Exactly the interfaces the world check accepted.
     const out: Record<string, Record<string, unknown>> = {};
     for (const name of spec.link) {
@@ -211,6 +214,27 @@ export class ComponentGuest {
       out[name] = impl;
     }
     return out;
+  }
+
+  /** Registered commands on this thread, sharing this run's time and fuel (component-commands.ts). */
+  private commands(): Record<string, unknown> {
+    const fuel = this.fuel;
+    return runCommandInterface(
+      {
+        host: this.host,
+        spec: this.msg.spec,
+        state: this.state,
+        vfs: () => (this.msg.spec.vfs ? this.openVfs() : null),
+        fuelLeft: () => (fuel ? fuel.remaining() : Number.MAX_SAFE_INTEGER),
+        spendFuel: (n) => fuel?.spend(n),
+        stop: (code) => {
+          throw (this.state.fault = new GuestFault(new SandboxError(code, code === 'TIMEOUT' ? 'the call ran past its budget' : 'the call used its whole fuel budget', {})));
+        },
+        remainingMs: () => this.deadline - performance.now(),
+        child: (module, spec, vfs) => new Guest(module, spec, this.host, this.interrupted, vfs, this.hooks),
+      },
+      COMMAND_ERRORS,
+    );
   }
 
   private openVfs(): Vfs {

@@ -25,7 +25,7 @@ const MAX_SQL_BYTES = 64 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-const ERROR_CODES: Readonly<Record<number, string>> = {
+const ERROR_CODES: Readonly<Record<number, string>> = Object.freeze({
   [GUEST_ERR.DENIED]: 'denied',
   [GUEST_ERR.RATE_LIMITED]: 'rate-limited',
   [GUEST_ERR.REVOKED]: 'revoked',
@@ -35,7 +35,9 @@ const ERROR_CODES: Readonly<Record<number, string>> = {
   [GUEST_ERR.TIMEOUT]: 'timeout',
   [GUEST_ERR.UNAVAILABLE]: 'unavailable',
   [GUEST_ERR.QUOTA]: 'quota',
-};
+});
+/** The interfaces' `error-code` cases by guest error number (run-command uses the same enum). */
+export const COMMAND_ERRORS = ERROR_CODES;
 
 /** What `vfs-query` needs of the guest's VFS: an in-memory one travels as a snapshot. */
 export interface QueryVfs {
