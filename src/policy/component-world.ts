@@ -45,8 +45,9 @@ export const WORLD: readonly WorldEntry[] = Object.freeze([
   { interface: 'membrane:engine/vfs-query', grant: 'vfs', status: 'linked' },
   { interface: 'membrane:engine/run-command', grant: 'commands', status: 'linked' },
   { interface: 'membrane:engine/run-command-many', grant: 'parallel', status: 'planned' },
-  { interface: 'membrane:engine/llm-complete', grant: 'llm', status: 'planned' },
-  { interface: 'membrane:engine/browse-fetch', grant: 'browse', status: 'planned' },
+  { interface: 'membrane:engine/llm-complete', grant: 'llm', status: 'linked' },
+  { interface: 'membrane:engine/browse-fetch', grant: 'browse', status: 'linked' },
+  { interface: 'membrane:engine/http-fetch', grant: 'net', status: 'linked' },
   // Sockets and outgoing HTTP are ambient egress: only the `net` cap allows them (DESIGN §2
   // allowHttp), brokered through the network guard when they are linked.
   ...['network', 'instance-network', 'ip-name-lookup', 'tcp', 'tcp-create-socket', 'udp', 'udp-create-socket'].map(

@@ -90,7 +90,7 @@ test('wit/membrane.wit parses, names the world version the check accepts, and it
   const { readFileSync } = await import('node:fs');
   const { WORLD_VERSION } = await import('../../src/policy/component-world.ts');
   const wit = readFileSync(new URL('../../wit/membrane.wit', import.meta.url), 'utf8');
-  for (const world of ['kv-command', 'query-command', 'shell-command']) {
+  for (const world of ['kv-command', 'query-command', 'shell-command', 'fetch-command']) {
     const embedded = await componentEmbed({ binary: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]), witSource: wit, world });
     assert.ok(embedded.length > 8);
   }

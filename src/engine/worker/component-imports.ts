@@ -2,7 +2,9 @@
  * The brokered interfaces of the `membrane:engine` world for components (wit/membrane.wit):
  * `membrane:engine/kv` — the same `broker` host calls the core-module `kv_*` imports make
  * (broker-imports.ts) — and `membrane:engine/vfs-query` (the `vfs_query` host call against this
- * guest's own database), shaped as jco's glue calls them.
+ * guest's own database), `http-fetch`, `browse-fetch` and `llm-complete` (the network and model
+ * brokers behind the same guard and cadence as `http_fetch`, `browse_fetch`, `llm_complete`),
+ * shaped as jco's glue calls them.
  *
  * Owns: turning a call's JS arguments into the broker's blobs and the answer (or a guest error
  * number) into the interface's value or its `error-code`.
@@ -20,6 +22,14 @@ import type { HostBridge } from './host-bridge.ts';
 
 /** The kv broker's largest value (DESIGN §4: 1 MiB) plus room: a `get` answer always fits. */
 const KV_OUT_CAP = (1 << 20) + 1024;
+/** The first answer buffer of a brokered network call (a bigger answer is fetched at its size). */
+const REMOTE_OUT_CAP = 2 << 20;
+/** Interface, its function, the broker that serves it (the catalog's core-module import). */
+const REMOTE: readonly (readonly [string, string, string])[] = [
+  ['membrane:engine/http-fetch', 'fetch', 'http_fetch'],
+  ['membrane:engine/browse-fetch', 'fetch', 'browse_fetch'],
+  ['membrane:engine/llm-complete', 'complete', 'llm_complete'],
+];
 /** The same bound as the core-module `vfs_query` import (vfs-imports.ts). */
 const MAX_SQL_BYTES = 64 * 1024;
 const encoder = new TextEncoder();
@@ -57,6 +67,28 @@ export function componentImports(linked: readonly string[], host: HostBridge, st
         const answer = host.call({ op: 'vfs_query', sql }, [v.inMemory ? v.serialize() : new Uint8Array(0)]);
         if (!answer.ok) throw ERROR_CODES[answer.errno] ?? 'unavailable';
         return decoder.decode(answer.payload ?? new Uint8Array(0));
+      },
+    };
+  }
+  // The brokered string → string calls: the core ABI's request and answer, unchanged.
+  for (const [iface, fn, broker] of REMOTE) {
+    if (!linked.includes(iface)) continue;
+    out[iface] = {
+      [fn]: (request: string): string => {
+        state.rethrow();
+        const body = encoder.encode(request);
+        let cap = REMOTE_OUT_CAP;
+        for (let attempt = 0; attempt < 2; attempt++) {
+          const answer = host.call({ op: 'broker', name: broker, cap }, [body]);
+          if (!answer.ok) throw ERROR_CODES[answer.errno] ?? 'unavailable';
+          // Too big for the buffer: the host kept it; the same request again fetches it, nothing is redone.
+          if (answer.value > cap || !answer.payload) {
+            cap = answer.value;
+            continue;
+          }
+          return decoder.decode(answer.payload);
+        }
+        throw 'unavailable';
       },
     };
   }
