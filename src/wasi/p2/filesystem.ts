@@ -73,7 +73,12 @@ export function filesystemP2(fs: P2FsContext): Record<string, Record<string, unk
   }
 
   class Descriptor {
-    constructor(readonly volume: VolumeName, readonly ino: number, readonly kind: string, readonly flags: Flags) {}
+    /** `ino` null: a preopen's root, looked up on first use (a guest that never touches files opens no database). */
+    constructor(readonly volume: VolumeName, private root: number | null, readonly kind: string, readonly flags: Flags) {}
+
+    get ino(): number {
+      return (this.root ??= vfsCall(() => fs.vfs().rootIno(this.volume)));
+    }
 
     private info(): VfsStat {
       return vfsCall(() => fs.vfs().statIno(this.ino));
@@ -227,10 +232,7 @@ export function filesystemP2(fs: P2FsContext): Record<string, Record<string, unk
     },
     'wasi:filesystem/preopens': {
       getDirectories: () =>
-        (preopens ??= fs.spec.preopens.map((p): [Descriptor, string] => {
-          const root = vfsCall(() => fs.vfs().rootIno(p.volume));
-          return [new Descriptor(p.volume, root, 'dir', { read: true, write: false, mutateDirectory: !readOnly }), p.guestPath];
-        })),
+        (preopens ??= fs.spec.preopens.map((p): [Descriptor, string] => [new Descriptor(p.volume, null, 'dir', { read: true, write: false, mutateDirectory: !readOnly }), p.guestPath])),
     },
   };
 }
