@@ -12,7 +12,9 @@ test('a component spinning forever ends TIMEOUT and its worker runs the next com
   const r = await engine.run(component('spin'), { timeoutMs: 300, fuel: 1e12 });
   const took = performance.now() - t0;
   assert.equal(r.error?.code, 'TIMEOUT', JSON.stringify(r.error));
-  assert.ok(r.fuelUsed > 0, JSON.stringify(r));
+  // Stopped at a fuel refill (fuelUsed > 0, the worker reused) or, on a machine too loaded for the
+  // refill to come within the grace, terminated and replaced: either way the thread is free.
+  assert.ok(r.fuelUsed > 0 || engine.stats().workersReplaced > 0, JSON.stringify(r));
   assert.ok(took < 10_000, `took ${took} ms`);
   // One worker in the whole engine: the next run can only happen on a freed (or replaced) thread.
   const next = await engine.run(component('hello'), { timeoutMs: 10_000 });
