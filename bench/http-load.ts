@@ -187,6 +187,11 @@ export async function httpLoad(): Promise<boolean> {
       `  honest p99 under hostile load: ${p99Loaded.toFixed(1)} ms vs honest p99 alone: ${p99Alone.toFixed(1)} ms → ${(p99Loaded / p99Alone).toFixed(2)}× (target ≤ 3×); ` +
         `honest p50 ${median(honestMs(outcomes)).toFixed(1)} vs ${median(honestMs(alone)).toFixed(1)} ms; honest requests refused: ${honestRefused} under load, ${refusedAlone} alone`,
     );
+    if (honestRefused) {
+      const why = new Map<string, number>();
+      for (const o of outcomes) if (!o.hostile && o.status >= 400) why.set(`${o.kind} → ${o.status} ${o.code}`, (why.get(`${o.kind} → ${o.status} ${o.code}`) ?? 0) + 1);
+      console.log(`  honest refusals: ${[...why].map(([k, n]) => `${k} ×${n}`).join('; ')}`);
+    }
     const bad5xx = outcomes.filter((o) => o.status >= 500 && !(o.status === 503 && o.code === 'OVERLOADED'));
     const noResponse = outcomes.filter((o) => o.status === 0);
     const overloaded = outcomes.filter((o) => o.code === 'OVERLOADED').length;

@@ -25,6 +25,12 @@ export const DEFAULT_RATE: RateLimit = Object.freeze({ limit: 120_000, windowMs:
 
 export interface AuditSink {
   append(event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }): void;
+  /**
+   * Optional, for an embedder's sink: record `event` like `append` and answer where — the sink's
+   * position for it and its own digest (e.g. its hash chain's head after it) — so a receipt can
+   * carry them (provenance/anchor.ts). Without it a receipt carries only the record's hash.
+   */
+  seal?(event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }): { seq: number; digest: string };
 }
 
 export interface Principal {

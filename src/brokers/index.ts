@@ -23,6 +23,8 @@ import { LLM_MAX_REQUEST_BYTES, LlmBroker, llmOptionsFromEnv, type LlmOptions } 
 import { GUEST_ERR } from '../abi/command.ts';
 import { lookupImport, MEMBRANE_MODULE } from '../policy/catalog.ts';
 import type { CapWord } from '../policy/profiles.ts';
+import { anchorEvent, type BuiltinAnchor } from './audit-anchor.ts';
+import type { AnchoredEvent, AuditAnchor } from '../provenance/anchor.ts';
 import { HostFunctions, type HostCaller, type HostFailure, type ResolvedHostCap } from './host-functions.ts';
 
 export { decodeManyRequest, encodeManyResponse } from './parallel.ts';
@@ -76,6 +78,9 @@ export interface BrokerOptions {
   readonly audit?: (db: () => Database) => AuditSink;
 }
 
+/** The engine's default sink: an AuditSink that can also anchor a receipt in its keyed log. */
+export type BuiltinSink = AuditSink & { readonly anchor: BuiltinAnchor };
+
 /** What a denied network call was aimed at, for its audit record (the URL or host:port, cut short). */
 function describeTarget(name: string, first: Uint8Array | undefined): string {
   const text = new TextDecoder('utf-8', { fatal: false }).decode(first?.subarray(0, 2048) ?? new Uint8Array(0));
@@ -93,6 +98,7 @@ function describeTarget(name: string, first: Uint8Array | undefined): string {
 export class Brokers {
   readonly cadence: Cadence;
   private readonly audit: AuditSink;
+  private readonly builtinAnchor: BuiltinAnchor | null;
   private readonly secrets: SecretStore;
   private readonly hub: BrokerHub;
   private readonly network: NetBroker;
@@ -102,13 +108,15 @@ export class Brokers {
 
   constructor(
     private readonly options: BrokerOptions,
-    defaultAudit: (db: () => Database) => AuditSink,
+    defaultAudit: (db: () => Database) => BuiltinSink,
     hostCaps: ReadonlyMap<string, ResolvedHostCap> = new Map(),
     onHostError: ((failure: HostFailure) => void) | null = null,
   ) {
     const db = (): Database => this.db();
     this.secrets = new SecretStore(options.secrets ?? {});
-    this.audit = (options.audit ?? defaultAudit)(db);
+    const sink = options.audit ? options.audit(db) : defaultAudit(db);
+    this.audit = sink;
+    this.builtinAnchor = options.audit ? null : (sink as BuiltinSink).anchor;
     // A host cap's own rate joins the per-broker table (its name can never be a built-in word's).
     const hostRates = Object.fromEntries([...hostCaps.values()].filter((c) => c.rate !== undefined).map((c) => [c.cap, c.rate!]));
     const rate = options.rate || Object.keys(hostRates).length > 0 ? { ...options.rate, perBroker: { ...options.rate?.perBroker, ...hostRates } } : undefined;
@@ -202,6 +210,11 @@ export class Brokers {
   /** An engine-level audit record (e.g. a policy fallback); details must not hold secrets. */
   record(event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }): void {
     this.audit.append(event);
+  }
+
+  /** Record a receipt's event and say where (brokers/audit-anchor.ts): the engine's log, or the embedder's sink. */
+  anchor(event: AnchoredEvent): AuditAnchor {
+    return anchorEvent(this.audit, this.builtinAnchor, event);
   }
 
   revoke(p: Principal): void {

@@ -77,7 +77,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     if (opts.signal?.aborted) throw cancelled();
     const cores: ComponentCore[] = t.cores.map((c, i) => {
       const p = prepared[i]!;
-      return { name: c.name, module: p.module, growFailedExport: p.limits.growFailedExport, definesMemory: p.desc.memories.some((m) => !m.imported) };
+      return { name: c.name, module: p.module, growFailedExport: p.limits.growFailedExport, definesMemory: p.desc.memories.some((m) => !m.imported), poolMemory: p.limits.poolMemory ?? null };
     });
     // The walls are the same for every core module (one policy): the first one's stand for all.
     const base = buildSpec(config, prepared[0]!, { link: [], importedMemory: null }, policy, { id, tenant }, opts);

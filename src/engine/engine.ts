@@ -46,7 +46,7 @@ import { execNative, isNativeLanguage } from '../build/exec.ts';
 import { QueryService } from '../storage/query.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
 import { auditInDatabase } from './audit-sink.ts';
-import { callReceipts, runWithReceipt } from './receipts.ts';
+import { callReceipts, execWithReceipt, runWithReceipt } from './receipts.ts';
 import { cancelled } from '../lanes/controls.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
@@ -139,8 +139,7 @@ export class Engine {
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
     if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent({ config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i) }, bytes, opts);
-    if (!opts.receipt) return this.execute(bytes, opts, null);
-    return runWithReceipt({ config: this.config, watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts);
+    return opts.receipt ? runWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts) : this.execute(bytes, opts, null);
   }
 
   private async execute(bytes: Uint8Array, opts: RunOptions, inherited: Inherited | null): Promise<RunResult> {
@@ -160,7 +159,7 @@ export class Engine {
       if (opts.signal?.aborted) return notRun(policy, t0);
       checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
-      if (!inherited) admitSigned(this.config.requireSigned, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
+      if (!inherited) await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, inherited?.port ? laneCaps(policy) : policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       const { entry, isCommand } = chooseEntry(prepared, opts);
@@ -233,7 +232,7 @@ export class Engine {
       captureBytes: true,
       ...(caller.spec.vfs ? { vfsFile: caller.spec.vfs.file, images: this.commands.imagesFor(run.request.name) } : {}),
     };
-    return this.execute(run.bytes, opts, { policy: caller.policy, argv0: run.request.name, depth: run.depth, signal: run.signal });
+    return this.execute(run.bytes, opts, { policy: this.commands.policyFor(run.request.name, caller.policy), argv0: run.request.name, depth: run.depth, signal: run.signal });
   }
 
   /** Start a persistent instance; its calls are serialized and share its state. */
@@ -256,7 +255,7 @@ export class Engine {
       const policy = resolvePolicy(opts, this.config);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       this.auditFallback(policy, tenant, id);
-      admitSigned(this.config.requireSigned, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
+      await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await this.prepare(bytes, policy);
       const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant }, opts);
@@ -277,7 +276,7 @@ export class Engine {
         acquire: () => this.pool.acquireDedicated(),
         hostHandler: job.handle,
         onCallStopped: () => job.interrupt(),
-        receipted: callReceipts({ config: this.config, watch: (i) => this.services.watch(i), tenant, id, policy, module: { sha256: prepared.hash, bytes: bytes.length } }),
+        receipted: callReceipts({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (i) => this.services.watch(i), tenant, id, policy, module: { sha256: prepared.hash, bytes: bytes.length } }),
         onGone: () => {
           job.end();
           this.instances.delete(id);
@@ -352,6 +351,7 @@ export class Engine {
    */
   exec(opts: ExecOptions): Promise<ExecOutcome> {
     this.assertOpen();
+    if (opts.receipt) return execWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), exec: (o) => this.exec(o) }, opts);
     if (isNativeLanguage(opts.language)) return execNative(this, opts);
     let release: (() => void) | null = null;
     return runExec(

@@ -97,6 +97,7 @@ export function buildSpec(
     maxMemoryPages: prepared.maxMemoryPages,
     importedMemory: plan.importedMemory,
     growFailedExport: prepared.limits.growFailedExport,
+    poolMemory: prepared.limits.poolMemory ?? null,
     output: { limitBytes: config.outputLimitBytes, failOnLimit: config.failOnOutputLimit },
     wasi: { argv: [who.argv0 ?? opts.argv0 ?? who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
     logSink: config.onLog ? 'host' : 'stderr',

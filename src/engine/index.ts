@@ -4,8 +4,9 @@ export { resolveEngine, MAX_TABLE_ELEMENTS, DEFAULT_OUTPUT_LIMIT_BYTES, type Eng
 export type { RunResult } from './results.ts';
 export { checkImport, planLinks, signatureText, type MissingImport } from './linker.ts';
 export { CommandRegistry } from './registry.ts';
+export { installToolkit, parseToolkitManifest, checkDeclared, type ToolkitSpec } from './toolkit-install.ts';
 export type { ExecOptions, ExecOutcome } from '../lanes/index.ts';
-export { replayReceipt, runInputOf, type ReplayReport } from './receipts.ts';
+export { replayReceipt, replayExecReceipt, runInputOf, type ReplayReport, type ExecReplayReport } from './receipts.ts';
 export type { KernelHandle, KernelOptions, KernelCallOptions } from './kernel-lane.ts';
 export type { FanoutOptions, FanResult } from './fanout-lane.ts';
 export { tierFor, checkTier, TIERS, type Tier, type Trust, type WorkloadShape } from '../fabric/tiers.ts';

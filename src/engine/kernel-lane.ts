@@ -107,6 +107,7 @@ export class KernelLane {
         arena,
         maxMemoryPages: prepared.maxMemoryPages,
         growFailedExport: prepared.limits.growFailedExport,
+        poolMemory: prepared.limits.poolMemory ?? null,
         chunk: this.deps.config.fuelChunk,
       });
       h = inProcessHandle(id, k, policy, forget);

@@ -36,7 +36,7 @@ import { SandboxError, toSandboxError } from '../errors.ts';
 /** What the runner takes from the engine. */
 export interface LaneRunnerParts {
   readonly config: EngineConfig;
-  readonly pool: { acquire(waitMs?: number, signal?: AbortSignal): Promise<WorkerHandle>; release(h: WorkerHandle): void; discard(h: WorkerHandle): Promise<void> };
+  readonly pool: { acquireDedicated(): Promise<WorkerHandle>; adopt(h: WorkerHandle): void; discard(h: WorkerHandle): Promise<void> };
   readonly services: { job(caller: Caller): JobHost };
   prepare(bytes: Uint8Array, policy: PolicyConfig): Promise<PreparedModule>;
   runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig, port?: PortHandler): Promise<RunResult>;
@@ -106,7 +106,9 @@ async function park(parts: LaneRunnerParts, bytes: Uint8Array, opts: RunOptions,
   // Its VFS, with `vfs`, is an empty placeholder until a call names its own (late-vfs.ts).
   const base = buildSpec(config, prepared, plan, policy, { id, tenant: 'default', ...(opts.argv0 ? { argv0: opts.argv0 } : {}) }, { ...opts, vfs: undefined, vfsFile: undefined });
   const spec = laneSpec(base, config);
-  const handle = await pool.acquire(policy.timeoutMs);
+  // A worker outside the pool's count (the lane bounds how many it parks): a parked interpreter
+  // never holds a worker that the engine's fresh runs, admitted up to maxWorkers, are counting on.
+  const handle = await pool.acquireDedicated();
   let asked = false;
   const boot: PortHandler = async (request) => {
     if (request[0] !== 0x4e /* N */ || asked) return -4;
@@ -162,7 +164,7 @@ async function resume(parts: LaneRunnerParts, handle: WorkerHandle, prepared: Pr
     job.end();
     watch.dispose();
   }
-  if (awaited.kind === 'done') pool.release(handle);
+  if (awaited.kind === 'done') pool.adopt(handle);
   else void pool.discard(handle);
   return withStreamed(
     fromAwaited(awaited, {

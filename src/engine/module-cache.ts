@@ -35,7 +35,7 @@ import type { EntryMeta, LimitsInfo } from './rewrite/protocol.ts';
 import { locateRewriteWorker } from './worker-file.ts';
 
 /** Bump when limits.ts output for the same input could change. */
-export const LIMITS_REWRITER_VERSION = 1;
+export const LIMITS_REWRITER_VERSION = 2; // 2: the memory becomes an import (wasm/memory-import.ts)
 
 export interface PreparedModule {
   readonly hash: string;

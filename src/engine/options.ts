@@ -11,6 +11,7 @@
 import { defaultPerTenant } from '../fabric/tenant-scheduler.ts';
 import { join } from 'node:path';
 import { publicKeyOfDidKey } from '../provenance/did.ts';
+import { DidResolver, didWebUrl } from '../provenance/did-resolve.ts';
 import { SandboxError } from '../errors.ts';
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
 import { MAX_MOUNT_FILES } from './mounts.ts';
@@ -96,11 +97,20 @@ export interface EngineOptions {
   /** Receives what a host function threw (host side only: the guest sees UNAVAILABLE). */
   onHostFunctionError?: (failure: HostFailure) => void;
   /**
-   * Run only modules signed by one of these did:keys (src/provenance/artifact.ts): a run or start
-   * must pass the module's signed manifest as `artifact`; anything else is refused NOT_CAPABLE,
-   * audited. Default: no requirement.
+   * Run only modules signed by one of these DIDs (src/provenance/artifact.ts): a did:key, or a
+   * host-form did:web (`did:web:example.com`) whose document is in `didDocuments` or, with
+   * `didWebFetch`, fetched. A run or start must pass the module's signed manifest as `artifact`;
+   * anything else is refused NOT_CAPABLE, audited. Default: no requirement.
    */
   requireSigned?: readonly string[];
+  /** Operator-supplied DID documents for did:web signers, keyed by DID (`membrane identity did-web` prints one). */
+  didDocuments?: Readonly<Record<string, unknown>>;
+  /**
+   * Fetch a trusted did:web signer's `https://HOST/.well-known/did.json` (not in `didDocuments`)
+   * through the network guard — `brokers.net`'s allowCidrs and resolver apply; no redirects,
+   * 64 KiB, 5 s, cached 60 s. Default false: no document is ever fetched.
+   */
+  didWebFetch?: boolean;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -141,8 +151,20 @@ export interface EngineConfig {
   readonly maxMountFiles: number;
   /** The embedder's host caps and their function names (the functions stay with the brokers). */
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
-  /** The did:keys a module must be signed by, or null (no requirement). */
+  /** The DIDs a module must be signed by, or null (no requirement). */
   readonly requireSigned: readonly string[] | null;
+  /** Where a trusted did:web signer's document comes from (null without requireSigned). */
+  readonly didResolver: DidResolver | null;
+}
+
+/** A requireSigned entry: a did:key (its key must decode) or a host-form did:web. */
+function trustedDid(d: string): string {
+  if (typeof d === 'string' && d.startsWith('did:web:')) {
+    if (didWebUrl(d) === null) throw new SandboxError('POLICY_INVALID', 'a requireSigned did:web is did:web:HOST or did:web:HOST%3APORT');
+    return d;
+  }
+  publicKeyOfDidKey(d);
+  return d;
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -183,6 +205,7 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
     hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
-    requireSigned: o.requireSigned === undefined ? null : Object.freeze(o.requireSigned.map((d) => (publicKeyOfDidKey(d), d))),
+    requireSigned: o.requireSigned === undefined ? null : Object.freeze(o.requireSigned.map(trustedDid)),
+    didResolver: o.requireSigned === undefined ? null : new DidResolver({ documents: o.didDocuments ?? {}, fetch: o.didWebFetch === true, net: { ...(o.brokers?.net?.allowCidrs ? { allowCidrs: o.brokers.net.allowCidrs } : {}), ...(o.brokers?.net?.resolver ? { resolver: o.brokers.net.resolver } : {}), ...(o.brokers?.net?.ca ? { ca: o.brokers.net.ca } : {}) } }),
   });
 }

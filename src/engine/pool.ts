@@ -138,6 +138,20 @@ export class WorkerPool {
     return h;
   }
 
+  /**
+   * Take back a worker `acquireDedicated` handed out (a parked interpreter's, after its one call
+   * ended by itself): kept for fresh runs while the pool is below `maxWorkers`, else ended.
+   */
+  adopt(h: WorkerHandle): void {
+    if (!h.alive || this.closed || this.all.has(h) || this.live + this.spawning >= this.config.maxWorkers) {
+      if (!this.all.has(h)) void h.terminate().catch(() => {});
+      return;
+    }
+    this.all.add(h);
+    this.live++;
+    this.give(h);
+  }
+
   /** Return a healthy worker after a fresh run. */
   release(h: WorkerHandle): void {
     if (!h.alive || this.closed) {

@@ -6,26 +6,26 @@
  * limits, fuel used, the output's hash, the outcome, how many host calls the run made (counted by
  * HostServices for the run's instance id, which a receipt run always fixes so a replay can give
  * the guest the same `session_info`) — and anchoring it: one `run.receipt` audit record whose seq
- * and MAC the receipt carries.
+ * and MAC the receipt carries (or, with an embedder's audit sink, the anchor it answers:
+ * provenance/anchor.ts).
  *
  * Invariant: a receipt is returned only beside the result it describes; a receipt that could not
  * be anchored in the audit log says so (`audit: null` and a warning), it is never anchored to a
  * record that is not its own.
  *
- * Does not protect against: a custom audit sink (`brokers.audit`) or `brokers.databaseFile` —
- * receipts are anchored in the log of `$MEMBRANE_HOME/engine.sqlite`; timing (durationMs is not
+ * Does not protect against: an embedder's audit sink forgetting what it was handed (the anchor
+ * then proves only what the engine gave it: provenance/anchor.ts); timing (durationMs is not
  * receipted: it is not reproducible).
  */
 
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { toSandboxError } from '../errors.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { engineIdentity } from '../provenance/identity.ts';
 import { inputHash, outputHash, sha256, signReceipt, RECEIPT_TYPE, type RunInput, type RunReceipt, type SignedReceipt } from '../provenance/receipt.ts';
-import { AuditLog } from '../storage/audit.ts';
-import { packageRoot } from '../storage/package-root.ts';
+import type { AnchoredEvent, AuditAnchor } from '../provenance/anchor.ts';
+import { engineVersion } from './engine-version.ts';
+export { execWithReceipt, replayExecReceipt, type ExecReplayReport } from './exec-receipts.ts';
 import type { RunOptions } from './guest-spec.ts';
 import type { EngineConfig } from './options.ts';
 import type { RunResult } from './results.ts';
@@ -34,18 +34,13 @@ import type { PolicyConfig } from '../policy/resolve.ts';
 
 export interface ReceiptDeps {
   readonly config: EngineConfig;
+  /** Record the receipt's event in the audit trail and say where (Brokers.anchor). */
+  readonly anchor: Anchor;
   readonly watch: (id: string) => { readonly calls: number; unwatch(): void };
   readonly execute: (bytes: Uint8Array, opts: RunOptions) => Promise<RunResult>;
 }
 
-let cachedVersion: string | null = null;
-function engineVersion(): string {
-  try {
-    return (cachedVersion ??= String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown }).version ?? 'unknown'));
-  } catch {
-    return 'unknown';
-  }
-}
+export type Anchor = (event: AnchoredEvent) => AuditAnchor;
 
 /** The input a run was given, in the form its hash covers. */
 export function runInputOf(opts: RunOptions): RunInput {
@@ -61,6 +56,7 @@ export function runInputOf(opts: RunOptions): RunInput {
 
 interface Sealable {
   readonly config: EngineConfig;
+  readonly anchor: Anchor;
   readonly tenant: string;
   readonly id: string;
   readonly module: RunReceipt['module'];
@@ -76,13 +72,7 @@ function seal(s: Sealable, result: RunResult): RunResult & { receipt: SignedRece
   const facts = { module: s.module, input: { sha256: inputHash(s.input) }, output: { sha256: outputHash(result) }, fuelUsed: result.fuelUsed, hostCalls: s.hostCalls };
   let audit: RunReceipt['audit'] = null;
   try {
-    const log = AuditLog.open();
-    try {
-      const sealed = log.appendSealed({ tenant: s.tenant, instance: s.id, kind: 'run.receipt', detail: { module: facts.module.sha256, input: facts.input.sha256, output: facts.output.sha256, fuelUsed: facts.fuelUsed, hostCalls: facts.hostCalls } });
-      audit = { seq: sealed.record.seq, mac: sealed.mac, keyId: log.keyId() };
-    } finally {
-      log.close();
-    }
+    audit = s.anchor({ tenant: s.tenant, instance: s.id, kind: 'run.receipt', detail: { module: facts.module.sha256, input: facts.input.sha256, output: facts.output.sha256, fuelUsed: facts.fuelUsed, hostCalls: facts.hostCalls } });
   } catch (e) {
     warnings.push(`the receipt is not anchored in the audit log: ${toSandboxError(e).message}`);
   }
@@ -124,11 +114,12 @@ export async function runWithReceipt(deps: ReceiptDeps, bytes: Uint8Array, opts:
     watch.unwatch();
   }
   const persistentState = opts.vfs !== undefined || opts.vfsFile !== undefined || (opts.mounts?.length ?? 0) > 0;
-  return seal({ config: deps.config, tenant, id, module: { sha256: sha256(bytes), bytes: bytes.length }, input: runInputOf(opts), policy, hostCalls: watch.calls, persistentState }, result);
+  return seal({ config: deps.config, anchor: deps.anchor, tenant, id, module: { sha256: sha256(bytes), bytes: bytes.length }, input: runInputOf(opts), policy, hostCalls: watch.calls, persistentState }, result);
 }
 
 export interface CallReceiptDeps {
   readonly config: EngineConfig;
+  readonly anchor: Anchor;
   readonly watch: ReceiptDeps['watch'];
   readonly tenant: string;
   readonly id: string;
@@ -156,7 +147,7 @@ export async function callWithReceipt(deps: CallReceiptDeps, name: string, args:
   }
   const p = deps.policy;
   const policy = { ...p, timeoutMs: Math.min(p.timeoutMs, opts.timeoutMs ?? Infinity), fuel: Math.min(p.fuel, opts.fuel ?? Infinity) };
-  return seal({ config: deps.config, tenant: deps.tenant, id: deps.id, module: deps.module, input: { invoke: name, args: args.map(String) }, policy, hostCalls: watch.calls, persistentState: true }, result);
+  return seal({ config: deps.config, anchor: deps.anchor, tenant: deps.tenant, id: deps.id, module: deps.module, input: { invoke: name, args: args.map(String) }, policy, hostCalls: watch.calls, persistentState: true }, result);
 }
 
 export interface ReplayReport {

@@ -2,7 +2,7 @@
  * The command registry: names → WASI command modules (`.wasm` with `_start`).
  *
  * Owns: the built-in set (commands/bin/*.wasm, compiled from commands/src in this repo) and
- * operator registrations. Invariant: a name resolves only to a module the operator registered or
+ * operator registrations, with the toolkit declaration a command was installed under. Invariant: a name resolves only to a module the operator registered or
  * shipped; a guest cannot register anything, and names are plain words (no paths).
  *
  * Does not protect against: an operator registering a hostile module — it still runs in the
@@ -16,6 +16,8 @@ import { packageRoot } from '../storage/package-root.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
 import { findToolchain, TOOL_NAMES, type Toolchain } from '../build/toolchain.ts';
 import { driverPrefix, toolArgs } from '../build/driver.ts';
+import { narrowToDeclaration, type Declaration } from '../policy/toolkit.ts';
+import type { CapWord } from '../policy/profiles.ts';
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
 
@@ -27,6 +29,8 @@ function builtinDir(): string | null {
 export class CommandRegistry {
   private readonly modules = new Map<string, Uint8Array>();
   private readonly builtins = new Map<string, string>();
+  /** Toolkit declarations of installed commands (the grant they run under, at most). */
+  private readonly declared = new Map<string, Declaration>();
   /** The in-sandbox toolchain (clang, clang++, wasm-ld, llvm-ar), when `@yowasp/clang` is installed. */
   private toolchain: Toolchain | null = null;
 
@@ -74,9 +78,26 @@ export class CommandRegistry {
     return this.toolchain !== null && !this.modules.has(name) && (TOOL_NAMES as readonly string[]).includes(name);
   }
 
-  register(name: string, bytes: Uint8Array): void {
+  /**
+   * Register a command. With `declared` (engine/toolkit-install.ts, after checking the module's
+   * imports against it), the command runs under its caller's grant cut to that declaration;
+   * registering the name again without one drops it.
+   */
+  register(name: string, bytes: Uint8Array, declared?: Declaration): void {
     if (!COMMAND_NAME.test(name)) throw new SandboxError('POLICY_INVALID', 'a command name is 1-64 of [A-Za-z0-9._+-]', { name: name.slice(0, 64) });
     this.modules.set(name, bytes);
+    if (declared) this.declared.set(name, declared);
+    else this.declared.delete(name);
+  }
+
+  /** The toolkit declaration a command was installed with, if any. */
+  declarationOf(name: string): Declaration | undefined {
+    return this.declared.get(name);
+  }
+
+  /** The grant `name` runs under when `caller` runs it: the caller's, cut to the command's declaration. */
+  policyFor<P extends { readonly caps: readonly CapWord[]; readonly hostCaps: readonly string[] }>(name: string, caller: P): P {
+    return narrowToDeclaration(caller, this.declared.get(name));
   }
 
   get(name: string): Uint8Array | undefined {

@@ -18,7 +18,7 @@
 
 import { SandboxError } from '../errors.ts';
 import { classify, type GrowProbe } from '../abi/signals.ts';
-import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMORY_IMPORT } from '../policy/catalog.ts';
+import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMORY_IMPORT, POOL_MEMORY_IMPORT } from '../policy/catalog.ts';
 import { checkInput, checkInputRange, checkOutput, type Arena } from '../abi/kernel-arena.ts';
 
 export interface InProcessSpec {
@@ -27,6 +27,8 @@ export interface InProcessSpec {
   readonly arena: Arena;
   readonly maxMemoryPages: number;
   readonly growFailedExport: string | null;
+  /** The module's own memory made an import (wasm/memory-import.ts): created here with these limits. */
+  readonly poolMemory: { readonly initialPages: number; readonly maxPages: number } | null;
   /** The largest fuel grant between two refills (the engine's fuelChunk). */
   readonly chunk: number;
 }
@@ -60,6 +62,8 @@ export class InProcessKernel {
     for (const imp of WebAssembly.Module.imports(spec.module)) {
       if (imp.module === FUEL_REFILL_IMPORT.module && imp.name === FUEL_REFILL_IMPORT.name) {
         (imports[imp.module] ??= {})[imp.name] = this.refill;
+      } else if (imp.module === POOL_MEMORY_IMPORT.module && imp.name === POOL_MEMORY_IMPORT.name && imp.kind === 'memory' && spec.poolMemory) {
+        (imports[imp.module] ??= {})[imp.name] = new WebAssembly.Memory({ initial: spec.poolMemory.initialPages, maximum: spec.poolMemory.maxPages });
       } else if (imp.module === MEMORY_IMPORT.module && imp.name === MEMORY_IMPORT.name && imp.kind === 'memory') {
         (imports[imp.module] ??= {})[imp.name] = new WebAssembly.Memory({ initial: 1, maximum: spec.maxMemoryPages });
       } else {
@@ -76,7 +80,7 @@ export class InProcessKernel {
       throw classify(e, null);
     }
     const ex = instance.exports;
-    const memory = ex['memory'] ?? imports[MEMORY_IMPORT.module]?.[MEMORY_IMPORT.name];
+    const memory = ex['memory'] ?? imports[MEMORY_IMPORT.module]?.[MEMORY_IMPORT.name] ?? imports[POOL_MEMORY_IMPORT.module]?.[POOL_MEMORY_IMPORT.name];
     const fuel = ex[FUEL_GLOBAL_EXPORT];
     const fn = ex[spec.entry];
     if (!(memory instanceof WebAssembly.Memory)) throw new SandboxError('POLICY_INVALID', 'a kernel must export its memory (or import env.memory)');

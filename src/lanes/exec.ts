@@ -18,6 +18,7 @@
 import { availableParallelism } from 'node:os';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { resolvePolicy, type PolicyOptions, type ResolveContext } from '../policy/resolve.ts';
+import { PROFILE_NAMES } from '../policy/profiles.ts';
 import type { ExecRequest, ExecResult, Language } from './types.ts';
 import type { PowerServer } from './powers.ts';
 import type { CPythonRunner } from './cpython/lane.ts';
@@ -26,6 +27,7 @@ import { resolveVfs } from '../storage/index.ts';
 import { checkName } from '../policy/names.ts';
 import { hostCapGlobal } from '../policy/host-caps.ts';
 import { abortedBefore, cancelled, unlessAborted, type CallControls } from './controls.ts';
+import type { SignedExecReceipt } from '../provenance/exec-receipt.ts';
 
 /**
  * Builds one call's power server: its principal is `tenant` and a fresh `exec-N` instance; `vfs`
@@ -53,9 +55,13 @@ export interface ExecOptions extends PolicyOptions, CallControls {
   readonly vfs?: string;
   /** Told what is happening while a lane starts (the CLI prints it). */
   readonly onProgress?: ((what: string) => void) | undefined;
+  /** Also return `receipt`: a receipt of the call signed by the engine's key (engine/exec-receipts.ts). */
+  readonly receipt?: boolean;
+  /** Told the name of each power request the snippet makes (`"kv.get"`), before it is served — refused ones too. */
+  readonly onPower?: ((power: string) => void) | undefined;
 }
 
-export type ExecOutcome = ExecResult & { readonly profile: string };
+export type ExecOutcome = ExecResult & { readonly profile: string; readonly receipt?: SignedExecReceipt };
 
 /** What the engine's lanes look like from here (src/lanes implements them). */
 export interface Lane {
@@ -118,7 +124,7 @@ export class Lanes {
         if (key === 'python' && cpython === null) throw new SandboxError('INTERNAL', 'the python lane has no runner');
         const made: Lane =
           key === 'python' && cpython !== null
-            ? new (await import('./cpython/index.ts')).CPythonLane(cpython, poolSize)
+            ? new (await import('./cpython/index.ts')).CPythonLane(cpython, poolSize, profileShapes(this.config))
             : new (await import('./js/index.ts')).JsLane(options);
         let last = -1;
         await made.warm((done, total) => {
@@ -139,6 +145,20 @@ export class Lanes {
     await Promise.all([...this.started.values()].map(async (l) => (await l.catch(() => null))?.close()));
     this.started.clear();
   }
+}
+
+/** The interpreter shapes the profiles give (with and without `vfs`; `compute`'s first): the only ones the Python lane parks. */
+function profileShapes(config: LanesConfig): { memoryBytes: number; vfs: boolean }[] {
+  return PROFILE_NAMES.flatMap((profile) => {
+    const p = resolvePolicy({ profile }, config);
+    return p.caps.includes('vfs') ? [{ memoryBytes: p.memoryBytes, vfs: true }, { memoryBytes: p.memoryBytes, vfs: false }] : [{ memoryBytes: p.memoryBytes, vfs: false }];
+  });
+}
+
+/** A power server that tells `onPower` each request's name first (the receipt's count). */
+function watched<S extends { readonly serve: PowerServer }>(server: S, onPower: ((power: string) => void) | undefined): S {
+  if (!onPower) return server;
+  return { ...server, serve: (req, deadline) => (onPower(typeof req.power === 'string' ? req.power : ''), server.serve(req, deadline)) };
 }
 
 export async function runExec(
@@ -174,7 +194,7 @@ export async function runExec(
     // A lane's first start (its interpreter pool) can take seconds: a caller who gives up meanwhile is answered at once.
     const started = await unlessAborted(lane(language, opts.onProgress), opts.signal);
     if (abortedBefore(opts.signal)) throw cancelled();
-    const server = policy.caps.length > 0 || policy.hostCaps.length > 0 ? powers(tenant, policy, opts.vfs) : null;
+    const server = policy.caps.length > 0 || policy.hostCaps.length > 0 ? watched(powers(tenant, policy, opts.vfs), opts.onPower) : null;
     const defined = config.hostFunctions ?? {};
     const hostPowers = policy.hostCaps.filter((c) => Object.hasOwn(defined, c)).map((cap) => ({ cap, global: hostCapGlobal(cap), fns: [...defined[cap]!] }));
     const r = await started.exec({

@@ -25,6 +25,7 @@
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
 import type { CapWord } from '../policy/profiles.ts';
+import { narrowToDeclaration, type Declaration } from '../policy/toolkit.ts';
 import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
 import { commandModulePath, isCommandPath } from '../abi/vfs-paths.ts';
 import { LANE_FUEL_UNIT } from './exec.ts';
@@ -56,7 +57,7 @@ export interface LaneHostDeps {
   /** The call's VFS; null when `vfs` is not granted (commands then run without one). */
   readonly vfs: LaneVfs | null;
   /** A registered command's module, the arguments it runs with and the images it mounts (a toolchain's sysroot). */
-  readonly command: (name: string, args: readonly string[]) => { readonly bytes: Uint8Array; readonly argv: readonly string[]; readonly images: readonly ImageMount[] } | undefined;
+  readonly command: (name: string, args: readonly string[]) => { readonly bytes: Uint8Array; readonly argv: readonly string[]; readonly images: readonly ImageMount[]; readonly declared?: Declaration } | undefined;
   /** Run a command module as the call's principal (engine.execute with `inherited`). */
   readonly run: (bytes: Uint8Array, opts: { argv: readonly string[]; stdin: string; vfsFile?: string; images?: readonly ImageMount[]; captureBytes: boolean }, inherited: CommandRun) => Promise<CommandOutcome>;
   /** `vfs_query` against a database file (storage/query.ts): the JSON answer or a guest code name. */
@@ -169,7 +170,8 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
         if (mode === 'exec') deps.vfs?.step({ op: 'exec', depth: COMMAND_DEPTH, argv, status: answer.status, error: answer.error, fuelUsed: 0, durationMs: 0, stdoutBytes: 0, stderrBytes: 0 });
         return { value: answer, fuel: 0 };
       }
-      const policy: PolicyConfig = { ...deps.policy, timeoutMs: Math.max(1, Math.floor(left)), fuel: deps.metered ? fuel : deps.policy.fuel };
+      // A toolkit's command runs under the call's grant cut to its declaration (policy/toolkit.ts).
+      const policy: PolicyConfig = narrowToDeclaration({ ...deps.policy, timeoutMs: Math.max(1, Math.floor(left)), fuel: deps.metered ? fuel : deps.policy.fuel }, "declared" in found ? found.declared : undefined);
       const opts = { argv: found.argv, stdin: req.stdin, captureBytes: false, ...(deps.vfs ? { vfsFile: deps.vfs.file(), images: found.images } : {}) };
       const run = deps.run(found.bytes, opts, { policy, argv0: req.name, depth: COMMAND_DEPTH, signal: stop.signal });
       running.add(run);

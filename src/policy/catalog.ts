@@ -54,6 +54,8 @@ export const MEMBRANE_MODULE = 'membrane';
 export const WASI_MODULE = 'wasi_snapshot_preview1';
 /** Where clang's `--import-memory` looks for its memory. */
 export const MEMORY_IMPORT = { module: 'env', name: 'memory' } as const;
+/** A module's own memory, made an import by the rewriter (wasm/memory-import.ts); the worker fills it. Never a guest's to import. */
+export const POOL_MEMORY_IMPORT = { module: 'membrane:pool', name: 'memory' } as const;
 
 /**
  * Engine-internal names the rewriter adds to a module (never in the catalog, so a guest that

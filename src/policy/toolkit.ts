@@ -10,9 +10,12 @@
  *
  * Invariant: an unknown word is always named, and a verdict with an unknown word is never ok.
  *
+ * Also owns the declaration as a grant: `narrowToDeclaration` — a toolkit's command runs with its
+ * caller's grant intersected with what the toolkit declared (never more than either).
+ *
  * Does not protect against: a toolkit whose module imports more than it declared — that is the
- * linker's refusal at run time (LINK_UNSATISFIED), since what the installer grants is the
- * declaration.
+ * installer's refusal (engine/toolkit-install.ts, LINK_UNSATISFIED), since what the installer
+ * grants is the declaration.
  */
 
 import { isHostCapName } from './host-caps.ts';
@@ -59,4 +62,17 @@ export function verifyToolkitCaps(declared: unknown): ToolkitVerdict {
     return { ok: false, ...base, reason: `no profile grants all of: ${ordered.join(', ')}${missing.length ? ` (no profile grants ${missing.join(', ')})` : ''}` };
   }
   return { ok: true, ...base, reason: null };
+}
+
+/** What an installed toolkit declared: the grant its commands run under (at most). */
+export interface Declaration {
+  readonly toolkit: string;
+  readonly caps: readonly CapWord[];
+  readonly hostCaps: readonly string[];
+}
+
+/** `policy` with its caps and host caps cut to the declaration (unchanged without one). */
+export function narrowToDeclaration<P extends { readonly caps: readonly CapWord[]; readonly hostCaps: readonly string[] }>(policy: P, declared: Declaration | undefined): P {
+  if (!declared) return policy;
+  return { ...policy, caps: policy.caps.filter((c) => declared.caps.includes(c)), hostCaps: policy.hostCaps.filter((c) => declared.hostCaps.includes(c)) };
 }

@@ -266,14 +266,19 @@ export function verifyArtifact(file: string, opts: VerifyArtifactOptions = {}): 
 
 /**
  * Why `bytes` may not run under `requireSigned` (null when it may): the envelope must be well
- * formed, signed by a did:key in `trusted`, and list an asset whose sha256 is the module's.
+ * formed, signed by a DID in `trusted` (a did:web verifies only against its document in
+ * `documents`), and list an asset whose sha256 is the module's.
  */
-export function signedModuleRefusal(bytes: Uint8Array, artifact: unknown, trusted: readonly string[]): string | null {
+export function signedModuleRefusal(bytes: Uint8Array, artifact: unknown, trusted: readonly string[], documents?: ReadonlyMap<string, unknown>): string | null {
   if (artifact === undefined || artifact === null) return 'the module is unsigned (no artifact manifest given) and this engine runs only signed modules';
   const parsed = parseSignedArtifact(artifact);
   if (typeof parsed === 'string') return `the artifact manifest is malformed: ${parsed}`;
   if (!trusted.includes(parsed.manifest.signer)) return `the module is signed by ${parsed.manifest.signer.slice(0, 120)}, which is not one of the engine's requireSigned DIDs`;
-  if (!signatureHolds(parsed)) return 'the artifact manifest\'s signature does not verify (edited or forged)';
+  if (!signatureHolds(parsed, documents)) {
+    return parsed.manifest.signer.startsWith('did:web:')
+      ? `the artifact manifest's signature does not verify under ${parsed.manifest.signer.slice(0, 120)}'s DID document (edited, forged, or signed by a key the document does not list)`
+      : 'the artifact manifest\'s signature does not verify (edited or forged)';
+  }
   const hash = sha256Hex(bytes);
   if (!parsed.manifest.assets.some((a) => a.sha256 === hash)) return 'the module\'s sha256 is not among the signed manifest\'s assets (altered, or another module)';
   return null;

@@ -24,6 +24,8 @@ import { SandboxError } from '../errors.ts';
 import { canonical, canonicalBytes } from './canonical.ts';
 import { verifyForDid } from './did.ts';
 import type { Identity } from './identity.ts';
+import { anchorProblem, type AuditAnchor } from './anchor.ts';
+import { EXEC_RECEIPT_TYPE, execShapeProblem, type SignedExecReceipt } from './exec-receipt.ts';
 
 export const RECEIPT_TYPE = 'membrane/receipt';
 /** A receipt file larger than this is not one. */
@@ -59,8 +61,8 @@ export interface RunReceipt {
   readonly hostCalls: number;
   /** The run read or wrote state that outlives it (a named VFS, mounts). */
   readonly persistentState: boolean;
-  /** The audit log's record of this receipt: its seq and MAC, and the audit key's public id. */
-  readonly audit: { readonly seq: number; readonly mac: string; readonly keyId: string } | null;
+  /** Where the audit trail recorded this receipt (anchor.ts); null when it could not be recorded. */
+  readonly audit: AuditAnchor | null;
   readonly time: string;
 }
 
@@ -68,6 +70,9 @@ export interface SignedReceipt {
   readonly receipt: RunReceipt;
   readonly signature: string;
 }
+
+/** A run's or an exec's receipt, signed (what `parseReceipt` reads). */
+export type AnySignedReceipt = SignedReceipt | SignedExecReceipt;
 
 export interface RunOutput {
   readonly stdout: string;
@@ -102,6 +107,11 @@ export function signReceipt(receipt: RunReceipt, engine: Identity): SignedReceip
   return { receipt, signature: engine.keys.sign(canonicalBytes(receipt)) };
 }
 
+export function signExecReceipt(receipt: SignedExecReceipt['receipt'], engine: Identity): SignedExecReceipt {
+  if (receipt.engine.did !== engine.did) throw new SandboxError('INTERNAL', 'a receipt names the key that signs it');
+  return { receipt, signature: engine.keys.sign(canonicalBytes(receipt)) };
+}
+
 const HEX64 = /^[0-9a-f]{64}$/;
 const FIELDS = ['audit', 'caps', 'engine', 'fuelMetered', 'fuelUsed', 'hostCalls', 'id', 'input', 'limits', 'module', 'outcome', 'output', 'persistentState', 'profile', 'tenant', 'time', 'type', 'v'];
 
@@ -116,11 +126,11 @@ function shapeProblem(r: Record<string, unknown>): string | null {
   if (typeof r['tenant'] !== 'string' || typeof r['id'] !== 'string' || typeof r['profile'] !== 'string' || typeof r['time'] !== 'string') return 'the receipt\'s tenant, id, profile and time are strings';
   if (!Array.isArray(r['caps']) || !r['caps'].every((c) => typeof c === 'string')) return 'the receipt\'s caps are strings';
   if (typeof obj('outcome')['ok'] !== 'boolean') return 'the receipt has no outcome';
-  return null;
+  return anchorProblem(r['audit']);
 }
 
-/** Parse a receipt file's text: the signed receipt, or why it is not one. */
-export function parseReceipt(text: string): SignedReceipt | string {
+/** Parse a receipt file's text (a run's or an exec's): the signed receipt, or why it is not one. */
+export function parseReceipt(text: string): AnySignedReceipt | string {
   if (Buffer.byteLength(text, 'utf8') > MAX_RECEIPT_BYTES) return `a receipt is at most ${MAX_RECEIPT_BYTES} bytes`;
   let value: unknown;
   try {
@@ -133,7 +143,8 @@ export function parseReceipt(text: string): SignedReceipt | string {
   if (Object.keys(env).sort().join(',') !== 'receipt,signature' || typeof env['signature'] !== 'string') return 'a signed receipt is { receipt, signature }';
   const r = env['receipt'];
   if (r === null || typeof r !== 'object' || Array.isArray(r)) return 'the receipt is not an object';
-  return shapeProblem(r as Record<string, unknown>) ?? (value as SignedReceipt);
+  const rec = r as Record<string, unknown>;
+  return (rec['type'] === EXEC_RECEIPT_TYPE ? execShapeProblem(rec) : shapeProblem(rec)) ?? (value as AnySignedReceipt);
 }
 
 export interface ReceiptCheck {
@@ -143,7 +154,7 @@ export interface ReceiptCheck {
 }
 
 /** Check a signed receipt offline: its shape, its signature under its engine DID, and (if given) that DID is trusted. */
-export function checkReceipt(signed: SignedReceipt | string, trust?: readonly string[]): ReceiptCheck {
+export function checkReceipt(signed: AnySignedReceipt | string, trust?: readonly string[]): ReceiptCheck {
   if (typeof signed === 'string') return { valid: false, signer: null, reason: signed };
   const did = signed.receipt.engine.did;
   let bytes: Buffer;

@@ -36,6 +36,8 @@ export { assertValidModule } from './validate.ts';
 export { GROW_FAILED_EXPORT, MAX_MEMORY32_PAGES, applyLimits } from './limits.ts';
 export type { LimitsOptions, LimitsResult, MemoryLimitInfo, TableLimitInfo } from './limits.ts';
 export { describeModule, formatSignature } from './inspect.ts';
+export { POOL_MEMORY_IMPORT, importMemory } from './memory-import.ts';
+export type { ImportedMemory, MemoryImportResult } from './memory-import.ts';
 export type {
   ExportDescription,
   GlobalDescription,

@@ -28,6 +28,7 @@ import { planLinks } from '../linker.ts';
 import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
 import type { CapWord } from '../../policy/profiles.ts';
+import type { Declaration } from '../../policy/toolkit.ts';
 import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, type BrokerAnswer } from '../../brokers/index.ts';
 import { fanMap, values } from '../../fabric/fanout.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
@@ -40,6 +41,10 @@ import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
+
+/** A job's stop reason (an AbortError, as a reason-less abort's): made once, not a stack trace per job. */
+const JOB_ENDED = new DOMException('the job ended', 'AbortError');
+
 export const MAX_CONCURRENT_EXECS = 64;
 export const MAX_LIVE_PROCESSES = 32;
 
@@ -132,10 +137,11 @@ export class HostServices {
     return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
   }
 
-  /** A registered command (the operator's registry) for a snippet's commands: its module, full arguments and image mounts. */
-  command(name: string, args: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[] } | undefined {
+  /** A registered command (the operator's registry) for a snippet's commands: its module, full arguments, image mounts and toolkit declaration. */
+  command(name: string, args: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[]; declared?: Declaration } | undefined {
     const bytes = this.deps.registry.get(name);
-    return bytes ? { bytes, argv: this.deps.registry.argsFor(name, args), images: this.deps.registry.imagesFor(name) } : undefined;
+    const declared = this.deps.registry.declarationOf(name);
+    return bytes ? { bytes, argv: this.deps.registry.argsFor(name, args), images: this.deps.registry.imagesFor(name), ...(declared ? { declared } : {}) } : undefined;
   }
 
   /**
@@ -166,7 +172,9 @@ export class HostServices {
     let nextPid = 1;
     let ended = false;
     const serving: ServeSlot = { request: null, response: null };
-    let stop = new AbortController();
+    // Made at the first host call that needs it (most jobs make none): aborted when the job ends or is interrupted.
+    let stop: AbortController | null = null;
+    const stopSignal = (): AbortSignal => (ended ? AbortSignal.abort(JOB_ENDED) : (stop ??= new AbortController()).signal);
     /** An answer too big for the guest's buffer, kept for the retry with the same request. */
     const hold = new RetryHold();
     const ok = (value: number, payload?: Uint8Array): HostReply =>
@@ -284,7 +292,7 @@ export class HostServices {
             // Long calls: what they fetched or ran is kept for the retry with a bigger buffer.
             const key = retryKey(req.name, blobs);
             const kept = hold.kept(key);
-            const signal = AbortSignal.any([stop.signal, call.signal]);
+            const signal = AbortSignal.any([stopSignal(), call.signal]);
             const answer = kept ?? (req.name === 'run_command_many' ? await this.runMany(caller, blobs[0] ?? new Uint8Array(0), signal, call.deadline) : await this.deps.net(caller, req.name, blobs, signal, call.deadline));
             // A late answer (the call was cut at its deadline) is not kept for a retry.
             if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
@@ -301,7 +309,7 @@ export class HostServices {
           const kept = req.oversized === undefined ? hold.kept(key) : null;
           const answer =
             kept ??
-            (await this.deps.hostCall(caller, req.cap, req.fn, req.oversized ?? blobs[0] ?? new Uint8Array(0), [stop.signal, call.signal], call.deadline));
+            (await this.deps.hostCall(caller, req.cap, req.fn, req.oversized ?? blobs[0] ?? new Uint8Array(0), [stopSignal(), call.signal], call.deadline));
           if (call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
           if (typeof answer === 'number') return err(answer);
           return hold.fits(key, answer, req.out) ? ok(answer.length, answer) : ok(answer.length);
@@ -329,13 +337,14 @@ export class HostServices {
       serving,
       end: () => {
         ended = true;
-        stop.abort();
+        stop?.abort(JOB_ENDED);
+        stop = null;
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
       interrupt: () => {
-        stop.abort();
-        stop = new AbortController();
+        stop?.abort(JOB_ENDED);
+        stop = null;
         for (const slot of [...slots]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
@@ -394,6 +403,7 @@ export class HostServices {
       maxMemoryPages: prepared.maxMemoryPages,
       importedMemory: plan.importedMemory,
       growFailedExport: prepared.limits.growFailedExport,
+      poolMemory: prepared.limits.poolMemory ?? null,
       metered: prepared.metered,
       ...(registered ? { images: this.deps.registry.imagesFor(name), argsPrefix: this.deps.registry.argsPrefix(name) } : {}),
     };

@@ -39,6 +39,8 @@ export interface GuestSpec {
   readonly importedMemory: { readonly initial: number; readonly maximum: number | null; readonly shared: boolean } | null;
   /** The export the limits rewriter added to report a failed `memory.grow`, if any. */
   readonly growFailedExport: string | null;
+  /** The module's own memory, made an import by the rewriter (wasm/memory-import.ts): the worker passes a zeroed one of these limits. */
+  readonly poolMemory: { readonly initialPages: number; readonly maxPages: number } | null;
   readonly output: { readonly limitBytes: number; readonly failOnLimit: boolean };
   readonly wasi: {
     readonly argv: readonly string[];
@@ -95,6 +97,8 @@ export interface ComponentCore {
   readonly growFailedExport: string | null;
   /** It defines a memory: its share of the cap was planned for one instance of it. */
   readonly definesMemory: boolean;
+  /** Its memory, made an import by the rewriter (wasm/memory-import.ts): the worker passes a fresh one of these limits. */
+  readonly poolMemory: GuestSpec['poolMemory'];
 }
 
 /** main → worker: run a component's `wasi:cli/run` (src/engine/component-lane.ts). */
@@ -208,6 +212,7 @@ export interface CommandModuleMessage {
   readonly maxMemoryPages: number;
   readonly importedMemory: GuestSpec['importedMemory'];
   readonly growFailedExport: string | null;
+  readonly poolMemory: GuestSpec['poolMemory'];
   readonly metered: boolean;
   /** Image VFSes the command mounts beside its caller's VFS (a toolchain's sysroot). */
   readonly images?: readonly ImageMount[];

@@ -23,6 +23,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
 import { readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts';
+import { CANCEL_GRACE_MS, TIMEOUT_ERRNO, grace, pastLimit, within } from './wait-bounds.ts';
 import type { StreamSink } from './stream-sink.ts';
 import {
   PROTOCOL_VERSION,
@@ -72,12 +73,11 @@ export const HOST_CALL_GRACE_MS = 50;
  * itself (its next fuel refill; a host call it was blocked in is answered at once) before its
  * worker is terminated and replaced: the call settles within this of the abort.
  */
-export const CANCEL_GRACE_MS = 25;
+export { CANCEL_GRACE_MS };
 
 /** Host calls served even past the deadline: they only release what the call holds (an exec slot, a process). */
 const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']);
 
-const TIMEOUT_ERRNO = -7;
 const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: TIMEOUT_ERRNO };
 
 /**
@@ -229,6 +229,11 @@ export class WorkerHandle {
    * streamed output is delivered as it arrives and completed from the result before this returns.
    */
   async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0, signal?: AbortSignal, sink?: StreamSink | null): Promise<Awaited> {
+    // A short job (a kernel call, a small fresh run) is often done within the spin: taken here,
+    // without the timer, listeners and async frames the full wait sets up.
+    const quick = sink ? null : this.doneWithinSpin(deadline, signal);
+    if (quick) return quick;
+    this.spun = sink ? 0 : 1; // the full wait does not spin a second time
     // A pending Atomics.waitAsync does not keep Node alive by itself, nor does a worker that has
     // exited (stopped or killed mid-call): a timer does, until the call is settled.
     const keepAlive = setInterval(() => {}, 60_000);
@@ -286,7 +291,8 @@ export class WorkerHandle {
     const ch = this.channel;
     let limit = deadline;
     let interrupted = false;
-    let spinUntil = performance.now() + this.limits.spinMs;
+    let spinUntil = performance.now() + (this.spun ? 0 : this.limits.spinMs);
+    this.spun = 0;
     for (;;) {
       if (signal?.aborted && !interrupted) limit = Math.min(limit, performance.now());
       const s = ch.state;
@@ -359,6 +365,29 @@ export class WorkerHandle {
     }
   }
 
+  /**
+   * The job's result if it is there within the spin window (and before `deadline`, with `signal`
+   * not aborted), else null — nothing consumed, and the full wait takes over from the state as it is.
+   */
+  /** Set by awaitDone when its quick spin already ran: the wait loop starts without spinning. */
+  private spun = 0;
+
+  private doneWithinSpin(deadline: number, signal?: AbortSignal): Awaited | null {
+    const ch = this.channel;
+    const until = Math.min(deadline, performance.now() + this.limits.spinMs);
+    for (;;) {
+      const s = ch.state;
+      if (s === State.DONE) {
+        if (signal?.aborted) return null;
+        const done = readDone(ch);
+        ch.set(State.IDLE);
+        return { kind: 'done', ...done };
+      }
+      if (s !== State.RUNNING && s !== State.JOB && s !== State.IDLE) return null; // IDLE: a posted run not taken up yet
+      if (performance.now() >= until) return null;
+    }
+  }
+
   /** Answer the host call a job was parked in (then `awaitDone` again to wait for its result). */
   answerParked(reply: HostReply): void {
     const ch = this.channel;
@@ -386,42 +415,4 @@ export class WorkerHandle {
   whenExited(): Promise<void> {
     return this.exited;
   }
-}
-
-/**
- * How early a handler's own deadline timer may fire against `performance.now()`: timers run on
- * the event loop's millisecond clock, cached at the start of each turn.
- */
-const CLOCK_TICK_MS = 2;
-
-/** A host answer that comes at (or, being a TIMEOUT, within a clock tick of) the call's limit. */
-function pastLimit(reply: HostReply, limit: number): boolean {
-  const now = performance.now();
-  return now >= limit || (!reply.ok && reply.errno === TIMEOUT_ERRNO && now >= limit - CLOCK_TICK_MS);
-}
-
-/** Once the caller's signal aborted, what the job gets to stop by itself is at most CANCEL_GRACE_MS. */
-function grace(ms: number, signal: AbortSignal | undefined): number {
-  return signal?.aborted ? Math.min(ms, CANCEL_GRACE_MS) : ms;
-}
-
-/**
- * `work`'s reply, or null once `limit` (a `performance.now()` value) passes; `work` itself is
- * left to its own abort and its late result is ignored. (Bookkeeping past the deadline only.)
- */
-function within(work: Promise<HostReply>, limit: number): Promise<HostReply | null> {
-  return new Promise<HostReply | null>((resolve, reject) => {
-    const done = (): void => clearTimeout(timer);
-    const timer = setTimeout(() => resolve(null), Math.max(0, limit - performance.now()));
-    work.then(
-      (r) => {
-        done();
-        resolve(r);
-      },
-      (e: unknown) => {
-        done();
-        reject(e);
-      },
-    );
-  });
 }

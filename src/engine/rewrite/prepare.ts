@@ -14,7 +14,7 @@
 
 import { SandboxError } from '../../errors.ts';
 import { encodeCacheEntry } from '../../storage/cache-file.ts';
-import { applyLimits, describeModule, instrumentFuel, type FuelStats, type ModuleDescription } from '../../wasm/index.ts';
+import { applyLimits, describeModule, importMemory, instrumentFuel, type FuelStats, type ModuleDescription } from '../../wasm/index.ts';
 import type { EntryMeta, LimitsInfo, RewriteSettings } from './protocol.ts';
 
 export interface PreparedParts {
@@ -39,8 +39,11 @@ export async function prepareModule(bytes: Uint8Array, settings: RewriteSettings
       rewritten = r.bytes;
       fuel = r.stats;
     }
+    // Last: the memory becomes an import the worker can fill with a recycled, zeroed one (no index moves).
+    const pooled = importMemory(rewritten);
+    rewritten = pooled.bytes;
     const module = await compileRewritten(rewritten);
-    const info: LimitsInfo = limits;
+    const info: LimitsInfo = { ...limits, poolMemory: pooled.memory };
     const entry = entryKey === null ? null : encodeCacheEntry(JSON.stringify({ key: entryKey, desc, limits: info } satisfies EntryMeta), rewritten);
     return { module, desc, limits: info, fuel, entry };
   } catch (e) {

@@ -11,7 +11,7 @@
  */
 
 import type { SerializedError } from '../../errors.ts';
-import type { FuelStats, LimitsResult, ModuleDescription } from '../../wasm/index.ts';
+import type { FuelStats, ImportedMemory, LimitsResult, ModuleDescription } from '../../wasm/index.ts';
 
 export const REWRITE_PROTOCOL_VERSION = 1;
 
@@ -24,7 +24,10 @@ export interface RewriteSettings {
 }
 
 /** A LimitsResult without its bytes: what the engine keeps about the limits rewrite. */
-export type LimitsInfo = Omit<LimitsResult<Uint8Array>, 'bytes'>;
+export type LimitsInfo = Omit<LimitsResult<Uint8Array>, 'bytes'> & {
+  /** The module's memory as an import the worker fills (wasm/memory-import.ts); absent in entries written before it. */
+  readonly poolMemory?: ImportedMemory | null;
+};
 
 /** What a disk cache entry says about its input, beside the rewritten wasm. */
 export interface EntryMeta {

@@ -120,6 +120,7 @@ export class Commands {
         maxMemoryPages: msg.maxMemoryPages,
         importedMemory: msg.importedMemory,
         growFailedExport: msg.growFailedExport,
+        poolMemory: msg.poolMemory ?? null,
         fuel: { ...ctx.spec.fuel, metered: msg.metered },
         ...(msg.images && ctx.spec.vfs ? { vfs: { ...ctx.spec.vfs, images: msg.images } } : {}),
         wasi: { argv: [request.name, ...(request.args[0] === '-cc1' ? [] : (msg.argsPrefix ?? [])), ...request.args], env: [], stdin: request.stdin },

@@ -17,7 +17,7 @@
 
 import { Script, createContext } from 'node:vm';
 import { SandboxError } from '../../errors.ts';
-import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT } from '../../policy/catalog.ts';
+import { FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, POOL_MEMORY_IMPORT } from '../../policy/catalog.ts';
 import { ExitSignal, GuestFault, CallState, classify, type GrowProbe } from '../../abi/signals.ts';
 import { GuestMemory } from '../../abi/memory.ts';
 import { Vfs } from '../../storage/index.ts';
@@ -167,7 +167,10 @@ export class ComponentGuest {
     if (++this.instances > MAX_CORE_INSTANCES) throw new SandboxError('MEMORY_LIMIT', `more than ${MAX_CORE_INSTANCES} core instances`, {});
     this.instantiated.add(module);
     const meter = this.fuel?.refillFor() ?? null;
-    const world = meter ? { ...imports, [FUEL_REFILL_IMPORT.module]: { [FUEL_REFILL_IMPORT.name]: meter.refill } } : imports;
+    const world: WebAssembly.Imports = meter ? { ...imports, [FUEL_REFILL_IMPORT.module]: { [FUEL_REFILL_IMPORT.name]: meter.refill } } : { ...imports };
+    // A defined memory the rewriter made an import: a fresh (all-zero) memory of its capped limits.
+    const pool = planned.poolMemory;
+    if (pool) world[POOL_MEMORY_IMPORT.module] = { [POOL_MEMORY_IMPORT.name]: new WebAssembly.Memory({ initial: pool.initialPages, maximum: pool.maxPages }) };
     const instance = new WebAssembly.Instance(module, world);
     const ex = instance.exports;
     if (meter) {

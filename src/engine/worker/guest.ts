@@ -13,7 +13,7 @@
  */
 
 import { SandboxError } from '../../errors.ts';
-import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
+import { CATALOG, FUEL_GLOBAL_EXPORT, FUEL_REFILL_IMPORT, MEMBRANE_MODULE, MEMORY_IMPORT, POOL_MEMORY_IMPORT, WASI_MODULE, importKey } from '../../policy/catalog.ts';
 import { decodeStart, fromWire, wireFromResult, type Budget, type GuestSpec, type Outcome, type WireValue } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import { Commands } from './commands.ts';
@@ -26,6 +26,7 @@ import { GuestMemory, FaultError } from '../../abi/memory.ts';
 import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from '../../abi/signals.ts';
 import { Vfs } from '../../storage/index.ts';
 import { lateVfs, type LateVfs } from './late-vfs.ts';
+import type { MemoryPool } from './memory-pool.ts';
 import { GUEST_ERR } from '../../abi/command.ts';
 import { ambientWasi, CappedStream, vfsWasi, type WasiContext } from '../../wasi/index.ts';
 
@@ -58,6 +59,8 @@ export class Guest {
   /** The current job's fuel budget (a lane port restarts the count from it). */
   private budgetFuel = 0;
   private late: LateVfs | null = null;
+  /** The memory this guest imports from the pool (wasm/memory-import.ts), until it is disposed. */
+  private pooledMemory: WebAssembly.Memory | null = null;
   private growGlobal: WebAssembly.Global | null = null;
   private readonly wasi: WasiContext;
   private readonly meter: FuelMeter | null;
@@ -77,6 +80,8 @@ export class Guest {
     private readonly interrupted: () => boolean,
     private readonly sharedVfs: Vfs | null = null,
     private readonly hooks: GuestHooks | null = null,
+    /** A top-level fresh run's: its memory (when the module imports it from the pool) is recycled at dispose. */
+    private readonly memories: MemoryPool | null = null,
   ) {
     // What the guest wrote must be in the database before anything outside this worker (a
     // broker, a process on another worker, the host) can look at it.
@@ -224,6 +229,9 @@ export class Guest {
   dispose(): void {
     if (this.ownsVfs) this.vfs?.close();
     this.vfs = null;
+    const pooled = this.pooledMemory;
+    this.pooledMemory = null;
+    if (pooled && this.memories && this.spec.poolMemory) this.memories.give(pooled, this.spec.poolMemory.initialPages, this.spec.poolMemory.maxPages);
   }
 
   /** The guest's VFS, opened on first use (a guest that never touches files never opens one). */
@@ -259,6 +267,13 @@ export class Guest {
     const membraneAll: Record<string, unknown> = { ...this.membraneAmbient(), ...this.brokered() };
     const hostFns = hostFunctionImports(this.spec.link, this.host, this.memory, this.state);
     const imports: Record<string, Record<string, unknown>> = {};
+    const pool = this.spec.poolMemory;
+    if (pool) {
+      // The module's own memory, made an import by the rewriter (wasm/memory-import.ts): all zero, its declared limits.
+      const memory = this.memories ? this.memories.take(pool.initialPages, pool.maxPages) : new WebAssembly.Memory({ initial: pool.initialPages, maximum: pool.maxPages });
+      this.pooledMemory = memory;
+      imports[POOL_MEMORY_IMPORT.module] = { [POOL_MEMORY_IMPORT.name]: memory };
+    }
     for (const key of this.spec.link) {
       const dot = key.indexOf('.');
       const mod = key.slice(0, dot);

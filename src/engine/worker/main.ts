@@ -28,6 +28,7 @@ import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.
 import { kernelCall } from './kernel-call.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
+import { MemoryPool } from './memory-pool.ts';
 import type { HostAnswer, HostBridge } from './host-bridge.ts';
 import { GuestFault } from '../../abi/signals.ts';
 import { ComponentGuest } from './component-guest.ts';
@@ -56,6 +57,7 @@ let currentJob = 0;
 let hostWaitMs = 1000;
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
+const memories = new MemoryPool();
 /** A job's output on its way to a caller that streams it (posted, never waited for). */
 const forward = new OutputForwarder(
   (msg, transfer) => port.postMessage(msg, transfer),
@@ -189,7 +191,8 @@ port.on('message', (msg: unknown) => {
     finish(msg.job, component, outcome, t0);
     return;
   }
-  const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted, null, hooks);
+  // A fresh run's memory is recycled (memory-pool.ts); a persistent instance keeps its own.
+  const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted, null, hooks, msg.kind === 'run' ? memories : null);
   forward.begin(msg.job, guest.stdout, guest.stderr, msg.kind === 'run' && msg.stream === true);
   const started = guest.instantiate(msg.budget);
   const rest = (): Budget => ({ ms: Math.max(0, msg.budget.ms - (performance.now() - t0)), fuel: Math.max(0, msg.budget.fuel - guest.fuelUsed) });

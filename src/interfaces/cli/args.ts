@@ -7,6 +7,7 @@
  */
 
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SandboxError, exitCodeFor, toSandboxError } from '../../errors.ts';
 import { CommandRegistry } from '../../engine/index.ts';
@@ -51,9 +52,22 @@ export async function loadModule(path: string): Promise<Uint8Array> {
   return compileWat(path, data.toString('utf8'));
 }
 
-/** The built-in commands plus every `--register NAME=FILE.wasm` (a file's later flag wins). */
-export async function commandRegistry(flags: readonly string[]): Promise<CommandRegistry> {
+/**
+ * The built-in commands, every `--toolkit MANIFEST` (its commands installed under its declared
+ * caps: engine/toolkit-install.ts; module files relative to the manifest), then every
+ * `--register NAME=FILE.wasm` (a later flag wins).
+ */
+export async function commandRegistry(flags: readonly string[], toolkits: readonly string[] = []): Promise<CommandRegistry> {
   const registry = CommandRegistry.withBuiltins();
+  if (toolkits.length > 0) {
+    const [{ readManifest }, { installToolkit, parseToolkitManifest }] = await Promise.all([import('./manifest-file.ts'), import('../../engine/toolkit-install.ts')]);
+    for (const file of toolkits) {
+      const spec = parseToolkitManifest(await readManifest(file));
+      const modules: Record<string, Uint8Array> = {};
+      for (const [name, path] of Object.entries(spec.commands)) modules[name] = await loadModule(resolve(dirname(file), path));
+      installToolkit(registry, spec.name, spec.caps, modules);
+    }
+  }
   for (const flag of flags) {
     const eq = flag.indexOf('=');
     if (eq <= 0 || eq === flag.length - 1) throw new UsageError(`--register expects NAME=FILE.wasm, got "${flag}"`);

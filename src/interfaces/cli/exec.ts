@@ -1,12 +1,13 @@
 /**
  * `membrane exec --lang js|ts|python (-c CODE | FILE) [--profile P] [--timeout DURATION] [--fuel COUNT]
- * [--memory SIZE] [--context JSON] [--vfs NAME] [--json]`: run untrusted source in its lane
+ * [--memory SIZE] [--context JSON] [--vfs NAME] [--receipt FILE] [--json]`: run untrusted source in its lane
  * (DESIGN §7, §9); `--vfs NAME` gives the snippet's `vfs.*` powers and commands the named
- * persistent VFS (the one `membrane run --vfs NAME` uses) instead of a private one.
+ * persistent VFS (the one `membrane run --vfs NAME` uses) instead of a private one; `--receipt
+ * FILE` writes a signed exec receipt to FILE and the context it hashes to FILE.input.json.
  * Human output: the snippet's stdout and stderr, then the result (JSON) on its own line.
  */
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { createEngine } from '../../engine/index.ts';
 import { SandboxError, exitCodeFor } from '../../errors.ts';
@@ -26,6 +27,7 @@ export async function execCommand(argv: string[]): Promise<number> {
     context: { type: 'string' },
     tenant: { type: 'string' },
     vfs: { type: 'string' },
+    receipt: { type: 'string' },
     json: { type: 'boolean' },
   });
   const language = str(values['lang']);
@@ -55,6 +57,7 @@ export async function execCommand(argv: string[]): Promise<number> {
     }
   }
   const json = values['json'] === true;
+  const receiptFile = str(values['receipt']);
   const limits = limitFlags(values);
   const engine = createEngine({ poolSize: 0 });
   const live = cliCall(json);
@@ -67,11 +70,17 @@ export async function execCommand(argv: string[]): Promise<number> {
       ...(str(values['tenant']) !== undefined ? { tenant: str(values['tenant'])! } : {}),
       ...(str(values['vfs']) !== undefined ? { vfs: str(values['vfs'])! } : {}),
       ...limits,
+      ...(receiptFile !== undefined ? { receipt: true } : {}),
       // Starting an interpreter can take a moment (Python: a second or two cold): say so.
       onProgress: json ? undefined : (what: string) => process.stderr.write(`membrane: ${what}\n`),
       ...live.controls,
     });
     live.finish(r);
+    if (receiptFile !== undefined && r.receipt) {
+      // The receipt, and the input it hashes beside it (membrane replay --input).
+      writeFileSync(receiptFile, `${JSON.stringify(r.receipt, null, 2)}\n`);
+      writeFileSync(`${receiptFile}.input.json`, `${JSON.stringify(context === undefined ? {} : { context }, null, 2)}\n`);
+    }
     if (json) printJson(r);
     else {
       for (const w of r.warnings) process.stderr.write(`membrane: warning: ${w}\n`);

@@ -43,13 +43,17 @@ ${LIMITS}
   --tenant T         the tenant recorded in the audit log (default: default)
   --caps W,W         narrow the profile's cap words
   --register NAME=FILE.wasm     a command the guest may run (repeatable)
+  --toolkit MANIFEST            install a toolkit's commands under its declared caps (repeatable)
   --secrets-file F   JSON secrets for secret_sign (also MEMBRANE_SECRET_<NAME> variables)
   --allow-cidr CIDR  admit an address range the network guard refuses (repeatable)
   --strict-profiles  an unknown --profile is an error instead of a warning
   --receipt FILE     write a receipt of the run signed by the engine's key to FILE, and its input to
                      FILE.input.json (membrane receipt verify, membrane replay)
-  --require-signed DID  run only a module signed by this did:key (repeatable); give its manifest
-                     with --artifact FILE (membrane sign): otherwise NOT_CAPABLE, audited
+  --require-signed DID  run only a module signed by this did:key or did:web:HOST (repeatable); give
+                     its manifest with --artifact FILE (membrane sign): otherwise NOT_CAPABLE, audited
+  --did-doc FILE     a did:web signer's DID document (membrane identity did-web), never fetched
+  --did-web-fetch    fetch a trusted did:web signer's https://HOST/.well-known/did.json through the
+                     network guard when no --did-doc gives it (--allow-cidr applies)
   --json             print one result object { ok, result?, exitCode?, stdout, stderr, fuelUsed,
                      durationMs, memoryBytes, profile, warnings, error? }
 
@@ -71,6 +75,8 @@ ${LIMITS}
   --context JSON     a read-only value named context
   --tenant T         the tenant recorded in the audit log (default: default)
   --vfs NAME         the snippet's vfs/commands powers use this persistent VFS
+  --receipt FILE     (js, ts, python) write a receipt signed by the engine's key to FILE, and the
+                     context it hashes to FILE.input.json (membrane receipt verify, membrane replay)
   --json             print one result object
 
 Example:
@@ -141,6 +147,7 @@ error's code (e.g. ${ERROR_TABLE.TIMEOUT.exitCode} for TIMEOUT).
   --timeout DURATION            the whole script's budget (default: the profile's time per call)
   --vfs NAME                    a persistent VFS in $MEMBRANE_HOME/vfs/NAME.sqlite
   --register NAME=FILE.wasm     add a command (repeatable)
+  --toolkit MANIFEST            install a toolkit's commands under its declared caps (repeatable)
   --json                        print { stdout, stderr, exitCode, error? }
 
 Example:
@@ -264,22 +271,25 @@ Example:
 
   receipt: `Usage: membrane receipt verify RECEIPT [--trust DID]... [--json]
 
-Check a run receipt (membrane run --receipt FILE) offline: the engine's Ed25519 signature over every
-field (module, input and output hashes, grant, limits, fuel, outcome, host calls, the audit record's
-seq and MAC). --trust: the engine's did:key must be one of these. Exit 0 when valid, 1 when not.
+Check a run or exec receipt (membrane run|exec --receipt FILE) offline: the engine's Ed25519
+signature over every field (module or source, input and output hashes, grant, limits, fuel, outcome,
+host or power calls, the audit anchor). --trust: the engine's did:key must be one of these. Exit 0
+when valid, 1 when not.
 
 Example:
   membrane receipt verify run.receipt.json`,
 
   replay: `Usage: membrane replay RECEIPT --module M [--input I] [--trust DID]... [--json]
+       membrane replay EXEC-RECEIPT (--source FILE | -c CODE) [--input I] [--trust DID]... [--json]
 
-Re-run a receipted run and compare its output hash and fuel: only a pure run replays (no host calls,
-no persistent VFS or mounts) given the module and input the receipt hashes. I is the JSON input
-'membrane run --receipt FILE' wrote beside it (FILE.input.json). Exit 0 when reproduced; 1 when
-refused (the reason is printed) or different.
+Re-run a receipted run or snippet and compare its output hash and fuel: only a pure one replays (no
+host or power calls, no persistent VFS or mounts) given the module (or source) and input the receipt
+hashes. I is the JSON input 'membrane run|exec --receipt FILE' wrote beside it (FILE.input.json).
+Exit 0 when reproduced; 1 when refused (the reason is printed) or different.
 
 Example:
-  membrane replay run.receipt.json --module guest.wasm --input run.receipt.json.input.json`,
+  membrane replay run.receipt.json --module guest.wasm --input run.receipt.json.input.json
+  membrane replay exec.json --source snippet.py --input exec.json.input.json`,
 
   bundle: `Usage: membrane bundle create --vfs NAME [--html FILE] [--tenant T] -o X.mbundle [--json]
        membrane bundle restore X.mbundle --vfs NAME2 [--trust DID]... [--html-out FILE] [--json]
@@ -299,7 +309,9 @@ Check a toolkit manifest's declared caps (caps: [...] in JSON, caps = [...] in a
 anything is installed: every word must be a cap word, and some profile must grant them all. Prints
 the granting profiles, least-privileged first (the minimal grant), or names the unknown words, or
 says why no profile can. Embedder host caps (vendor:name) are granted by the operator, not a profile.
-Exit 0 when grantable, 1 when not.
+A manifest that also names its commands (name = "T", [commands] NAME = "FILE.wasm") has each
+module's imports checked against the declaration, as --toolkit installs them. Exit 0 when
+grantable, 1 when not.
 
 Example:
   membrane verify toolkit.toml`,
@@ -321,8 +333,8 @@ const SUMMARY: Readonly<Record<string, string>> = {
   identity: "a tenant's Ed25519 identity: did:key and did:web",
   sign: 'sign a module or directory: a manifest of caps and asset hashes',
   'verify-artifact': "check a signed manifest's signature and assets",
-  receipt: 'verify a signed run receipt offline',
-  replay: "re-run a pure receipted run and compare its output hash",
+  receipt: 'verify a signed run or exec receipt offline',
+  replay: "re-run a pure receipted run or snippet and compare its output hash",
   bundle: 'pack a VFS into a signed .mbundle, or restore one',
   verify: "check a toolkit manifest's declared caps against the profiles",
 };

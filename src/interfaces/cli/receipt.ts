@@ -1,13 +1,15 @@
 /**
  * `membrane receipt verify RECEIPT` (offline: the engine's signature over every field) and
- * `membrane replay RECEIPT --module M --input I` (re-run a pure guest, compare the output hash).
+ * `membrane replay RECEIPT --module M --input I` (re-run a pure guest, compare the output hash;
+ * an exec receipt takes the snippet's `--source FILE` or `-c CODE` instead of `--module`).
  * Exit 0 when the receipt verifies (replay: reproduces); 1 when it does not (replay: refused or
  * different) — the receipt failed, not the command; unreadable files use the error table.
  */
 
 import { readFileSync } from 'node:fs';
 import { SandboxError } from '../../errors.ts';
-import { checkReceipt, parseReceipt, normalizeInput, MAX_RECEIPT_BYTES, type RunInput, type SignedReceipt } from '../../provenance/receipt.ts';
+import { checkReceipt, parseReceipt, normalizeInput, MAX_RECEIPT_BYTES, type AnySignedReceipt, type RunInput, type SignedReceipt } from '../../provenance/receipt.ts';
+import { EXEC_RECEIPT_TYPE, type SignedExecReceipt } from '../../provenance/exec-receipt.ts';
 import { UsageError, loadModule, parse, printJson, str, strs } from './args.ts';
 import { safeJson } from './audit.ts';
 
@@ -43,7 +45,7 @@ function readInput(file: string): RunInput {
   return normalizeInput(o as RunInput);
 }
 
-function verifiedReceipt(file: string, trust: readonly string[]): { signed: SignedReceipt | null; reason: string | null; signer: string | null } {
+function verifiedReceipt(file: string, trust: readonly string[]): { signed: AnySignedReceipt | null; reason: string | null; signer: string | null } {
   const parsed = parseReceipt(readText(file, 'receipt', MAX_RECEIPT_BYTES + 1));
   const check = checkReceipt(parsed, trust.length > 0 ? trust : undefined);
   return { signed: check.valid && typeof parsed !== 'string' ? parsed : null, reason: check.reason, signer: check.signer };
@@ -66,11 +68,15 @@ export async function receiptCommand(argv: string[]): Promise<number> {
 }
 
 export async function replayCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { module: { type: 'string' }, input: { type: 'string' }, trust: { type: 'string', multiple: true }, json: { type: 'boolean' } });
+  const { values, positionals } = parse(argv, {
+    module: { type: 'string' },
+    source: { type: 'string' },
+    command: { type: 'string', short: 'c' },
+    input: { type: 'string' },
+    trust: { type: 'string', multiple: true },
+    json: { type: 'boolean' },
+  });
   if (positionals.length !== 1) throw new UsageError('replay takes exactly one RECEIPT file');
-  const modulePath = str(values['module']);
-  if (modulePath === undefined) throw new UsageError('replay needs --module M (the module the receipt names)');
-  const inputPath = str(values['input']);
   const json = values['json'] === true;
   const v = verifiedReceipt(positionals[0]!, strs(values['trust']));
   if (!v.signed) {
@@ -78,19 +84,56 @@ export async function replayCommand(argv: string[]): Promise<number> {
     else process.stdout.write(`refused: the receipt does not verify: ${safeJson(v.reason)}\n`);
     return RECEIPT_FAILED_EXIT;
   }
-  const input = inputPath === undefined ? {} : readInput(inputPath);
-  const bytes = await loadModule(modulePath);
-  const { createEngine } = await import('../../engine/index.ts');
-  const { replayReceipt } = await import('../../engine/receipts.ts');
-  const engine = createEngine({ poolSize: 1, fuel: v.signed.receipt.fuelMetered });
-  let report;
-  try {
-    report = await replayReceipt((b, o) => engine.run(b, o), v.signed, bytes, input);
-  } finally {
-    await engine.close();
-  }
+  const report = v.signed.receipt.type === EXEC_RECEIPT_TYPE ? await replayExec(v.signed as SignedExecReceipt, values) : await replayRun(v.signed as SignedReceipt, values);
   if (json) printJson(report);
   else if (!report.replayed) process.stdout.write(`refused: ${report.reason}\n`);
   else process.stdout.write(report.reason === null ? 'reproduced: the output hash and fuel match the receipt\n' : `differs: ${report.reason}\n`);
   return report.replayed && report.reason === null ? 0 : RECEIPT_FAILED_EXIT;
+}
+
+type Flags = Record<string, string | boolean | (string | boolean)[] | undefined>;
+
+async function replayRun(signed: SignedReceipt, values: Flags): Promise<{ replayed: boolean; reason: string | null }> {
+  const modulePath = str(values['module']);
+  if (modulePath === undefined) throw new UsageError('replay needs --module M (the module the receipt names)');
+  const inputPath = str(values['input']);
+  const input = inputPath === undefined ? {} : readInput(inputPath);
+  const bytes = await loadModule(modulePath);
+  const { createEngine } = await import('../../engine/index.ts');
+  const { replayReceipt } = await import('../../engine/receipts.ts');
+  const engine = createEngine({ poolSize: 1, fuel: signed.receipt.fuelMetered });
+  try {
+    return await replayReceipt((b, o) => engine.run(b, o), signed, bytes, input);
+  } finally {
+    await engine.close();
+  }
+}
+
+/** An exec receipt: the snippet's source (--source FILE or -c CODE) and its input file `{ context }`. */
+async function replayExec(signed: SignedExecReceipt, values: Flags): Promise<{ replayed: boolean; reason: string | null }> {
+  const file = str(values['source']);
+  const inline = str(values['command']);
+  if ((file === undefined) === (inline === undefined)) throw new UsageError('replaying an exec receipt needs the snippet: --source FILE or -c CODE');
+  const code = inline ?? readText(file!, 'source', 1024 * 1024);
+  const inputPath = str(values['input']);
+  let context: unknown;
+  if (inputPath !== undefined) {
+    let v: unknown;
+    try {
+      v = JSON.parse(readText(inputPath, 'input', 16 * 1024 * 1024));
+    } catch (e) {
+      if (e instanceof SandboxError) throw e;
+      throw new SandboxError('POLICY_INVALID', 'the input file is not JSON');
+    }
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || Object.keys(v).some((k) => k !== 'context')) throw new SandboxError('POLICY_INVALID', 'an exec input file is a JSON object { context? }');
+    context = (v as { context?: unknown }).context;
+  }
+  const { createEngine } = await import('../../engine/index.ts');
+  const { replayExecReceipt } = await import('../../engine/receipts.ts');
+  const engine = createEngine({ poolSize: 0, fuel: signed.receipt.fuelMetered });
+  try {
+    return await replayExecReceipt((o) => engine.exec(o), signed, code, context);
+  } finally {
+    await engine.close();
+  }
 }

@@ -16,6 +16,7 @@ import { UsageError, commandRegistry, loadModule, parse, printJson, str, strs } 
 import { limitFlags } from './units.ts';
 import { cliCall } from './live.ts';
 import { runnableModule } from './instrumented.ts';
+import { readDidDocuments } from './sign.ts';
 
 export const RUN_OPTIONS = {
   profile: { type: 'string' },
@@ -31,6 +32,7 @@ export const RUN_OPTIONS = {
   tenant: { type: 'string' },
   vfs: { type: 'string' },
   register: { type: 'string', multiple: true },
+  toolkit: { type: 'string', multiple: true },
   'secrets-file': { type: 'string' },
   'allow-cidr': { type: 'string', multiple: true },
   caps: { type: 'string' },
@@ -39,6 +41,8 @@ export const RUN_OPTIONS = {
   receipt: { type: 'string' },
   artifact: { type: 'string' },
   'require-signed': { type: 'string', multiple: true },
+  'did-doc': { type: 'string', multiple: true },
+  'did-web-fetch': { type: 'boolean' },
 } as const;
 
 export async function runCommand(argv: string[]): Promise<number> {
@@ -57,14 +61,14 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (noFuel && limits.fuel !== undefined) throw new UsageError('--fuel and --no-fuel exclude each other');
   const stdinPath = str(values['stdin']);
   const receiptFile = str(values['receipt']);
-  const commands = await commandRegistry(strs(values['register']));
+  const commands = await commandRegistry(strs(values['register']), strs(values['toolkit']));
   // Secrets reach host memory only: MEMBRANE_SECRET_<NAME> variables and --secrets-file JSON.
   const secretsFile = str(values['secrets-file']);
   const secrets = { ...SecretStore.fromEnv(), ...(secretsFile ? SecretStore.fromFile(secretsFile) : {}) };
   const requireSigned = strs(values['require-signed']);
   const artifactFile = str(values['artifact']);
   const artifact = artifactFile !== undefined ? readSignedArtifact(artifactFile) : undefined;
-  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } }, ...(requireSigned.length > 0 ? { requireSigned } : {}) });
+  const engine = createEngine({ poolSize: 1, strictProfiles: values['strict-profiles'] === true, fuel: !noFuel, commands, brokers: { secrets, net: { allowCidrs: strs(values['allow-cidr']) } }, ...(requireSigned.length > 0 ? { requireSigned, didDocuments: Object.fromEntries(readDidDocuments(strs(values['did-doc']))), didWebFetch: values['did-web-fetch'] === true } : {}) });
   let result: RunResult;
   const live = cliCall(json);
   try {

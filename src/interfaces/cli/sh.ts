@@ -15,6 +15,7 @@ export async function shCommand(argv: string[]): Promise<number> {
     command: { type: 'string', short: 'c' },
     vfs: { type: 'string' },
     register: { type: 'string', multiple: true },
+    toolkit: { type: 'string', multiple: true },
     profile: { type: 'string' },
     timeout: { type: 'string' },
     json: { type: 'boolean' },
@@ -31,7 +32,7 @@ export async function shCommand(argv: string[]): Promise<number> {
     throw e;
   }
   const timeoutMs = optional('timeout', values['timeout'], 'duration');
-  const registry = await commandRegistry(strs(values['register']));
+  const registry = await commandRegistry(strs(values['register']), strs(values['toolkit']));
   const engine = createEngine({ poolSize: 1, commands: registry });
   try {
     const r = await runShell(engine, registry, script, {

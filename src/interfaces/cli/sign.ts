@@ -36,11 +36,10 @@ export async function signCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-export async function verifyArtifactCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { trust: { type: 'string', multiple: true }, 'did-doc': { type: 'string', multiple: true }, json: { type: 'boolean' } });
-  if (positionals.length !== 1) throw new UsageError('verify-artifact takes exactly one MANIFEST file');
+/** `--did-doc FILE`s: each did:web document, keyed by its own id (membrane identity did-web prints one). */
+export function readDidDocuments(files: readonly string[]): Map<string, unknown> {
   const documents = new Map<string, unknown>();
-  for (const f of strs(values['did-doc'])) {
+  for (const f of files) {
     let doc: unknown;
     try {
       doc = JSON.parse(readFileSync(f, 'utf8'));
@@ -49,6 +48,13 @@ export async function verifyArtifactCommand(argv: string[]): Promise<number> {
     }
     documents.set(keysOfDidDocument(doc).id, doc);
   }
+  return documents;
+}
+
+export async function verifyArtifactCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { trust: { type: 'string', multiple: true }, 'did-doc': { type: 'string', multiple: true }, json: { type: 'boolean' } });
+  if (positionals.length !== 1) throw new UsageError('verify-artifact takes exactly one MANIFEST file');
+  const documents = readDidDocuments(strs(values['did-doc']));
   const trust = strs(values['trust']);
   const r = verifyArtifact(positionals[0]!, { documents, ...(trust.length > 0 ? { trust } : {}) });
   if (values['json'] === true) printJson(r);

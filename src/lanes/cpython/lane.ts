@@ -29,7 +29,7 @@ import { MAX_POWER_FRAME_BYTES, POWER_ERROR_MESSAGES, answerPowerFrame, encodeAn
 import { guestExceptionError, parseGuestException, pathScrubber } from './exception.ts';
 import { DRIVER_PY } from './driver.ts';
 import { interpreterBytes } from './interpreter.ts';
-import { InterpreterPool, type InterpreterRun, type InterpreterRunOptions, type Parked } from './pool.ts';
+import { InterpreterPool, type InterpreterRun, type InterpreterRunOptions, type Parked, type Shape } from './pool.ts';
 import { resolvePolicy } from '../../policy/resolve.ts';
 
 /**
@@ -68,12 +68,17 @@ export class CPythonLane {
   private closed = false;
   private readonly pool: InterpreterPool;
 
-  /** `poolSize`: interpreters kept parked per shape (0: every call boots its own). */
+  /**
+   * `poolSize`: interpreters kept parked per shape (0: every call boots its own); `shapes`: the
+   * shapes worth parking — the profiles' own limits (default: any); a call with other limits boots
+   * its own interpreter.
+   */
   constructor(
     private readonly runner: CPythonRunner,
     private readonly poolSize: number,
+    private readonly shapes?: readonly Shape[],
   ) {
-    this.pool = new InterpreterPool((opts, policy) => runner.park(interpreterBytes(), opts, policy), { argv0: 'python', argv: ARGV }, poolSize);
+    this.pool = new InterpreterPool((opts, policy) => runner.park(interpreterBytes(), opts, policy), { argv0: 'python', argv: ARGV }, poolSize, shapes ? { pooled: shapes } : {});
   }
 
   /** Compile (and instrument) the interpreter, park the pool for the default profile's shape, and wait for every boot in flight. */
@@ -82,8 +87,9 @@ export class CPythonLane {
     const total = Math.max(1, this.poolSize);
     onProgress?.(0, total);
     const compute = resolvePolicy({ profile: 'compute' });
-    await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: compute.memoryBytes, caps: [] }));
-    if (this.poolSize > 0) await this.pool.refill({ memoryBytes: compute.memoryBytes, vfs: compute.caps.includes('vfs') });
+    const first = this.shapes?.[0] ?? { memoryBytes: compute.memoryBytes, vfs: compute.caps.includes('vfs') };
+    await this.runner.warm(interpreterBytes(), this.policy({ timeoutMs: 1000, fuel: 1, memoryBytes: first.memoryBytes, caps: [] }));
+    if (this.poolSize > 0) await this.pool.refill(first);
     await this.pool.settled();
     onProgress?.(total, total);
   }
@@ -137,7 +143,7 @@ export class CPythonLane {
     };
     const vfsFile = req.caps.includes('vfs') ? req.vfsFile?.() : undefined;
     const shape = { memoryBytes: req.memoryBytes, vfs: req.caps.includes('vfs') };
-    const pooled = this.poolSize > 0;
+    const pooled = this.poolSize > 0 && this.pool.pools(shape);
     const parked = pooled ? this.pool.take(shape) : null;
     const refill = pooled ? this.pool.refillAfter(shape, REFILL_DELAY_MS) : null;
     // A parked interpreter asked for its snippet at boot: the hand-over answers that request.

@@ -6,11 +6,17 @@
  * every call that took from it (refillAfter), replaced before its boot's walls would end it.
  *
  * Owns: which parked interpreters exist, their ages, the refill (at most `size` parked or booting
- * per shape) and the hit/miss counts. Invariant: an interpreter is handed out at most once, and
- * never after `close()` (those still booting are discarded when they arrive).
+ * per shape, at most `maxParked` over all shapes, and only for the `pooled` shapes — the
+ * profiles' own) and the hit/miss counts. Invariant: an interpreter is handed out at most once,
+ * and never after `close()` (those still booting are discarded when they arrive); a parked
+ * interpreter holds one of the engine's workers, so a caller choosing odd limits (every distinct
+ * memory cap is a shape) cannot make the pool park interpreters until no worker is left: such a
+ * call boots its own, within its own admission, and nothing is parked for it.
  *
  * Does not protect against: memory held by parked interpreters (each is a worker and its
- * interpreter's heap, ~15 MB: the pool is small by design).
+ * interpreter's heap, ~15 MB: the pool is small by design); a tenant that keeps calling with
+ * the profiles' other shapes can crowd the default shape's interpreters out (those calls then
+ * boot: slower, never refused).
  */
 
 import type { PolicyConfig } from '../../policy/resolve.ts';
@@ -75,11 +81,30 @@ export class InterpreterPool {
   hits = 0;
   misses = 0;
 
+  private readonly pooled: ReadonlySet<string>;
+
+  /**
+   * `size` per shape; `pooled`: the shapes worth parking (default: every shape); `maxParked`:
+   * parked or booting over all shapes (default twice `size`).
+   */
   constructor(
     private readonly park: Park,
     private readonly opts: InterpreterRunOptions,
     private readonly size: number,
-  ) {}
+    bounds: { readonly pooled?: readonly Shape[]; readonly maxParked?: number } = {},
+  ) {
+    this.pooled = new Set((bounds.pooled ?? []).map(keyOf));
+    this.maxParked = bounds.maxParked ?? 2 * size;
+    this.anyShape = bounds.pooled === undefined;
+  }
+
+  private readonly maxParked: number;
+  private readonly anyShape: boolean;
+
+  /** Whether interpreters of this shape are parked at all (a profile's own limits). */
+  pools(shape: Shape): boolean {
+    return this.anyShape || this.pooled.has(keyOf(shape));
+  }
 
   /**
    * A parked interpreter of this shape, or null (a miss). The caller refills the pool with
@@ -120,7 +145,8 @@ export class InterpreterPool {
   async refill(shape: Shape): Promise<void> {
     const key = keyOf(shape);
     const boots: Promise<void>[] = [];
-    while (!this.closed && (this.parked.get(key)?.length ?? 0) + (this.booting.get(key) ?? 0) < this.size) {
+    if (!this.pools(shape)) return;
+    while (!this.closed && (this.parked.get(key)?.length ?? 0) + (this.booting.get(key) ?? 0) < this.size && this.held() < this.maxParked) {
       this.booting.set(key, (this.booting.get(key) ?? 0) + 1);
       const boot = this.park(this.opts, bootPolicy(shape))
         .then((p) => {
@@ -137,6 +163,13 @@ export class InterpreterPool {
       boots.push(boot);
     }
     await Promise.all(boots);
+  }
+
+  /** Interpreters parked or booting, over all shapes. */
+  private held(): number {
+    let n = this.ready;
+    for (const b of this.booting.values()) n += b;
+    return n;
   }
 
   /** Resolves when every boot started so far has parked (or failed). */
