@@ -28,3 +28,13 @@ test('membrane run kv.component.wasm --profile compute exits with LINK_UNSATISFI
   assert.equal(r.stdout, '');
   assert.match(r.stderr, /membrane:engine\/kv@0\.1\.0.*cap "kv".*minimal, network, posix/);
 });
+
+test('membrane inspect COMPONENT names its interface imports, the caps they need and the profiles that run it', async () => {
+  const kv = JSON.parse((await membrane(['inspect', K('kv'), '--json'])).stdout) as { component: boolean; caps: string[]; profiles: string[] };
+  assert.equal(kv.component, true);
+  assert.deepEqual(kv.caps, ['kv']);
+  assert.deepEqual(kv.profiles, ['minimal', 'network', 'posix']);
+  const tcp = await membrane(['inspect', K('tcp')]);
+  assert.match(tcp.stdout, /wasi:sockets\/tcp@0\.2\.0 instance {2}\[net, not linkable\]/);
+  assert.match(tcp.stdout, /runs under: no profile/);
+});
