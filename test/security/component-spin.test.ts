@@ -21,3 +21,12 @@ test('a component spinning forever ends TIMEOUT and its worker runs the next com
   assert.equal(next.ok, true, JSON.stringify(next.error));
   assert.ok(engine.stats().liveWorkers <= 1);
 });
+
+test('a caller aborting a spinning component ends it CANCELLED, and the thread runs the next one', async () => {
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(), 150);
+  const r = await engine.run(component('spin'), { timeoutMs: 20_000, fuel: 1e12, signal: ac.signal });
+  assert.equal(r.error?.code, 'CANCELLED', JSON.stringify(r.error));
+  const next = await engine.run(component('hello'), { timeoutMs: 10_000 });
+  assert.equal(next.ok, true, JSON.stringify(next.error));
+});
