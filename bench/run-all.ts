@@ -2,6 +2,7 @@
 
 import { callLatency } from './call-latency.ts';
 import { freshSandbox } from './fresh-sandbox.ts';
+import { componentLane } from './component.ts';
 import { moduleCache } from './module-cache.ts';
 import { fuelOverhead } from './fuel-overhead.ts';
 import { rewriterSpeed } from './rewriter-speed.ts';
@@ -23,6 +24,7 @@ import { buildLane } from './build.ts';
 console.log(`membrane benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await callLatency();
 await freshSandbox();
+await componentLane();
 await moduleCache();
 await hostCall();
 await timeoutOvershoot();

@@ -56,6 +56,7 @@ import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
 import { checkTier, fanout, type FanoutOptions, type FanResult } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
+import { isComponent, runComponent } from './component-lane.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -137,6 +138,7 @@ export class Engine {
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
+    if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent({ config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i) }, bytes, opts);
     return opts.receipt ? runWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts) : this.execute(bytes, opts, null);
   }
 
@@ -444,6 +446,4 @@ export class Engine {
   }
 }
 
-export function createEngine(options: EngineOptions = {}): Engine {
-  return new Engine(options);
-}
+export const createEngine = (options: EngineOptions = {}): Engine => new Engine(options);

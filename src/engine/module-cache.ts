@@ -27,6 +27,7 @@ import { createHash } from 'node:crypto';
 import { SandboxError } from '../errors.ts';
 import { BoundedCacheDir, TOUCH_INTERVAL_MS } from '../storage/cache-dir.ts';
 import { CACHE_ENTRY_FORMAT, decodeCacheEntry } from '../storage/cache-file.ts';
+import { isComponent } from '../wasm/component.ts';
 import { FUEL_REWRITER_VERSION, type FuelStats, type ModuleDescription } from '../wasm/index.ts';
 import { RewritePool } from './rewrite/pool.ts';
 import { compileRewritten, prepareModule } from './rewrite/prepare.ts';
@@ -106,6 +107,8 @@ export class ModuleCache {
   }
 
   prepare(bytes: Uint8Array, opts: PrepareOptions): Promise<PreparedModule> {
+    // A component's core modules come here one by one (engine/component-lane.ts); a whole one never does.
+    if (isComponent(bytes)) return Promise.reject(new SandboxError('POLICY_INVALID', 'a WebAssembly component runs with engine.run (the component lane); persistent instances, kernels and commands take core modules only'));
     const known = this.trusted.get(bytes);
     if (typeof known === 'string') return this.lookup(known, bytes, opts, true);
     if (bytes.byteLength <= INLINE_HASH_BYTES) return this.lookup(ModuleCache.hash(bytes), bytes, opts);

@@ -140,7 +140,9 @@ test('worker code reaches the host only through the protocol, channel and frames
   for (const f of all.filter((x) => x.rel.startsWith('engine/worker/') || x.rel.startsWith('wasi/'))) {
     for (const spec of imports(f.abs)) {
       if (!spec.startsWith('.')) {
-        if (!['node:worker_threads', 'node:crypto'].includes(spec)) bad.push(`${f.rel} → ${spec}`);
+        // node:vm only to give jco's component glue a context of its own, without the worker's globals.
+        const vm = spec === 'node:vm' && f.rel === 'engine/worker/component-guest.ts';
+        if (!['node:worker_threads', 'node:crypto'].includes(spec) && !vm) bad.push(`${f.rel} → ${spec}`);
         continue;
       }
       const target = relative(SRC, resolve(dirname(f.abs), spec)).split('\\').join('/');

@@ -86,7 +86,37 @@ export type ControlMessage =
       /** Forward the job's stdout/stderr as it is written (`OutputMessage`s); the result still carries it all. */
       readonly stream?: boolean;
     }
-  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget };
+  | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget }
+  | ComponentMessage;
+
+/** One core module of a component, prepared (limits, fuel) like any guest module. */
+export interface ComponentCore {
+  /** The name jco's glue asks for (`getCoreModule(name)`). */
+  readonly name: string;
+  readonly module: WebAssembly.Module;
+  readonly growFailedExport: string | null;
+  /** It defines a memory: its share of the cap was planned for one instance of it. */
+  readonly definesMemory: boolean;
+  /** Its memory, made an import by the rewriter (wasm/memory-import.ts): the worker passes a fresh one of these limits. */
+  readonly poolMemory: GuestSpec['poolMemory'];
+}
+
+/** main → worker: run a component's `wasi:cli/run` (src/engine/component-lane.ts). */
+export interface ComponentMessage {
+  readonly v: typeof PROTOCOL_VERSION;
+  readonly kind: 'component';
+  readonly job: number;
+  /** The component's hash: the worker keeps the evaluated glue under it. */
+  readonly key: string;
+  /** jco's glue, as a script whose completion value is its `instantiate` function. */
+  readonly glue: string;
+  readonly cores: readonly ComponentCore[];
+  /** The `wasi:cli/run` export's name as the glue returns it (e.g. `wasi:cli/run@0.2.0`). */
+  readonly run: string;
+  readonly spec: GuestSpec;
+  readonly budget: Budget;
+  readonly stream?: boolean;
+}
 
 /** main → worker over the channel: a call into a loaded instance. */
 export interface CallFrame {
@@ -337,12 +367,30 @@ export function parseOutputMessage(x: unknown): OutputMessage | null {
 }
 
 export function isControlMessage(x: unknown): x is ControlMessage {
+  if (isObj(x) && x['kind'] === 'component') return isComponentMessage(x);
   return (
     isObj(x) &&
     x['v'] === PROTOCOL_VERSION &&
     (x['kind'] === 'run' || x['kind'] === 'load') &&
     typeof x['job'] === 'number' &&
     x['module'] instanceof WebAssembly.Module &&
+    isObj(x['spec']) &&
+    isObj(x['budget']) &&
+    typeof x['budget']['ms'] === 'number' &&
+    typeof x['budget']['fuel'] === 'number'
+  );
+}
+
+function isComponentMessage(x: Obj): boolean {
+  const cores = x['cores'];
+  return (
+    x['v'] === PROTOCOL_VERSION &&
+    typeof x['job'] === 'number' &&
+    typeof x['key'] === 'string' &&
+    typeof x['glue'] === 'string' &&
+    typeof x['run'] === 'string' &&
+    Array.isArray(cores) &&
+    cores.every((c: unknown) => isObj(c) && typeof c['name'] === 'string' && c['module'] instanceof WebAssembly.Module) &&
     isObj(x['spec']) &&
     isObj(x['budget']) &&
     typeof x['budget']['ms'] === 'number' &&

@@ -31,6 +31,7 @@ import { OutputForwarder } from './output-forward.ts';
 import { MemoryPool } from './memory-pool.ts';
 import type { HostAnswer, HostBridge } from './host-bridge.ts';
 import { GuestFault } from '../../abi/signals.ts';
+import { ComponentGuest } from './component-guest.ts';
 
 interface WorkerBoot {
   readonly channel: SharedArrayBuffer;
@@ -92,7 +93,10 @@ const bridge: HostBridge = {
   },
 };
 
-function postDone(job: number, guest: Guest, outcome: Outcome, startedAt: number, output?: Uint8Array): void {
+/** What a finished job reports, from a core guest or a component. */
+type Finished = Pick<Guest, 'memory' | 'fuelUsed' | 'stdout' | 'stderr'>;
+
+function postDone(job: number, guest: Finished, outcome: Outcome, startedAt: number, output?: Uint8Array): void {
   forward.end(); // the result frame carries whatever was not streamed yet
   const frame: DoneFrame = {
     v: PROTOCOL_VERSION,
@@ -175,6 +179,18 @@ port.on('message', (msg: unknown) => {
   currentJob = msg.job;
   hostWaitMs = msg.spec.hostWaitMs;
   ch.set(State.RUNNING);
+  if (msg.kind === 'component') {
+    const component = new ComponentGuest(msg, bridge, () => ch.interrupted, hooks);
+    forward.begin(msg.job, component.stdout, component.stderr, msg.stream === true);
+    let outcome;
+    try {
+      outcome = component.run(msg.budget);
+    } catch (e) {
+      outcome = { ok: false as const, error: (e instanceof SandboxError ? e : new SandboxError('INTERNAL')).toPublic(), exitCode: null };
+    }
+    finish(msg.job, component, outcome, t0);
+    return;
+  }
   // A fresh run's memory is recycled (memory-pool.ts); a persistent instance keeps its own.
   const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted, null, hooks, msg.kind === 'run' ? memories : null);
   forward.begin(msg.job, guest.stdout, guest.stderr, msg.kind === 'run' && msg.stream === true);
@@ -206,10 +222,15 @@ port.on('message', (msg: unknown) => {
   // Closing its own file VFS may checkpoint the WAL into the database file, which moves committed
   // pages and changes nothing any reader sees: that happens after the result is out, with the
   // housekeeping word up so the pool gives this worker its next job only when it is done.
+  finish(msg.job, guest, outcome, t0);
+});
+
+/** Post a run's result; closing its own file VFS happens after, with the housekeeping word up. */
+function finish(job: number, guest: Finished & { holdsStorage: boolean; dispose(): void }, outcome: Outcome, t0: number): void {
   const closing = guest.holdsStorage;
   if (closing) ch.beginHousekeeping();
   else guest.dispose();
-  postDone(msg.job, guest, outcome, t0);
+  postDone(job, guest, outcome, t0);
   if (closing) {
     try {
       guest.dispose();
@@ -220,6 +241,6 @@ port.on('message', (msg: unknown) => {
       ch.endHousekeeping();
     }
   }
-});
+}
 
 port.postMessage({ v: PROTOCOL_VERSION, kind: 'ready' });

@@ -31,7 +31,8 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
 
 Run _start (a WASI command) or the export named by --invoke once, in a fresh sandbox. A module
 written by 'membrane instrument' runs too: its metering is stripped and re-applied, so it is
-metered exactly once, against this run's budget.
+metered exactly once, against this run's budget. A WebAssembly component runs its wasi:cli/run
+export, its imports checked against the membrane:engine world first (docs/components.md).
 
 ${LIMITS}
   --no-fuel          run unmetered (the deadline still holds)
@@ -85,7 +86,8 @@ Example:
   inspect: `Usage: membrane inspect MODULE.wasm|.wat [--json]
 
 Imports, exports, memory, the cap words the module needs and the least-privileged profiles that
-can run it (or why none can).
+can run it (or why none can). For a WebAssembly component: its interface imports, the cap each
+needs in the membrane:engine world, and the profiles whose world holds them (docs/components.md).
 
   --json             print the inspection as JSON
 

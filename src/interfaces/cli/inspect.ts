@@ -1,7 +1,8 @@
 /**
  * `membrane inspect MODULE`: what a module imports and exports, its memory and tables, the cap
  * words it needs, and the least-privileged profiles that can run it — or why none can. A file
- * `membrane instrument` wrote is shown as its original (`instrumented: true` in JSON).
+ * `membrane instrument` wrote is shown as its original (`instrumented: true` in JSON); a component
+ * is shown by its interface imports (inspect-component.ts).
  */
 
 import { importKey, lookupImport } from '../../policy/catalog.ts';
@@ -10,6 +11,8 @@ import { checkImport, externKindName, signatureText } from '../../engine/linker.
 import { describeModule } from '../../wasm/index.ts';
 import { UsageError, loadModule, parse, printJson } from './args.ts';
 import { runnableModule } from './instrumented.ts';
+import { isComponent } from '../../wasm/component.ts';
+import { componentText, inspectComponent } from './inspect-component.ts';
 
 export interface Inspection {
   readonly imports: ReadonlyArray<{ import: string; kind: string; signature: string | null; grant: string; linked: boolean }>;
@@ -69,6 +72,12 @@ export async function inspectCommand(argv: string[]): Promise<number> {
   const file = positionals[0];
   if (!file || positionals.length > 1) throw new UsageError('inspect takes exactly one MODULE');
   const bytes = await loadModule(file);
+  if (isComponent(bytes)) {
+    const c = inspectComponent(bytes);
+    if (values['json'] === true) printJson(c);
+    else process.stdout.write(componentText(c));
+    return 0;
+  }
   const original = runnableModule(bytes);
   const r = inspect(original);
   if (values['json'] === true) {
