@@ -28,6 +28,7 @@ import type { WorkerHandle } from './bridge/worker-handle.ts';
 import { budgetOf, graceFor } from './budget.ts';
 import { CallWatch, notRun, withStreamed } from './call-controls.ts';
 import { checkTier } from './fanout-lane.ts';
+import { admitSigned } from './signed.ts';
 import { buildSpec, type RunOptions } from './guest-spec.ts';
 import type { PreparedModule } from './module-cache.ts';
 import type { EngineConfig } from './options.ts';
@@ -41,6 +42,8 @@ export interface ComponentLaneParts {
   admit(tenant: string, waitMs: number, signal?: AbortSignal): Promise<() => void>;
   /** An unknown profile that ran as the fallback: the engine's audit record. */
   fallback(policy: PolicyConfig, tenant: string, id: string): void;
+  /** The engine's audit log, for an `artifact.refused` record (`requireSigned`). */
+  record(tenant: string, id: string, kind: string, detail: Record<string, unknown>): void;
 }
 
 export { isComponent };
@@ -67,6 +70,8 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     if (opts.mounts && opts.mounts.length > 0) throw new SandboxError('POLICY_INVALID', 'mounts are not supported for components yet');
     if (opts.receipt) throw new SandboxError('POLICY_INVALID', 'signed receipts are not supported for components yet');
     parts.fallback(policy, tenant, id);
+    // `requireSigned` holds for components as for modules: an unsigned one is NOT_CAPABLE, audited, before anything else.
+    await admitSigned(config, bytes, opts.artifact, (d) => parts.record(tenant, id, 'artifact.refused', d));
     // Granted means linked: the world check comes first; a refused component is never transpiled.
     const linked = checkComponent(bytes, policy.caps);
     const t = await transpileCached(bytes, config.cacheDir);

@@ -138,7 +138,7 @@ export class Engine {
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
-    if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent({ config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i) }, bytes, opts);
+    if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent({ config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i), record: (t, i, kind, d) => this.brokers.record({ tenant: t, instance: i, kind, detail: d }) }, bytes, opts);
     return opts.receipt ? runWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts) : this.execute(bytes, opts, null);
   }
 

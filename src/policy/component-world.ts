@@ -119,3 +119,13 @@ export function checkComponentWorld(imports: readonly { name: string; kind: stri
     caps: [...caps],
   });
 }
+
+/** The caps a component's imports need (interfaces the world knows; the rest are for the link check to name). */
+export function componentCaps(imports: readonly { name: string; kind: string }[]): CapWord[] {
+  const caps = new Set<CapWord>();
+  for (const i of imports) {
+    const entry = i.kind === 'instance' ? BY_NAME.get(parseInterfaceName(i.name)?.interface ?? '') : undefined;
+    if (entry && entry.grant !== 'ambient') caps.add(entry.grant);
+  }
+  return [...caps];
+}

@@ -21,6 +21,8 @@
  * chose to trust that it should not have.
  */
 
+import { componentImports, isComponent } from '../wasm/component.ts';
+import { componentCaps } from '../policy/component-world.ts';
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -80,6 +82,10 @@ export function sha256Hex(data: Uint8Array): string {
 
 /** The cap words a module's imports need (catalog grants, not ambient ones), sorted. */
 export function capsOfModule(bytes: Uint8Array): CapWord[] {
+  if (isComponent(bytes)) {
+    const of = new Set(componentCaps(componentImports(bytes)));
+    return CAP_WORDS.filter((c) => of.has(c));
+  }
   const caps = new Set<CapWord>();
   for (const imp of describeModule(bytes).imports) {
     const grant = lookupImport(imp.module, imp.name)?.grant;
