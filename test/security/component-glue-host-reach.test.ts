@@ -20,3 +20,29 @@ test('the glue context has no host globals and no string eval', () => {
 test('console output of the glue goes nowhere', () => {
   assert.equal(evaluateGlue(`console.error('ERROR: noisy glue'); console.log('x'); 'quiet'`), 'quiet');
 });
+
+test("the worker realm's Function is out of reach through the objects the glue is handed (.constructor of an import, WebAssembly, TextEncoder)", () => {
+  const tries = evaluateGlue(`[
+    TextEncoder.constructor,
+    WebAssembly.Module.constructor,
+    console.log.constructor,
+    Object.getPrototypeOf(TextEncoder).constructor,
+  ].map((F) => { try { return F('return typeof process')(); } catch (e) { return 'blocked'; } })`);
+  assert.deepEqual(Array.from(tries as ArrayLike<unknown>), ['blocked', 'blocked', 'blocked', 'blocked']);
+});
+
+test('a worker that ran a component still runs core modules (its sealed constructors are nothing they need)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { testEngine } = await import('../helpers/engine.ts');
+  const { watText } = await import('../helpers/wat.ts');
+  const engine = testEngine({ poolSize: 1, maxWorkers: 1 });
+  try {
+    const hello = new Uint8Array(readFileSync(new URL('../fixtures/components/hello.component.wasm', import.meta.url)));
+    const c = await engine.run(hello);
+    assert.equal(c.ok, true, JSON.stringify(c.error));
+    const r = await engine.run(await watText('(module (func (export "f") (result i32) (i32.const 7)))'), { invoke: 'f' });
+    assert.equal(r.result, 7);
+  } finally {
+    await engine.close();
+  }
+});

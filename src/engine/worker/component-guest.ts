@@ -5,7 +5,8 @@
  * is called.
  *
  * Owns: the glue's context (only `WebAssembly`, `TextEncoder`/`TextDecoder` and a silent
- * `console`; no `process`, no `require`, no string eval), instantiating each core module with
+ * `console`; no `process`, no `require`, no string eval — and this worker's own function
+ * constructors sealed, so no object handed in leads back to a Function that could eval), instantiating each core module with
  * its fuel refill, the pooled fuel, and turning every ending into an `Outcome`.
  * Invariant: the import object holds exactly the interfaces the main thread's world check
  * accepted (`spec.link`); a core module is instantiated only through `instantiateCore` here, so
@@ -44,8 +45,30 @@ const MAX_CORE_INSTANCES = 256;
 const glues = new Map<string, Instantiate>();
 const silent = Object.freeze({ log() {}, error() {}, warn() {}, debug() {}, info() {}, trace() {} });
 
+let sealed = false;
+
+/**
+ * Every object the glue gets from this realm (our imports, WebAssembly, TextEncoder, an error)
+ * leads, through `.constructor`, to this realm's Function — which, unlike the context's, may
+ * turn strings into code, with `process` in scope. Before any glue runs, this worker's function
+ * constructors are reached through their prototypes no more: `constructor` there is a stub that
+ * throws (keeping the name). The worker's own code never builds code from strings.
+ */
+export function sealCodeGeneration(): void {
+  if (sealed) return;
+  sealed = true;
+  const kinds = [function () {}, async function () {}, function* () {}, async function* () {}];
+  for (const k of kinds) {
+    const proto = Object.getPrototypeOf(k) as { constructor: { name: string } };
+    const name = proto.constructor.name;
+    const stub = { [name]: function (): never { throw new EvalError('code generation from strings is off in this worker'); } }[name]!;
+    Object.defineProperty(proto, 'constructor', { value: stub, writable: false, enumerable: false, configurable: false });
+  }
+}
+
 /** Evaluate a glue script in a context of its own (no worker globals, no string eval); its completion value. */
 export function evaluateGlue(source: string): unknown {
+  sealCodeGeneration();
   const context = createContext({ WebAssembly, TextEncoder, TextDecoder, console: silent }, { codeGeneration: { strings: false, wasm: false } });
   return new Script(source, { filename: 'component-glue.js' }).runInContext(context);
 }
