@@ -53,6 +53,10 @@ export interface ExecOptions extends PolicyOptions, CallControls {
   readonly vfs?: string;
   /** Told what is happening while a lane starts (the CLI prints it). */
   readonly onProgress?: ((what: string) => void) | undefined;
+  /** `os_process`: the snippet runs in a child process of its own (src/engine/os-process/). */
+  readonly tier?: 'instance' | 'os_process' | 'remote';
+  /** With `tier: 'os_process'`: require bubblewrap namespaces (TIER_UNAVAILABLE without them). */
+  readonly strictIsolation?: boolean;
 }
 
 export type ExecOutcome = ExecResult & { readonly profile: string };
