@@ -13,7 +13,7 @@
 
 import { createEngine } from '../engine.ts';
 import type { ExecOptions } from '../../lanes/exec.ts';
-import { fromB64, toB64, type ChildReply, type ChildRequest } from './protocol.ts';
+import { decode, encode, fromB64, toB64, type ChildReply, type ChildRequest } from './protocol.ts';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -22,7 +22,7 @@ async function readStdin(): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const req = JSON.parse(await readStdin()) as ChildRequest;
+  const req = decode(await readStdin()) as ChildRequest;
   const audit: { kind: string; detail?: unknown }[] = [];
   const s = req.engine;
   const engine = createEngine({
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     await engine.close();
   }
   const reply: ChildReply = { result, audit };
-  process.stdout.write(JSON.stringify(reply), () => process.exit(0));
+  process.stdout.write(encode(reply), () => process.exit(0));
 }
 
 main().catch(() => {

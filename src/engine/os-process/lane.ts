@@ -23,7 +23,7 @@ import { builtFiles } from '../../storage/package-root.ts';
 import type { EngineConfig } from '../options.ts';
 import type { RunOptions } from '../guest-spec.ts';
 import type { RunResult } from '../results.ts';
-import { fromB64, toB64, type ChildEngineSettings, type ChildReply } from './protocol.ts';
+import { decode, encode, fromB64, toB64, type ChildEngineSettings, type ChildReply } from './protocol.ts';
 import { bwrapStatus, runChild } from './spawn.ts';
 
 export interface OsProcessDeps {
@@ -44,7 +44,12 @@ export interface OsProcessCall {
   readonly bootMs?: number;
 }
 
-/** Caps whose powers are brokered by the parent engine (or need its database): refused here. */
+/**
+ * Caps this tier does not serve: powers brokered by the parent engine (kv, net, llm...) and
+ * process spawning (commands, exec, parallel: untested across the boundary). Named in a call's
+ * `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the child runs without them, with
+ * a warning. The guest VFS (`vfs`) is served in the child: private, in its own storage dir.
+ */
 const REFUSED_CAPS = ['kv', 'secrets', 'queue', 'tcp', 'udp', 'tls', 'net', 'llm', 'browse', 'parallel', 'commands', 'exec'];
 const BOOT_MS = 5_000;
 const GRACE_MS = 500;
@@ -54,11 +59,16 @@ function refuse(what: string): never {
   throw new SandboxError('NOT_CAPABLE', `the os_process tier does not support ${what} yet (run it on the instance tier)`, { tier: 'os_process' });
 }
 
-function checkCall(policy: PolicyConfig, o: Record<string, unknown>): void {
-  const bad = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
-  if (bad.length > 0) refuse(`brokered powers (${bad.join(', ')}): they are served by the parent engine`);
+/** The caps the child gets, and a warning for profile defaults it does not get; or NOT_CAPABLE. */
+function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: string[]; warning: string | null } {
+  const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
+  const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
+  if (named.length > 0) refuse(`${named.join(', ')}: brokered powers are served by the parent engine, and spawning is not served across the process boundary`);
   if (policy.hostCaps.length > 0) refuse('host functions');
   for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact', 'onStdout', 'onStderr', 'onProgress']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
+  const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
+  const caps = policy.caps.filter((c) => !REFUSED_CAPS.includes(c));
+  return { caps, warning: dropped.length > 0 ? `os_process: ran without the profile's ${dropped.join(', ')} (not served in a child process)` : null };
 }
 
 function settings(c: EngineConfig): ChildEngineSettings {
@@ -66,8 +76,8 @@ function settings(c: EngineConfig): ChildEngineSettings {
 }
 
 /** The call's limits as resolved here: the child resolves the same numbers, never larger ones. */
-function limits(policy: PolicyConfig): Record<string, unknown> {
-  return { profile: policy.profile, timeoutMs: policy.timeoutMs, fuel: policy.fuel, memoryBytes: policy.memoryBytes, caps: [...policy.caps] };
+function limits(policy: PolicyConfig, caps: readonly string[]): Record<string, unknown> {
+  return { profile: policy.profile, timeoutMs: policy.timeoutMs, fuel: policy.fuel, memoryBytes: policy.memoryBytes, caps: [...caps] };
 }
 
 /** Data-only fields of the call (functions, signals and tier fields stay here). */
@@ -83,7 +93,7 @@ function dataOf(o: Record<string, unknown>): Record<string, unknown> {
 async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string, unknown> & OsProcessCall & { signal?: AbortSignal | undefined }, payload: Record<string, unknown>): Promise<{ result: Record<string, unknown>; warnings: string[] }> {
   checkTier(o['tier'], { strictIsolation: o.strictIsolation === true, ...(o.bwrapPath !== undefined ? { path: o.bwrapPath } : {}) });
   const policy = resolvePolicy(o as PolicyOptions, deps.config);
-  checkCall(policy, o);
+  const granted = checkCall(policy, o);
   const status = bwrapStatus(o.bwrapPath);
   if (status.bwrap === null && o.strictIsolation === true) {
     throw new SandboxError('TIER_UNAVAILABLE', `the os_process tier is not available: ${status.reason}`, { tier: 'os_process', reason: status.reason });
@@ -92,13 +102,15 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
     const entry = (await builtFiles()).osChild;
-    const request = JSON.stringify({ kind, engine: settings(deps.config), ...payload, opts: { ...dataOf(o), ...limits(policy) } });
+    const request = encode({ kind, engine: settings(deps.config), ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
     const text = await runChild(
       {
         entry,
         readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
         bwrap: status.bwrap,
         shareNet: false,
+        // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
+        addons: granted.caps.includes('vfs'),
         killAfterMs: policy.timeoutMs + (o.bootMs ?? BOOT_MS) + GRACE_MS,
         maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
         signal: o.signal,
@@ -106,14 +118,15 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
       },
       request,
     );
-    const reply = JSON.parse(text) as ChildReply;
+    const reply = decode(text) as ChildReply;
     if (typeof reply !== 'object' || reply === null || typeof reply.result !== 'object' || !Array.isArray(reply.audit)) throw new SandboxError('INSTANCE_DEAD', 'the os_process child sent a malformed reply');
     const instance = typeof o['id'] === 'string' ? o['id'] : `os-${kind}`;
     for (const a of reply.audit) {
       const detail = typeof a.detail === 'object' && a.detail !== null ? (a.detail as Record<string, unknown>) : {};
       deps.record({ tenant, instance, kind: String(a.kind).slice(0, 64), detail: { ...detail, tier: 'os_process' } });
     }
-    return { result: reply.result, warnings: status.bwrap === null ? [WARN_NO_BWRAP(status.reason ?? 'bwrap not installed')] : [] };
+    const warnings = [...(granted.warning ? [granted.warning] : []), ...(status.bwrap === null ? [WARN_NO_BWRAP(status.reason ?? 'bwrap not installed')] : [])];
+    return { result: reply.result, warnings };
   } finally {
     release();
   }

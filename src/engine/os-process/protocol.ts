@@ -32,3 +32,15 @@ export interface ChildReply {
 
 export const toB64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
 export const fromB64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'));
+
+/** JSON with BigInt (i64 arguments and results) carried as `{ "$bigint": "digits" }`. */
+export const encode = (value: unknown): string => JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? { $bigint: v.toString() } : v));
+export const decode = (text: string): unknown =>
+  JSON.parse(text, (_k, v: unknown) => {
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+      const keys = Object.keys(v);
+      const b = (v as { $bigint?: unknown }).$bigint;
+      if (keys.length === 1 && typeof b === 'string' && /^-?\d{1,40}$/.test(b)) return BigInt(b);
+    }
+    return v;
+  });

@@ -9,8 +9,10 @@
  * OUTPUT_LIMIT), a silent or crashed child → INSTANCE_DEAD, and the private storage dir (created
  * per call, removed after it).
  * Invariant: the child can read only the package (its dist/, src/ and node_modules), Node itself
- * and the module cache; it can write only its storage dir; it cannot spawn processes or load
- * addons (no --allow-child-process, no --allow-addons); worker threads are allowed (the engine
+ * and the module cache; it can write only its storage dir; it cannot spawn processes (no
+ * --allow-child-process); it loads native addons only when its call is granted the guest VFS
+ * (SQLite through better-sqlite3; native code is outside the permission model, so such a call
+ * leans on bubblewrap, when present, for its file walls); worker threads are allowed (the engine
  * runs guests on them). Under bwrap it also has no network (no `--share-net`), read-only binds, a
  * private /tmp and its own PID namespace. Every child is killed (its whole process group) when the
  * call ends, however it ends.
@@ -58,6 +60,8 @@ export interface SpawnPlan {
   readonly readDirs: readonly string[];
   /** bubblewrap's path, or null for the permission model alone. */
   readonly bwrap: string | null;
+  /** Allow native addons (`--allow-addons`): only for a call granted the guest VFS (better-sqlite3). */
+  readonly addons: boolean;
   /** Share the host's network namespace under bwrap (only when a net cap is granted). */
   readonly shareNet: boolean;
   /** SIGKILL this long after the spawn (the call's budget + boot + grace). */
@@ -102,7 +106,7 @@ export async function runChild(plan: SpawnPlan, request: string): Promise<string
   const home = mkdtempSync(join(tmpdir(), 'membrane-osproc-'));
   const root = packageRoot();
   const reads = [...new Set([root, real(join(root, 'node_modules')), real(dirname(process.execPath)), ...plan.readDirs.map(real)])];
-  const node = [real(process.execPath), ...permissionFlags([...reads, home], [home]), plan.entry];
+  const node = [real(process.execPath), ...permissionFlags([...reads, home], [home]), ...(plan.addons ? ['--allow-addons'] : []), plan.entry];
   const argv = plan.bwrap ? [...bwrapArgs(plan.bwrap, reads, home, plan.shareNet), ...node] : node;
   try {
     return await new Promise<string>((resolve, reject) => {

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { wat } from '../helpers/wat.ts';
+import { testEngine } from '../helpers/engine.ts';
+
+// The permission-model path on every machine: `bwrapPath: ''` hides bubblewrap (the bwrap path is
+// checked by `npm run test:system`, test/fabric/os-process-bwrap.system.ts).
+const NO_BWRAP = { tier: 'os_process', bwrapPath: '' } as const;
+const engine = testEngine({ poolSize: 1 });
+const CANARY = 'membrane-canary-7f3a';
+process.env['MEMBRANE_TEST_SECRET'] = CANARY;
+
+const gone = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+};
+
+test('a module run on os_process matches the same run in process (result, stdout bytes, fuel)', async () => {
+  const count = await wat('count');
+  const here = await engine.run(count, { invoke: 'count', args: [1000n] });
+  const there = await engine.run(count, { ...NO_BWRAP, invoke: 'count', args: [1000n] });
+  assert.equal(there.ok, true, JSON.stringify(there.error));
+  assert.deepEqual(there.result, here.result);
+  assert.equal(there.fuelUsed, here.fuelUsed);
+  assert.match(there.warnings.join('\n'), /bwrap not installed; the child ran under the Node permission model alone/);
+  const wc = engine.commands.get('wc')!;
+  const args = { argv: engine.commands.argsFor('wc', ['-c']), argv0: 'wc', stdin: new TextEncoder().encode('hello os_process'), captureBytes: true };
+  const a = await engine.run(wc, args);
+  const b = await engine.run(wc, { ...NO_BWRAP, ...args });
+  assert.equal(b.ok, true, JSON.stringify(b.error));
+  assert.equal(b.stdout, a.stdout);
+  assert.deepEqual(b.stdoutBytes, a.stdoutBytes);
+  assert.equal(b.exitCode, a.exitCode);
+});
+
+test('a JS exec on os_process matches the same exec in process', async () => {
+  const code = 'let s = 0; for (let i = 0; i < 100; i++) s += i; console.log("sum", s); ({ s, ctx: context })';
+  const here = await engine.exec({ language: 'js', code, context: { a: 1 } });
+  const there = await engine.exec({ language: 'js', code, context: { a: 1 }, ...NO_BWRAP });
+  assert.equal(there.ok, true, JSON.stringify(there.error));
+  assert.deepEqual(there.result, here.result);
+  assert.equal(there.stdout, here.stdout);
+  const thrown = await engine.exec({ language: 'js', code: 'throw new TypeError("nope")', ...NO_BWRAP });
+  assert.equal(thrown.ok, false);
+  assert.equal(thrown.error?.code, 'GUEST_EXCEPTION');
+});
+
+test("the child's environment holds none of the parent's variables (a canary is absent)", async () => {
+  let pid = 0;
+  let environ = '';
+  const spin = await wat('spin');
+  const r = await engine.run(spin, {
+    ...NO_BWRAP,
+    invoke: 'run',
+    timeoutMs: 1500,
+    onChildSpawn: (p) => {
+      pid = p;
+      // Read while the child lives (its boot alone outlasts this turn of the event loop).
+      environ = readFileSync(`/proc/${p}/environ`, 'latin1');
+    },
+  });
+  assert.equal(r.error?.code, 'TIMEOUT');
+  assert.ok(pid > 0);
+  const vars = environ.split('\0').filter(Boolean).map((kv) => kv.slice(0, kv.indexOf('=')));
+  assert.ok(!environ.includes(CANARY), 'the canary reached the child');
+  assert.deepEqual(vars, ['MEMBRANE_HOME']);
+});
+
+test('a spinning guest on os_process is TIMEOUT and its child process is gone', async () => {
+  let pid = 0;
+  const t0 = performance.now();
+  const r = await engine.exec({ language: 'js', code: 'for (;;) {}', timeoutMs: 400, ...NO_BWRAP, onChildSpawn: (p) => (pid = p) });
+  assert.equal(r.ok, false);
+  assert.equal(r.error?.code, 'TIMEOUT');
+  assert.ok(performance.now() - t0 < 15_000);
+  assert.ok(pid > 0 && gone(pid), `child ${pid} is still there`);
+});
+
+test('strict isolation without bubblewrap is TIER_UNAVAILABLE "bwrap not installed": nothing runs', async () => {
+  let spawned = false;
+  const r = await engine.run(await wat('noop'), { ...NO_BWRAP, strictIsolation: true, invoke: 'noop', onChildSpawn: () => (spawned = true) });
+  assert.equal(r.error?.code, 'TIER_UNAVAILABLE');
+  assert.equal(r.error?.details['reason'], 'bwrap not installed');
+  const x = await engine.exec({ language: 'js', code: '1', ...NO_BWRAP, strictIsolation: true, onChildSpawn: () => (spawned = true) });
+  assert.equal(x.error?.code, 'TIER_UNAVAILABLE');
+  assert.match(x.error?.message ?? '', /bwrap not installed/);
+  assert.equal(spawned, false);
+});
+
+test('brokered powers are NOT_CAPABLE on os_process (served by the parent only), and say why', async () => {
+  const r = await engine.exec({ language: 'js', code: '1', profile: 'minimal', caps: ['kv'], ...NO_BWRAP });
+  assert.equal(r.error?.code, 'NOT_CAPABLE');
+  assert.match(r.error?.message ?? '', /kv: brokered powers are served by the parent engine/);
+  // Granted only by the profile: the child runs without them, and the result says so.
+  const p = await engine.exec({ language: 'js', code: '2', profile: 'minimal', ...NO_BWRAP });
+  assert.equal(p.ok, true, JSON.stringify(p.error));
+  assert.match(p.warnings.join('\n'), /ran without the profile's commands, exec, kv/);
+  const m = await engine.run(await wat('noop'), { invoke: 'noop', mounts: ['/tmp'], ...NO_BWRAP });
+  assert.equal(m.error?.code, 'NOT_CAPABLE');
+});
+
+test('fan-out with tier os_process: one child per input, results in order', async () => {
+  const out = await engine.fanout({ command: 'wc', args: ['-c'], inputs: ['a', 'bbb', 'cc'], width: 2, tier: 'os_process' });
+  assert.deepEqual(out.map((x) => (x.ok ? new TextDecoder().decode(x.output).trim() : x.error.code)), ['1', '3', '2']);
+});
