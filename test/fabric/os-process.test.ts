@@ -64,7 +64,7 @@ test("the child's environment holds none of the parent's variables (a canary is 
       environ = readFileSync(`/proc/${p}/environ`, 'latin1');
     },
   });
-  assert.equal(r.error?.code, 'TIMEOUT');
+  assert.ok(['TIMEOUT', 'FUEL_EXHAUSTED'].includes(r.error?.code ?? ''), JSON.stringify(r.error)); // a runaway, stopped by one wall or the other
   assert.ok(pid > 0);
   const vars = environ.split('\0').filter(Boolean).map((kv) => kv.slice(0, kv.indexOf('=')));
   assert.ok(!environ.includes(CANARY), 'the canary reached the child');

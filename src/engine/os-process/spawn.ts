@@ -93,7 +93,9 @@ export function permissionFlags(reads: readonly string[], writes: readonly strin
 }
 
 function bwrapArgs(bin: string, reads: readonly string[], home: string, shareNet: boolean): string[] {
-  const a = [bin, '--unshare-all', ...(shareNet ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--clearenv'];
+  const a = [bin, '--unshare-all', ...(shareNet ? ['--share-net'] : []), '--die-with-parent', '--clearenv'];
+  // No --new-session: the child is already started in a session of its own with no terminal
+  // (detached), and staying in that process group lets the parent's group SIGKILL reach inside.
   for (const d of ['/usr', '/lib', '/lib64', '/lib32', '/bin', '/sbin', '/etc']) if (existsSync(d)) a.push('--ro-bind', d, d);
   a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   for (const d of reads) a.push('--ro-bind-try', d, d);
