@@ -426,7 +426,7 @@ export class Engine {
     this.brokers.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile } });
   }
 
-  private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e) }; }
+  private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e), closed: () => this.closed }; }
 
   private assertOpen(): void {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');

@@ -108,3 +108,15 @@ test('fan-out with tier os_process: one child per input, results in order', asyn
   const out = await engine.fanout({ command: 'wc', args: ['-c'], inputs: ['a', 'bbb', 'cc'], width: 2, tier: 'os_process' });
   assert.deepEqual(out.map((x) => (x.ok ? new TextDecoder().decode(x.output).trim() : x.error.code)), ['1', '3', '2']);
 });
+
+test('a profile fallback on os_process is warned and audited in the parent, marked tier os_process', async () => {
+  const records: { kind: string; detail: Record<string, unknown> }[] = [];
+  const audited = testEngine({ poolSize: 1, brokers: { audit: () => ({ append: (e) => void records.push(e) }) } });
+  const r = await audited.exec({ language: 'js', code: '1', profile: 'no-such-profile', ...NO_BWRAP });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.equal(r.profile, 'compute');
+  assert.match(r.warnings.join('\n'), /no-such-profile/);
+  const fallback = records.find((x) => x.kind === 'profile-fallback');
+  assert.equal(fallback?.detail['tier'], 'os_process');
+  assert.equal(fallback?.detail['requested'], 'no-such-profile');
+});

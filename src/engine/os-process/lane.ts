@@ -30,6 +30,7 @@ export interface OsProcessDeps {
   readonly config: EngineConfig;
   readonly fair: TenantScheduler;
   readonly record: (event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }) => void;
+  readonly closed: () => boolean;
 }
 
 /** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
@@ -91,6 +92,7 @@ function dataOf(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string, unknown> & OsProcessCall & { signal?: AbortSignal | undefined }, payload: Record<string, unknown>): Promise<{ result: Record<string, unknown>; warnings: string[] }> {
+  if (deps.closed()) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
   checkTier(o['tier'], { strictIsolation: o.strictIsolation === true, ...(o.bwrapPath !== undefined ? { path: o.bwrapPath } : {}) });
   const policy = resolvePolicy(o as PolicyOptions, deps.config);
   const granted = checkCall(policy, o);
@@ -99,6 +101,9 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     throw new SandboxError('TIER_UNAVAILABLE', `the os_process tier is not available: ${status.reason}`, { tier: 'os_process', reason: status.reason });
   }
   const tenant = typeof o['tenant'] === 'string' ? o['tenant'] : 'default';
+  const instance = typeof o['id'] === 'string' ? o['id'] : `os-${kind}`;
+  // The child gets the resolved profile: a fallback is audited and warned here, where it happened.
+  if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
     const entry = (await builtFiles()).osChild;
@@ -120,12 +125,11 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     );
     const reply = decode(text) as ChildReply;
     if (typeof reply !== 'object' || reply === null || typeof reply.result !== 'object' || !Array.isArray(reply.audit)) throw new SandboxError('INSTANCE_DEAD', 'the os_process child sent a malformed reply');
-    const instance = typeof o['id'] === 'string' ? o['id'] : `os-${kind}`;
     for (const a of reply.audit) {
       const detail = typeof a.detail === 'object' && a.detail !== null ? (a.detail as Record<string, unknown>) : {};
       deps.record({ tenant, instance, kind: String(a.kind).slice(0, 64), detail: { ...detail, tier: 'os_process' } });
     }
-    const warnings = [...(granted.warning ? [granted.warning] : []), ...(status.bwrap === null ? [WARN_NO_BWRAP(status.reason ?? 'bwrap not installed')] : [])];
+    const warnings = [...policy.warnings, ...(granted.warning ? [granted.warning] : []), ...(status.bwrap === null ? [WARN_NO_BWRAP(status.reason ?? 'bwrap not installed')] : [])];
     return { result: reply.result, warnings };
   } finally {
     release();

@@ -8,7 +8,8 @@
  * deadline + grace → TIMEOUT), the reply cap (a larger reply → the child is killed,
  * OUTPUT_LIMIT), a silent or crashed child → INSTANCE_DEAD, and the private storage dir (created
  * per call, removed after it).
- * Invariant: the child can read only the package (its dist/, src/ and node_modules), Node itself
+ * Invariant: the child can read only the package (its dist/, src/), the node_modules its imports
+ * resolve through (its own and any above it, where an installed package's dependencies sit), Node itself
  * and the module cache; it can write only its storage dir; it cannot spawn processes (no
  * --allow-child-process); it loads native addons only when its call is granted the guest VFS
  * (SQLite through better-sqlite3; native code is outside the permission model, so such a call
@@ -103,11 +104,24 @@ function bwrapArgs(bin: string, reads: readonly string[], home: string, shareNet
   return a;
 }
 
+/**
+ * Every `node_modules` Node's resolution can reach from the package (its own, and the ones above
+ * it where an installed package's dependencies are hoisted): the child reads its dependencies there.
+ */
+function moduleDirs(root: string): string[] {
+  const out: string[] = [];
+  for (let dir = root; ; dir = dirname(dir)) {
+    const nm = join(dir, 'node_modules');
+    if (existsSync(nm)) out.push(real(nm));
+    if (dirname(dir) === dir) return out;
+  }
+}
+
 /** Run one child on `request`; resolves with its reply text, or throws the call's SandboxError. */
 export async function runChild(plan: SpawnPlan, request: string): Promise<string> {
   const home = mkdtempSync(join(tmpdir(), 'membrane-osproc-'));
   const root = packageRoot();
-  const reads = [...new Set([root, real(join(root, 'node_modules')), real(dirname(process.execPath)), ...plan.readDirs.map(real)])];
+  const reads = [...new Set([root, ...moduleDirs(root), real(dirname(process.execPath)), ...plan.readDirs.map(real)])];
   const node = [real(process.execPath), ...permissionFlags([...reads, home], [home]), ...(plan.addons ? ['--allow-addons'] : []), plan.entry];
   const argv = plan.bwrap ? [...bwrapArgs(plan.bwrap, reads, home, plan.shareNet), ...node] : node;
   try {
