@@ -50,6 +50,20 @@ test('a JS exec on os_process matches the same exec in process', async () => {
   assert.equal(thrown.error?.code, 'GUEST_EXCEPTION');
 });
 
+test('TypeScript and Python execs on os_process match the same execs in process', async () => {
+  const ts = 'const n: number = 6; console.log(n * 7); n';
+  const tsHere = await engine.exec({ language: 'ts', code: ts });
+  const tsThere = await engine.exec({ language: 'ts', code: ts, ...NO_BWRAP });
+  assert.equal(tsThere.ok, true, JSON.stringify(tsThere.error));
+  assert.deepEqual([tsThere.result, tsThere.stdout], [tsHere.result, tsHere.stdout]);
+  const py = 'import json\nprint(json.dumps({"a": [1, 2]}))';
+  const pyHere = await engine.exec({ language: 'python', code: py });
+  const pyThere = await engine.exec({ language: 'python', code: py, ...NO_BWRAP });
+  assert.equal(pyThere.ok, true, JSON.stringify(pyThere.error));
+  assert.equal(pyThere.stdout, pyHere.stdout);
+  assert.equal(pyThere.stdout, '{"a": [1, 2]}\n');
+});
+
 test("the child's environment holds none of the parent's variables (a canary is absent)", async () => {
   let pid = 0;
   let environ = '';

@@ -41,7 +41,7 @@ export interface OsProcessCall {
   readonly bwrapPath?: string;
   /** Told the child's pid (tests look for leftover processes). */
   readonly onChildSpawn?: (pid: number) => void;
-  /** Time allowed for the child to boot its engine, on top of the call's budget. Default 5 s. */
+  /** Time allowed for the child to boot its engine, on top of the call's budget. Default 5 s (Python: 30 s). */
   readonly bootMs?: number;
 }
 
@@ -53,6 +53,8 @@ export interface OsProcessCall {
  */
 const REFUSED_CAPS = ['kv', 'secrets', 'queue', 'tcp', 'udp', 'tls', 'net', 'llm', 'browse', 'parallel', 'commands', 'exec'];
 const BOOT_MS = 5_000;
+/** CPython's boot in a fresh child (the interpreter, its standard library; no pre-booted pool). */
+const PYTHON_BOOT_MS = 30_000;
 const GRACE_MS = 500;
 const WARN_NO_BWRAP = (why: string): string => `os_process: ${why}; the child ran under the Node permission model alone (no namespaces)`;
 
@@ -116,7 +118,7 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
         shareNet: false,
         // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
         addons: granted.caps.includes('vfs'),
-        killAfterMs: policy.timeoutMs + (o.bootMs ?? BOOT_MS) + GRACE_MS,
+        killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
         maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
         signal: o.signal,
         onSpawn: o.onChildSpawn,
