@@ -21,6 +21,8 @@ const TARGETS = [
   { entry: 'src/interfaces/cli/main.ts', out: 'dist/cli.mjs', format: 'esm', packagesExternal: true },
   { entry: 'src/storage/query-child.mjs', out: 'dist/query-child.mjs', format: 'esm' },
   { entry: 'src/lanes/js/worker.ts', out: 'dist/js-lane-worker.cjs', format: 'cjs' },
+  // The os_process tier's child (src/engine/os-process/child.ts): npm packages from node_modules.
+  { entry: 'src/engine/os-process/child.ts', out: 'dist/os-child.mjs', format: 'esm', packagesExternal: true },
 ];
 
 function newestSource(dir) {
@@ -80,6 +82,7 @@ function outputs() {
     rewriteWorker: join(root, 'dist/rewrite-worker.cjs'),
     cli: join(root, 'dist/cli.mjs'),
     jsWorker: join(root, 'dist/js-lane-worker.cjs'),
+    osChild: join(root, 'dist/os-child.mjs'),
   };
 }
 

@@ -54,7 +54,7 @@ import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
 import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
-import { checkTier, fanout, type FanoutOptions, type FanResult } from './fanout-lane.ts';
+import { checkTier, fanout, osExec, osRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
 import { isComponent, runComponent } from './component-lane.ts';
 
@@ -137,7 +137,8 @@ export class Engine {
   }
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
-  run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
+  run(bytes: Uint8Array, opts: RunOptions & OsProcessCall = {}): Promise<RunResult> {
+    if (opts.tier === 'os_process') return osRun(this.osDeps, bytes, opts); // a child process per call (src/engine/os-process/)
     if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent({ config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i), record: (t, i, kind, d) => this.brokers.record({ tenant: t, instance: i, kind, detail: d }) }, bytes, opts);
     return opts.receipt ? runWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts) : this.execute(bytes, opts, null);
   }
@@ -349,9 +350,10 @@ export class Engine {
    * Run untrusted source — JavaScript, TypeScript (stripped inside the sandbox) or Python — in a
    * fresh interpreter under a profile: `{ ok, result?, stdout, stderr, error?, fuelUsed, ... }`.
    */
-  exec(opts: ExecOptions): Promise<ExecOutcome> {
+  exec(opts: ExecOptions & OsProcessCall): Promise<ExecOutcome> {
     this.assertOpen();
     if (opts.receipt) return execWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), exec: (o) => this.exec(o) }, opts);
+    if (opts.tier !== undefined && opts.tier !== 'instance') return osExec(this.osDeps, opts);
     if (isNativeLanguage(opts.language)) return execNative(this, opts);
     let release: (() => void) | null = null;
     return runExec(
@@ -401,13 +403,9 @@ export class Engine {
   get agent(): AgentSurface { return agentFor(this, { remote: (caller, name, args, stop, deadline) => this.brokers.net(caller, name, args, stop, deadline) }); }
 
   /** A tenant's running execs and live processes (the exec cap's per-principal counters). */
-  principalUsage(tenant: string): { execs: number; processes: number } {
-    return this.services.usage(tenant);
-  }
+  principalUsage(tenant: string): { execs: number; processes: number } { return this.services.usage(tenant); }
 
-  stats(): EngineStats {
-    return { liveWorkers: this.pool.liveWorkers, instances: this.instances.size, workersReplaced: this.pool.replaced };
-  }
+  stats(): EngineStats { return { liveWorkers: this.pool.liveWorkers, instances: this.instances.size, workersReplaced: this.pool.replaced }; }
 
   async close(): Promise<void> {
     await closeAgent(this); // live agent sessions end `stopped`, resumable from their VFS
@@ -429,6 +427,8 @@ export class Engine {
     if (policy.requestedProfile === policy.profile) return;
     this.brokers.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile } });
   }
+
+  private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e), closed: () => this.closed }; }
 
   private assertOpen(): void {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');

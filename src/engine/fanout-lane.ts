@@ -19,6 +19,7 @@ import { fanMap, resolveWidth, type FanOutcome } from '../fabric/fanout.ts';
 import { checkTier, type Tier } from '../fabric/tiers.ts';
 
 export { checkTier };
+export { osExec, osRun, type OsProcessCall, type OsProcessDeps } from './os-process/lane.ts';
 import type { PolicyOptions } from '../policy/resolve.ts';
 import type { KernelHandle, KernelOptions } from './kernel-lane.ts';
 import type { RunOptions } from './guest-spec.ts';
@@ -60,7 +61,8 @@ const encoder = new TextEncoder();
 const asBytes = (x: Uint8Array | string): Uint8Array => (typeof x === 'string' ? encoder.encode(x) : x);
 
 export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanResult[]> {
-  checkTier(o.tier, { strictIsolation: o.strictIsolation === true });
+  const tier = checkTier(o.tier, { strictIsolation: o.strictIsolation === true });
+  if (tier === 'os_process' && o.kernel !== undefined) throw new SandboxError('TIER_UNAVAILABLE', 'the os_process tier is not available: a kernel keeps one instance across calls; os_process runs one call per child process', { tier, reason: 'kernels do not run per call' });
   const width = resolveWidth(o.width);
   const shapes = [o.command !== undefined, o.module !== undefined, o.kernel !== undefined].filter(Boolean).length;
   if (shapes !== 1) throw new SandboxError('POLICY_INVALID', 'fanout takes exactly one of command, module or kernel');
@@ -97,7 +99,7 @@ export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanRes
       bytes = o.module!;
     }
     task = async (input, sig) => {
-      const r = await deps.run(bytes, { ...limits, ...images, tenant, argv, ...(o.command !== undefined ? { argv0: o.command } : {}), stdin: input, captureBytes: true, signal: sig });
+      const r = await deps.run(bytes, { ...limits, ...images, tenant, argv, ...(o.command !== undefined ? { argv0: o.command } : {}), stdin: input, captureBytes: true, signal: sig, ...(tier === 'os_process' ? { tier, strictIsolation: o.strictIsolation === true } : {}) });
       if (!r.ok) throw SandboxError.fromSerialized(r.error ?? new SandboxError('INTERNAL').toPublic());
       return { ok: true, output: r.stdoutBytes ?? encoder.encode(r.stdout), fuelUsed: r.fuelUsed, durationMs: r.durationMs };
     };

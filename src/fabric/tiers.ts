@@ -8,7 +8,7 @@
  * whether a requested tier can run here, and says why not.
  * Invariant: a requested tier that cannot run is TIER_UNAVAILABLE with the reason in its message
  * and `details.reason`; nothing ever runs on a lower tier than the one asked for (no silent
- * downgrade). Only `instance` runs today.
+ * downgrade). `instance` and `os_process` run today.
  *
  * Does not protect against: anything by itself — a tier is only as strong as its boundary;
  * `instance` shares the host process's address space with every other guest (V8's sandbox and
@@ -67,8 +67,9 @@ export function checkTier(tier: unknown, ctx: TierContext = {}): Tier {
     throw unavailable('remote', ctx.redisUrl ? 'the remote tier is not built in this engine yet' : 'redis not configured');
   }
   if (tier === 'os_process') {
+    // Runs (src/engine/os-process/): strict isolation needs bubblewrap; without strict the child runs under Node's permission model, with a warning.
     if (ctx.strictIsolation === true && findBwrap(ctx.path) === null) throw unavailable('os_process', 'bwrap not installed');
-    throw unavailable('os_process', 'the child-process runner is not built in this engine yet');
+    return 'os_process';
   }
   throw new SandboxError('POLICY_INVALID', `tier must be one of ${TIERS.join(', ')}`, { tier: String(tier).slice(0, 32) });
 }

@@ -59,6 +59,10 @@ export interface ExecOptions extends PolicyOptions, CallControls {
   readonly receipt?: boolean;
   /** Told the name of each power request the snippet makes (`"kv.get"`), before it is served — refused ones too. */
   readonly onPower?: ((power: string) => void) | undefined;
+  /** `os_process`: the snippet runs in a child process of its own (src/engine/os-process/). */
+  readonly tier?: 'instance' | 'os_process' | 'remote';
+  /** With `tier: 'os_process'`: require bubblewrap namespaces (TIER_UNAVAILABLE without them). */
+  readonly strictIsolation?: boolean;
 }
 
 export type ExecOutcome = ExecResult & { readonly profile: string; readonly receipt?: SignedExecReceipt };

@@ -39,12 +39,15 @@ export interface BuiltFiles {
   readonly worker: string;
   readonly rewriteWorker: string;
   readonly jsWorker: string;
+  /** The os_process tier's child entry. */
+  readonly osChild: string;
 }
 
 const BUILT: Readonly<Record<keyof BuiltFiles, string>> = {
   worker: 'worker.cjs',
   rewriteWorker: 'rewrite-worker.cjs',
   jsWorker: 'js-lane-worker.cjs',
+  osChild: 'os-child.mjs',
 };
 
 /** True when this module runs from the built package (dist/), not from the TypeScript sources. */

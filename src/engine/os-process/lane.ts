@@ -1,0 +1,175 @@
+/**
+ * The `os_process` tier's engine side: `engine.run(bytes, { tier: 'os_process' })`,
+ * `engine.exec({ ..., tier: 'os_process' })` and each `engine.fanout` input with that tier run
+ * in a child process of their own (spawn.ts), one call per child.
+ *
+ * Owns: resolving the call's policy here, against this engine's operator limits, before anything
+ * is sent (the child gets the resolved numbers and the same operator limits: never more than the
+ * call); refusing what this tier cannot do yet (brokered powers, mounts, persistent VFS, receipts,
+ * streaming callbacks) with NOT_CAPABLE saying why; the tenant turn; the bwrap decision (strict →
+ * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
+ * records into this engine's log, each marked `tier: 'os_process'`.
+ * Invariant: a call asked for `os_process` runs in a child or does not run — never in process.
+ * Does not protect against: see spawn.ts (the boundary) — and a child's reply is taken as its
+ * call's result (its size is capped, its shape is not trusted beyond that).
+ */
+
+import { admitSigned } from '../signed.ts';
+import { SandboxError } from '../../errors.ts';
+import { checkTier } from '../../fabric/tiers.ts';
+import type { TenantScheduler } from '../../fabric/tenant-scheduler.ts';
+import { resolvePolicy, type PolicyConfig, type PolicyOptions } from '../../policy/resolve.ts';
+import type { ExecOptions, ExecOutcome } from '../../lanes/exec.ts';
+import { builtFiles } from '../../storage/package-root.ts';
+import type { EngineConfig } from '../options.ts';
+import type { RunOptions } from '../guest-spec.ts';
+import type { RunResult } from '../results.ts';
+import { decode, encode, fromB64, toB64, type ChildEngineSettings, type ChildReply } from './protocol.ts';
+import { bwrapStatus, runChild } from './spawn.ts';
+
+export interface OsProcessDeps {
+  readonly config: EngineConfig;
+  readonly fair: TenantScheduler;
+  readonly record: (event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }) => void;
+  readonly closed: () => boolean;
+}
+
+/** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
+export interface OsProcessCall {
+  /** Require bubblewrap namespaces: without them the call is TIER_UNAVAILABLE. */
+  readonly strictIsolation?: boolean;
+  /** PATH to look for bubblewrap in (default the process's): tests simulate its absence. */
+  readonly bwrapPath?: string;
+  /** Told the child's pid (tests look for leftover processes). */
+  readonly onChildSpawn?: (pid: number) => void;
+  /** Time allowed for the child to boot its engine, on top of the call's budget. Default 5 s (Python: 30 s). */
+  readonly bootMs?: number;
+}
+
+/**
+ * Caps this tier does not serve: powers brokered by the parent engine (kv, net, llm...) and
+ * process spawning (commands, exec, parallel: untested across the boundary). Named in a call's
+ * `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the child runs without them, with
+ * a warning. The guest VFS (`vfs`) is served in the child: private, in its own storage dir.
+ */
+const REFUSED_CAPS = ['kv', 'secrets', 'queue', 'tcp', 'udp', 'tls', 'net', 'llm', 'browse', 'parallel', 'commands', 'exec'];
+const BOOT_MS = 5_000;
+/** CPython's boot in a fresh child (the interpreter, its standard library; no pre-booted pool). */
+const PYTHON_BOOT_MS = 30_000;
+const GRACE_MS = 500;
+const WARN_NO_BWRAP = (why: string): string => `os_process: ${why}; the child ran under the Node permission model alone (no namespaces)`;
+
+function refuse(what: string): never {
+  throw new SandboxError('NOT_CAPABLE', `the os_process tier does not support ${what} yet (run it on the instance tier)`, { tier: 'os_process' });
+}
+
+/** The caps the child gets, and a warning for profile defaults it does not get; or NOT_CAPABLE. */
+function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: string[]; warning: string | null } {
+  const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
+  const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
+  if (named.length > 0) refuse(`${named.join(', ')}: brokered powers are served by the parent engine, and spawning is not served across the process boundary`);
+  if (policy.hostCaps.length > 0) refuse('host functions');
+  for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact', 'onStdout', 'onStderr', 'onProgress']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
+  const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
+  const caps = policy.caps.filter((c) => !REFUSED_CAPS.includes(c));
+  return { caps, warning: dropped.length > 0 ? `os_process: ran without the profile's ${dropped.join(', ')} (not served in a child process)` : null };
+}
+
+function settings(c: EngineConfig): ChildEngineSettings {
+  return { operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'], strictProfiles: c.strictProfiles, fuel: c.fuel, fuelChunk: c.fuelChunk, outputLimitBytes: c.outputLimitBytes, cacheDir: c.cacheDir };
+}
+
+/** The call's limits as resolved here: the child resolves the same numbers, never larger ones. */
+function limits(policy: PolicyConfig, caps: readonly string[]): Record<string, unknown> {
+  return { profile: policy.profile, timeoutMs: policy.timeoutMs, fuel: policy.fuel, memoryBytes: policy.memoryBytes, caps: [...caps] };
+}
+
+/** Data-only fields of the call (functions, signals and tier fields stay here). */
+function dataOf(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (typeof v === 'function' || k === 'signal' || k === 'tier' || k === 'images' || k === 'strictIsolation' || k === 'bwrapPath' || k === 'bootMs') continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string, unknown> & OsProcessCall & { signal?: AbortSignal | undefined }, payload: Record<string, unknown>): Promise<{ result: Record<string, unknown>; warnings: string[] }> {
+  if (deps.closed()) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');
+  checkTier(o['tier'], { strictIsolation: o.strictIsolation === true, ...(o.bwrapPath !== undefined ? { path: o.bwrapPath } : {}) });
+  const policy = resolvePolicy(o as PolicyOptions, deps.config);
+  const granted = checkCall(policy, o);
+  const status = bwrapStatus(o.bwrapPath);
+  if (status.bwrap === null && o.strictIsolation === true) {
+    throw new SandboxError('TIER_UNAVAILABLE', `the os_process tier is not available: ${status.reason}`, { tier: 'os_process', reason: status.reason });
+  }
+  const tenant = typeof o['tenant'] === 'string' ? o['tenant'] : 'default';
+  const instance = typeof o['id'] === 'string' ? o['id'] : `os-${kind}`;
+  // The child gets the resolved profile: a fallback is audited and warned here, where it happened.
+  if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
+  const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
+  try {
+    const entry = (await builtFiles()).osChild;
+    const request = encode({ kind, engine: settings(deps.config), ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
+    const text = await runChild(
+      {
+        entry,
+        readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
+        bwrap: status.bwrap,
+        shareNet: false,
+        // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
+        addons: granted.caps.includes('vfs'),
+        killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
+        maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
+        signal: o.signal,
+        onSpawn: o.onChildSpawn,
+      },
+      request,
+    );
+    const reply = decode(text) as ChildReply;
+    if (typeof reply !== 'object' || reply === null || typeof reply.result !== 'object' || !Array.isArray(reply.audit)) throw new SandboxError('INSTANCE_DEAD', 'the os_process child sent a malformed reply');
+    for (const a of reply.audit) {
+      const detail = typeof a.detail === 'object' && a.detail !== null ? (a.detail as Record<string, unknown>) : {};
+      deps.record({ tenant, instance, kind: String(a.kind).slice(0, 64), detail: { ...detail, tier: 'os_process' } });
+    }
+    const warnings = [...policy.warnings, ...(granted.warning ? [granted.warning] : []), ...(status.bwrap === null ? [WARN_NO_BWRAP(status.reason ?? 'bwrap not installed')] : [])];
+    return { result: reply.result, warnings };
+  } finally {
+    release();
+  }
+}
+
+function failed(e: unknown, profile: string): { ok: false; error: ReturnType<SandboxError['toPublic']>; profile: string } {
+  const err = e instanceof SandboxError ? e : new SandboxError('INTERNAL', 'the os_process tier failed');
+  return { ok: false, error: err.toPublic(), profile };
+}
+
+/** `engine.run` on the os_process tier. */
+export async function osRun(deps: OsProcessDeps, bytes: Uint8Array, opts: RunOptions & OsProcessCall): Promise<RunResult> {
+  const t0 = performance.now();
+  const o = { ...opts } as Record<string, unknown> & OsProcessCall;
+  if (opts.stdin instanceof Uint8Array) o['stdin'] = { b64: toB64(opts.stdin) };
+  try {
+    // `requireSigned` is the parent's gate: checked here, on the bytes the child will get (it has no trusted DIDs of its own).
+    const who = { tenant: typeof opts.tenant === 'string' ? opts.tenant : 'default', instance: typeof opts.id === 'string' ? opts.id : 'os-run' };
+    await admitSigned(deps.config, bytes, opts.artifact, (d) => deps.record({ ...who, kind: 'artifact.refused', detail: { ...d, tier: 'os_process' } }));
+    delete o['artifact'];
+    const { result, warnings } = await call(deps, 'run', o, { module: toB64(bytes) });
+    const r = result as unknown as RunResult & { stdoutBytes?: string };
+    return { ...r, ...(typeof r.stdoutBytes === 'string' ? { stdoutBytes: fromB64(r.stdoutBytes) } : {}), warnings: [...(r.warnings ?? []), ...warnings] };
+  } catch (e) {
+    return { ...failed(e, opts.profile ?? 'default'), stdout: '', stderr: '', fuelUsed: 0, durationMs: performance.now() - t0, memoryBytes: 0, warnings: [] };
+  }
+}
+
+/** `engine.exec` on the os_process tier (JS, TS, Python). */
+export async function osExec(deps: OsProcessDeps, opts: ExecOptions & OsProcessCall): Promise<ExecOutcome> {
+  const t0 = performance.now();
+  try {
+    const { result, warnings } = await call(deps, 'exec', { ...opts } as Record<string, unknown> & OsProcessCall, {});
+    const r = result as unknown as ExecOutcome;
+    return { ...r, warnings: [...(r.warnings ?? []), ...warnings] };
+  } catch (e) {
+    return { ...failed(e, opts.profile ?? 'default'), stdout: '', stderr: '', fuelUsed: 0, durationMs: performance.now() - t0, warnings: [], poolHit: false };
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * The `os_process` tier's wire format: one request on the child's stdin, one reply on its stdout,
+ * both a single JSON document (bytes as base64). Shared by the parent (runner.ts) and the child
+ * (child.ts).
+ *
+ * Owns: the request and reply shapes and their (de)serialization.
+ * Invariant: only data crosses — module bytes or source text, numbers and strings; no functions,
+ * signals or host objects (the parent strips them before sending).
+ * Does not protect against: a child that lies in its reply — the parent caps the reply's size and
+ * checks its shape, but a compromised child can report any result for its own call.
+ */
+
+/** Engine settings passed down: the parent's, never anything higher. */
+export interface ChildEngineSettings {
+  readonly operatorLimits: Record<string, { memoryBytes?: number; timeoutMs?: number; fuel?: number }>;
+  readonly strictProfiles: boolean;
+  readonly fuel: boolean;
+  readonly fuelChunk: number;
+  readonly outputLimitBytes: number;
+  readonly cacheDir: string | null;
+}
+
+export type ChildRequest =
+  | { readonly kind: 'run'; readonly engine: ChildEngineSettings; readonly module: string; readonly opts: Record<string, unknown> }
+  | { readonly kind: 'exec'; readonly engine: ChildEngineSettings; readonly opts: Record<string, unknown> };
+
+export interface ChildReply {
+  readonly result: Record<string, unknown>;
+  /** Audit records the child's engine made for the call (merged into the parent's log). */
+  readonly audit: readonly { kind: string; detail?: unknown }[];
+}
+
+export const toB64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+export const fromB64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'));
+
+/** JSON with BigInt (i64 arguments and results) carried as `{ "$bigint": "digits" }`. */
+export const encode = (value: unknown): string => JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? { $bigint: v.toString() } : v));
+export const decode = (text: string): unknown =>
+  JSON.parse(text, (_k, v: unknown) => {
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+      const keys = Object.keys(v);
+      const b = (v as { $bigint?: unknown }).$bigint;
+      if (keys.length === 1 && typeof b === 'string' && /^-?\d{1,40}$/.test(b)) return BigInt(b);
+    }
+    return v;
+  });

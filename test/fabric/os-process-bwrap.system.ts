@@ -1,0 +1,90 @@
+// `npm run test:system` (scripts/test-system.sh; needs `apt-get install bubblewrap` and a kernel
+// that lets it create namespaces): the os_process tier inside bubblewrap. Not a *.test.ts file,
+// so `npm test` (Node only) does not pick it up.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { bwrapStatus } from '../../src/engine/os-process/spawn.ts';
+import { wat } from '../helpers/wat.ts';
+import { testEngine } from '../helpers/engine.ts';
+
+const engine = testEngine({ poolSize: 1 });
+
+/** Every descendant of `pid` (by /proc's parent links). */
+function descendants(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number): void => {
+    for (const [c, pp] of parent) if (pp === p) (out.push(c), walk(c));
+  };
+  walk(pid);
+  return out;
+}
+
+test('bubblewrap is installed and can create namespaces here', () => {
+  const s = bwrapStatus();
+  assert.equal(s.reason, null, `bwrap unusable: ${s.reason}`);
+});
+
+test('strict isolation runs in bubblewrap: the same result as in process, no warning', async () => {
+  const count = await wat('count');
+  const here = await engine.run(count, { invoke: 'count', args: [500n] });
+  const there = await engine.run(count, { tier: 'os_process', strictIsolation: true, invoke: 'count', args: [500n] });
+  assert.equal(there.ok, true, JSON.stringify(there.error));
+  assert.deepEqual(there.result, here.result);
+  assert.deepEqual(there.warnings, []);
+});
+
+test('inside bubblewrap the child has its own network namespace, an empty environment, and is gone after the runaway is stopped', async () => {
+  process.env['MEMBRANE_TEST_SECRET'] = 'canary-bwrap-44';
+  let outer = 0;
+  let seen: { net: string; environ: string; pid: number } | null = null;
+  let poll: NodeJS.Timeout | undefined;
+  const r = await engine.run(await wat('spin'), {
+    tier: 'os_process',
+    strictIsolation: true,
+    invoke: 'run',
+    timeoutMs: 2000,
+    onChildSpawn: (pid) => {
+      outer = pid;
+      poll = setInterval(() => {
+        for (const c of descendants(pid)) {
+          try {
+            if (!readFileSync(`/proc/${c}/cmdline`, 'latin1').includes('os-child')) continue;
+            seen ??= { net: readlinkSync(`/proc/${c}/ns/net`), environ: readFileSync(`/proc/${c}/environ`, 'latin1'), pid: c };
+          } catch {
+            // not there yet, or gone
+          }
+        }
+        if (seen) clearInterval(poll);
+      }, 10);
+    },
+  });
+  clearInterval(poll);
+  assert.ok(['TIMEOUT', 'FUEL_EXHAUSTED'].includes(r.error?.code ?? ''), JSON.stringify(r.error)); // a runaway, stopped by one wall or the other
+  assert.ok(seen, 'the sandboxed node process was not seen');
+  const s = seen as { net: string; environ: string; pid: number };
+  assert.notEqual(s.net, readlinkSync('/proc/self/ns/net'));
+  assert.deepEqual(s.environ.split('\0').filter(Boolean).map((kv) => kv.slice(0, kv.indexOf('='))), ['MEMBRANE_HOME']);
+  assert.equal(descendants(outer).length, 0);
+  const alive = (): boolean => {
+    try {
+      return !/\) Z /.test(readFileSync(`/proc/${s.pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  // SIGKILL went to the whole group when the call ended; the kernel finishes tearing it down (and the
+  // namespace's init reaps it) asynchronously, so give it a moment.
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(alive(), false, 'the sandboxed node process outlived its call');
+});
