@@ -15,7 +15,8 @@
 import { cancelled } from '../lanes/controls.ts';
 import type { Awaited } from './bridge/worker-handle.ts';
 import type { StreamSink } from './bridge/stream-sink.ts';
-import { failure, type RunResult } from './results.ts';
+import { failure, fromAwaited, type RunResult } from './results.ts';
+import type { PolicyConfig } from '../policy/resolve.ts';
 
 export class CallWatch {
   /** What the job's wait honours: aborting it is a deadline that came early. */
@@ -52,4 +53,23 @@ export function notRun(ctx: { profile: string; warnings: readonly string[] }, t0
 export function withStreamed(r: RunResult, a: Awaited, sink: StreamSink | null): RunResult {
   if (!sink || a.kind === 'done') return r;
   return { ...r, stdout: sink.text('stdout'), stderr: sink.text('stderr') };
+}
+
+/** What a run's wait came to, as its result: its walls' outcome, and what it streamed if it ended without a result frame. */
+export function settledRun(
+  awaited: Awaited,
+  sink: StreamSink | null,
+  at: { readonly policy: PolicyConfig; readonly isCommand: boolean; readonly startedAt: number; readonly deadline: number; readonly outputLimitBytes: number; readonly watch: CallWatch },
+): RunResult {
+  const { policy } = at;
+  const r = fromAwaited(awaited, {
+    profile: policy.profile,
+    warnings: policy.warnings,
+    isCommand: at.isCommand,
+    timeoutMs: policy.timeoutMs,
+    startedAt: at.startedAt,
+    outputLimitBytes: at.outputLimitBytes,
+    cancelled: at.watch.cancelledBy(at.deadline),
+  });
+  return withStreamed(r, awaited, sink);
 }

@@ -26,13 +26,13 @@ import { StreamSink } from './bridge/stream-sink.ts';
 import type { Caller, JobHost } from './bridge/host-services.ts';
 import type { WorkerHandle } from './bridge/worker-handle.ts';
 import { budgetOf, graceFor } from './budget.ts';
-import { CallWatch, notRun, withStreamed } from './call-controls.ts';
+import { CallWatch, notRun, settledRun } from './call-controls.ts';
 import { checkTier } from './fanout-lane.ts';
 import { admitSigned } from './signed.ts';
 import { buildSpec, type RunOptions } from './guest-spec.ts';
 import type { PreparedModule } from './module-cache.ts';
 import type { EngineConfig } from './options.ts';
-import { failure, fromAwaited, type RunResult } from './results.ts';
+import { failure, type RunResult } from './results.ts';
 
 export interface ComponentLaneParts {
   readonly config: EngineConfig;
@@ -110,19 +110,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     }
     if (awaited.kind === 'done') parts.pool.release(handle);
     else void parts.pool.discard(handle);
-    const result = withStreamed(
-      fromAwaited(awaited, {
-        profile: policy.profile,
-        warnings: policy.warnings,
-        isCommand: true,
-        timeoutMs: policy.timeoutMs,
-        startedAt,
-        outputLimitBytes: config.outputLimitBytes,
-        cancelled: watch.cancelledBy(deadline),
-      }),
-      awaited,
-      sink,
-    );
+    const result = settledRun(awaited, sink, { policy, isCommand: true, startedAt, deadline, outputLimitBytes: config.outputLimitBytes, watch });
     return opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout, stdoutTruncated: awaited.frame.stdoutTruncated } : result;
   } catch (e) {
     return failure(toSandboxError(e), { profile: policy?.profile ?? 'compute', warnings: policy?.warnings ?? [] }, performance.now() - t0);

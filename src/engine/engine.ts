@@ -27,9 +27,9 @@ import { WorkerPool, poolConfigFor } from './pool.ts';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { removeDatabase, storageDir } from '../storage/index.ts';
-import { mountForRun, type MountSpec } from './mounts.ts';
+import { mountForRun } from './mounts.ts';
 import { PROTOCOL_VERSION } from './bridge/protocol.ts';
-import { failure, fromAwaited, type RunResult } from './results.ts';
+import { failure, type RunResult } from './results.ts';
 import { locateRewriteWorker, locateWorker } from './worker-file.ts';
 import { RewritePool } from './rewrite/pool.ts';
 import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOptions, type StartOptions } from './guest-spec.ts';
@@ -48,7 +48,7 @@ import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.
 import { auditInDatabase } from './audit-sink.ts';
 import { callReceipts, execWithReceipt, runWithReceipt } from './receipts.ts';
 import { cancelled } from '../lanes/controls.ts';
-import { CallWatch, notRun, withStreamed } from './call-controls.ts';
+import { CallWatch, notRun, settledRun } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
@@ -198,19 +198,7 @@ export class Engine {
       }
       if (awaited.kind === 'done') this.pool.release(handle);
       else void this.pool.discard(handle);
-      const result = withStreamed(
-        fromAwaited(awaited, {
-          profile: policy.profile,
-          warnings: policy.warnings,
-          isCommand,
-          timeoutMs: policy.timeoutMs,
-          startedAt,
-          outputLimitBytes: this.config.outputLimitBytes,
-          cancelled: watch.cancelledBy(deadline),
-        }),
-        awaited,
-        sink,
-      );
+      const result = settledRun(awaited, sink, { policy, isCommand, startedAt, deadline, outputLimitBytes: this.config.outputLimitBytes, watch });
       const withBytes = opts.captureBytes && awaited.kind === 'done' ? { ...result, stdoutBytes: awaited.stdout, stdoutTruncated: awaited.frame.stdoutTruncated } : result;
       return mounted ? mounted.finish(withBytes) : withBytes;
     } catch (e) {

@@ -25,8 +25,8 @@ import { StreamSink } from './bridge/stream-sink.ts';
 import { buildSpec, vfsSpec, type RunOptions } from './guest-spec.ts';
 import { planLinks } from './linker.ts';
 import { graceFor } from './budget.ts';
-import { CallWatch, withStreamed } from './call-controls.ts';
-import { failure, fromAwaited, type RunResult } from './results.ts';
+import { CallWatch, settledRun } from './call-controls.ts';
+import { failure, type RunResult } from './results.ts';
 import type { EngineConfig } from './options.ts';
 import type { PreparedModule } from './module-cache.ts';
 import type { PolicyConfig } from '../policy/resolve.ts';
@@ -166,17 +166,5 @@ async function resume(parts: LaneRunnerParts, handle: WorkerHandle, prepared: Pr
   }
   if (awaited.kind === 'done') pool.adopt(handle);
   else void pool.discard(handle);
-  return withStreamed(
-    fromAwaited(awaited, {
-      profile: policy.profile,
-      warnings: policy.warnings,
-      isCommand: true,
-      timeoutMs: policy.timeoutMs,
-      startedAt,
-      outputLimitBytes: config.outputLimitBytes,
-      cancelled: watch.cancelledBy(deadline),
-    }),
-    awaited,
-    sink,
-  );
+  return settledRun(awaited, sink, { policy, isCommand: true, startedAt, deadline, outputLimitBytes: config.outputLimitBytes, watch });
 }

@@ -30,7 +30,7 @@ import type { GuestHooks } from './guest.ts';
 import { PooledFuel } from './component-fuel.ts';
 import { COMMAND_ERRORS, componentImports } from './component-imports.ts';
 import { runCommandInterface } from './component-commands.ts';
-import { Guest } from './guest.ts';
+import { Guest, settlingBridge } from './guest.ts';
 
 type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
@@ -107,20 +107,7 @@ export class ComponentGuest {
     this.stdout = new CappedStream('stdout', spec.output.limitBytes, spec.output.failOnLimit);
     this.stderr = new CappedStream('stderr', spec.output.limitBytes, spec.output.failOnLimit);
     this.fuel = spec.fuel.metered ? new PooledFuel(spec.fuel.chunk, interrupted, this.state, hooks.tick) : null;
-    // What the guest wrote is in the database before anything outside this worker looks.
-    this.host = {
-      call: (op, blobs) => {
-        this.vfs?.flush();
-        hooks.idle();
-        try {
-          return bridge.call(op, blobs);
-        } catch (e) {
-          if (e instanceof GuestFault) this.state.fault ??= e;
-          throw e;
-        }
-      },
-      receiveModule: () => bridge.receiveModule(),
-    };
+    this.host = settlingBridge(bridge, () => this.vfs?.flush(), () => hooks.idle(), this.state);
   }
 
   get holdsStorage(): boolean {

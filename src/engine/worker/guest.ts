@@ -83,22 +83,7 @@ export class Guest {
     /** A top-level fresh run's: its memory (when the module imports it from the pool) is recycled at dispose. */
     private readonly memories: MemoryPool | null = null,
   ) {
-    // What the guest wrote must be in the database before anything outside this worker (a
-    // broker, a process on another worker, the host) can look at it.
-    this.host = {
-      call: (op, blobs) => {
-        this.vfs?.flush();
-        hooks?.idle();
-        try {
-          return bridge.call(op, blobs);
-        } catch (e) {
-          // A host call cut at the deadline: recorded, so a guest that catches it still ends TIMEOUT.
-          if (e instanceof GuestFault) this.state.fault ??= e;
-          throw e;
-        }
-      },
-      receiveModule: () => bridge.receiveModule(),
-    };
+    this.host = settlingBridge(bridge, () => this.vfs?.flush(), () => hooks?.idle(), this.state);
     this.meter = spec.fuel.metered ? new FuelMeter(spec.fuel.chunk, interrupted, this.state, hooks?.tick ?? null) : null;
     this.stdout = new CappedStream('stdout', spec.output.limitBytes, spec.output.failOnLimit);
     this.stderr = new CappedStream('stderr', spec.output.limitBytes, spec.output.failOnLimit);
@@ -383,4 +368,25 @@ export class Guest {
       },
     };
   }
+}
+
+/**
+ * The bridge as a guest's imports use it: what the guest wrote is in the database before anything
+ * outside this worker (a broker, a process on another worker, the host) can look at it, and a host
+ * call cut at the deadline is recorded, so a guest that catches it still ends TIMEOUT.
+ */
+export function settlingBridge(bridge: HostBridge, flush: () => void, idle: () => void, state: CallState): HostBridge {
+  return {
+    call: (op, blobs) => {
+      flush();
+      idle();
+      try {
+        return bridge.call(op, blobs);
+      } catch (e) {
+        if (e instanceof GuestFault) state.fault ??= e;
+        throw e;
+      }
+    },
+    receiveModule: () => bridge.receiveModule(),
+  };
 }
