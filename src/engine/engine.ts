@@ -54,7 +54,7 @@ import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
 import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
-import { checkTier, fanout, type FanoutOptions, type FanResult } from './fanout-lane.ts';
+import { checkTier, closeRemote, fanout, remoteRun, type FanoutOptions, type FanResult } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
@@ -132,11 +132,12 @@ export class Engine {
 
   fanout(opts: FanoutOptions): Promise<FanResult[]> {
     this.assertOpen();
-    return fanout({ run: (b, o) => this.run(b, o), commands: this.commands, kernel: (b, o) => this.kernel(b, o) }, opts);
+    return fanout({ run: (b, o) => this.run(b, o), commands: this.commands, kernel: (b, o) => this.kernel(b, o), redisUrl: this.config.remote?.redis ?? null }, opts);
   }
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
+    if (opts.tier === 'remote') return remoteRun(this, this.config, (e) => this.brokers.record(e), bytes, opts); // src/engine/remote-lane.ts
     if (!opts.receipt) return this.execute(bytes, opts, null);
     return runWithReceipt({ config: this.config, watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts);
   }
@@ -412,7 +413,7 @@ export class Engine {
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
-    await this.kernels.close();
+    await Promise.all([this.kernels.close(), closeRemote(this)]);
     this.fair.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();

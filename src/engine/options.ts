@@ -27,6 +27,15 @@ export interface LogEntry {
   readonly message: string;
 }
 
+export interface RemoteOptions {
+  /** redis://[user:password@]host:port[/db] */
+  readonly redis: string;
+  /** The BullMQ queue name (default `membrane-runs`); submitters and workers must agree. */
+  readonly queue?: string;
+  /** How long a run may wait for a free worker before it is TIMEOUT (default 60 s), on top of its own budget. */
+  readonly queueWaitMs?: number;
+}
+
 export interface EngineOptions {
   /** Warm workers kept for fresh runs. Default 2. */
   poolSize?: number;
@@ -101,6 +110,8 @@ export interface EngineOptions {
    * audited. Default: no requirement.
    */
   requireSigned?: readonly string[];
+  /** The remote tier: runs with `tier: 'remote'` go to `membrane worker`s through this Redis (src/engine/remote-lane.ts). Default: none (TIER_UNAVAILABLE). */
+  remote?: RemoteOptions;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -143,6 +154,7 @@ export interface EngineConfig {
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
   /** The did:keys a module must be signed by, or null (no requirement). */
   readonly requireSigned: readonly string[] | null;
+  readonly remote: RemoteOptions | null;
 }
 
 function count(name: string, v: number | undefined, dflt: number, min = 1): number {
@@ -184,5 +196,13 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
     hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
     requireSigned: o.requireSigned === undefined ? null : Object.freeze(o.requireSigned.map((d) => (publicKeyOfDidKey(d), d))),
+    remote: resolveRemote(o.remote),
   });
+}
+
+function resolveRemote(r: RemoteOptions | undefined): RemoteOptions | null {
+  if (r === undefined) return null;
+  if (typeof r?.redis !== 'string' || !/^rediss?:\/\/\S+$/.test(r.redis)) throw new SandboxError('POLICY_INVALID', 'engine option remote.redis must be a redis:// or rediss:// URL', { option: 'remote' });
+  if (r.queueWaitMs !== undefined) count('remote.queueWaitMs', r.queueWaitMs, 60_000);
+  return Object.freeze({ ...r });
 }
