@@ -138,8 +138,7 @@ export class Engine {
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions = {}): Promise<RunResult> {
     if (opts.tier === 'remote') return remoteRun(this, this.config, (e) => this.brokers.record(e), bytes, opts); // src/engine/remote-lane.ts
-    if (!opts.receipt) return this.execute(bytes, opts, null);
-    return runWithReceipt({ config: this.config, watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts);
+    return !opts.receipt ? this.execute(bytes, opts, null) : runWithReceipt({ config: this.config, watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts);
   }
 
   private async execute(bytes: Uint8Array, opts: RunOptions, inherited: Inherited | null): Promise<RunResult> {
