@@ -65,6 +65,9 @@ export class RemoteQueue {
       const name = this.o.queue ?? DEFAULT_QUEUE;
       const queue = new bull.Queue(name, { connection: connect(Redis, this.o.redis), prefix: PREFIX });
       const events = new bull.QueueEvents(name, { connection: connect(Redis, this.o.redis), prefix: PREFIX });
+      // Each waiting run listens on both (removed when it ends): many runs in flight are normal, not a leak.
+      queue.setMaxListeners(0);
+      events.setMaxListeners(0);
       await events.waitUntilReady();
       return { queue, events, store: connect(Redis, this.o.redis) };
     })());
