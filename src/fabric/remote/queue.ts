@@ -50,7 +50,7 @@ function connect(Redis: IORedisCtor, url: string): import('ioredis').Redis {
 
 /** The submitting side: one Queue, one QueueEvents, one Redis connection for the module store. */
 export class RemoteQueue {
-  private parts: Promise<{ queue: import('bullmq').Queue; events: import('bullmq').QueueEvents; store: import('ioredis').Redis }> | null = null;
+  private parts: Promise<{ queue: import('bullmq').Queue; events: import('bullmq').QueueEvents; store: import('ioredis').Redis; conns: import('ioredis').Redis[] }> | null = null;
   /** Hashes stored recently (until half their TTL): not sent again. */
   private readonly stored = new Map<string, number>();
   private readonly ttl: number;
@@ -63,13 +63,15 @@ export class RemoteQueue {
     return (this.parts ??= (async () => {
       const { bull, Redis } = await load();
       const name = this.o.queue ?? DEFAULT_QUEUE;
-      const queue = new bull.Queue(name, { connection: connect(Redis, this.o.redis), prefix: PREFIX });
-      const events = new bull.QueueEvents(name, { connection: connect(Redis, this.o.redis), prefix: PREFIX });
+      // BullMQ never closes a connection it was handed: each is ours to disconnect (close()).
+      const conns = [connect(Redis, this.o.redis), connect(Redis, this.o.redis)];
+      const queue = new bull.Queue(name, { connection: conns[0]!, prefix: PREFIX });
+      const events = new bull.QueueEvents(name, { connection: conns[1]!, prefix: PREFIX });
       // Each waiting run listens on both (removed when it ends): many runs in flight are normal, not a leak.
       queue.setMaxListeners(0);
       events.setMaxListeners(0);
       await events.waitUntilReady();
-      return { queue, events, store: connect(Redis, this.o.redis) };
+      return { queue, events, store: connect(Redis, this.o.redis), conns };
     })());
   }
 
@@ -120,9 +122,9 @@ export class RemoteQueue {
     const p = this.parts;
     this.parts = null;
     if (!p) return;
-    const { queue, events, store } = await p;
+    const { queue, events, store, conns } = await p;
     await Promise.allSettled([events.close(), queue.close()]);
-    store.disconnect();
+    for (const c of [store, ...conns]) c.disconnect();
   }
 }
 
@@ -149,6 +151,7 @@ export type JobRunner = (job: RemoteJob, bytes: Uint8Array, meta: { jobId: strin
 export async function serveQueue(o: ServeOptions, run: JobRunner, retrySafe: (job: RemoteJob) => boolean): Promise<{ close(): Promise<void> }> {
   const { bull, Redis } = await load();
   const store = connect(Redis, o.redis);
+  const conn = connect(Redis, o.redis);
   const worker = new bull.Worker(
     o.queue ?? DEFAULT_QUEUE,
     async (j) => {
@@ -167,7 +170,7 @@ export async function serveQueue(o: ServeOptions, run: JobRunner, retrySafe: (jo
       }
       return run(job, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), { jobId: String(j.id), attempt });
     },
-    { connection: connect(Redis, o.redis), prefix: PREFIX, concurrency: o.concurrency, lockDuration: LOCK_MS, stalledInterval: STALLED_INTERVAL_MS, maxStalledCount: 1, name: o.worker },
+    { connection: conn, prefix: PREFIX, concurrency: o.concurrency, lockDuration: LOCK_MS, stalledInterval: STALLED_INTERVAL_MS, maxStalledCount: 1, name: o.worker },
   );
   worker.on('error', () => undefined); // connection blips: ioredis reconnects
   await worker.waitUntilReady();
@@ -175,6 +178,7 @@ export async function serveQueue(o: ServeOptions, run: JobRunner, retrySafe: (jo
     async close() {
       await worker.close();
       store.disconnect();
+      conn.disconnect();
     },
   };
 }
