@@ -11,7 +11,7 @@
 #   - each bin directory holding one of these programs rebuilt on a tmpfs from everything else
 #     in it (links recreated, files bound one by one), leaving out clang*, wasm-ld*, lld*,
 #     llvm-*, the binaryen tools (wasm-opt, wasm2js, wasm-as, ...), chromium*, chromedriver,
-#     bwrap and openssl (a file bound over a program would not do: bash's `command -v` still
+#     bwrap, openssl and the redis-* programs (a file bound over a program would not do: bash's `command -v` still
 #     prints it).
 # bwrap itself is among the hidden programs, so nothing inside can nest a namespace with it.
 # Needs bubblewrap on the host (apt-get install bubblewrap). It hides programs, it does not
@@ -24,7 +24,7 @@ hidden() {
   case "$1" in
     clang | clang-* | clang++* | wasm-ld* | lld | lld-* | ld.lld* | ld64.lld* | llvm-*) return 0 ;;
     wasm-opt | wasm-as | wasm-dis | wasm-ctor-eval | wasm-emscripten-finalize | wasm-fuzz-* | wasm-metadce | wasm-reduce | wasm-shell | wasm-split | wasm-merge | wasm2js) return 0 ;;
-    chromium | chromium-browser | chromedriver | bwrap | openssl) return 0 ;;
+    chromium | chromium-browser | chromedriver | bwrap | openssl | redis-server | redis-cli | redis-benchmark | redis-check-*) return 0 ;;
   esac
   return 1
 }

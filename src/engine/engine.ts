@@ -54,7 +54,7 @@ import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
 import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
-import { checkTier, fanout, osExec, osRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
+import { checkTier, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
 import { isComponent, runComponent } from './component-lane.ts';
 
@@ -133,12 +133,13 @@ export class Engine {
 
   fanout(opts: FanoutOptions): Promise<FanResult[]> {
     this.assertOpen();
-    return fanout({ run: (b, o) => this.run(b, o), commands: this.commands, kernel: (b, o) => this.kernel(b, o) }, opts);
+    return fanout({ run: (b, o) => this.run(b, o), commands: this.commands, kernel: (b, o) => this.kernel(b, o), redisUrl: this.config.remote?.redis ?? null }, opts);
   }
 
   /** Run a module once in a fresh instance: `_start` (WASI) or `opts.invoke`; `receipt: true` adds a signed receipt (receipts.ts). */
   run(bytes: Uint8Array, opts: RunOptions & OsProcessCall = {}): Promise<RunResult> {
     if (opts.tier === 'os_process') return osRun(this.osDeps, bytes, opts); // a child process per call (src/engine/os-process/)
+    if (opts.tier === 'remote') return remoteRun(this, this.config, (e) => this.brokers.record(e), bytes, opts); // src/engine/remote-lane.ts
     if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent({ config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i), record: (t, i, kind, d) => this.brokers.record({ tenant: t, instance: i, kind, detail: d }) }, bytes, opts);
     return opts.receipt ? runWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts) : this.execute(bytes, opts, null);
   }
@@ -400,7 +401,7 @@ export class Engine {
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
-    await this.kernels.close();
+    await Promise.all([this.kernels.close(), closeRemote(this)]);
     this.fair.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();

@@ -20,6 +20,7 @@ import { checkTier, type Tier } from '../fabric/tiers.ts';
 
 export { checkTier };
 export { osExec, osRun, type OsProcessCall, type OsProcessDeps } from './os-process/lane.ts';
+export { closeRemote, remoteRun } from './remote-lane.ts'; // for engine.ts (one import line there)
 import type { PolicyOptions } from '../policy/resolve.ts';
 import type { KernelHandle, KernelOptions } from './kernel-lane.ts';
 import type { RunOptions } from './guest-spec.ts';
@@ -55,14 +56,17 @@ export interface FanoutDeps {
   readonly run: (bytes: Uint8Array, opts: RunOptions) => Promise<RunResult>;
   readonly commands: CommandRegistry;
   readonly kernel: (bytes: Uint8Array, opts: KernelOptions) => Promise<KernelHandle>;
+  /** The engine's Redis URL (the remote tier), or null. */
+  readonly redisUrl?: string | null;
 }
 
 const encoder = new TextEncoder();
 const asBytes = (x: Uint8Array | string): Uint8Array => (typeof x === 'string' ? encoder.encode(x) : x);
 
 export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanResult[]> {
-  const tier = checkTier(o.tier, { strictIsolation: o.strictIsolation === true });
+  const tier = checkTier(o.tier, { strictIsolation: o.strictIsolation === true, redisUrl: deps.redisUrl ?? null });
   if (tier === 'os_process' && o.kernel !== undefined) throw new SandboxError('TIER_UNAVAILABLE', 'the os_process tier is not available: a kernel keeps one instance across calls; os_process runs one call per child process', { tier, reason: 'kernels do not run per call' });
+  if (tier === 'remote' && o.kernel !== undefined) throw new SandboxError('TIER_UNAVAILABLE', 'the remote tier is not available: kernels run on the instance tier only', { tier, reason: 'kernels run on the instance tier only' });
   const width = resolveWidth(o.width);
   const shapes = [o.command !== undefined, o.module !== undefined, o.kernel !== undefined].filter(Boolean).length;
   if (shapes !== 1) throw new SandboxError('POLICY_INVALID', 'fanout takes exactly one of command, module or kernel');
@@ -93,13 +97,13 @@ export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanRes
       const b = deps.commands.get(o.command);
       if (!b) throw new SandboxError('POLICY_INVALID', `no registered command "${String(o.command).slice(0, 64)}"`, { command: String(o.command).slice(0, 64) });
       bytes = b;
-      images = { images: deps.commands.imagesFor(o.command) };
+      if (tier !== 'remote') images = { images: deps.commands.imagesFor(o.command) }; // a worker resolves its own
       argv = deps.commands.argsFor(o.command, (o.args ?? []).map(String));
     } else {
       bytes = o.module!;
     }
     task = async (input, sig) => {
-      const r = await deps.run(bytes, { ...limits, ...images, tenant, argv, ...(o.command !== undefined ? { argv0: o.command } : {}), stdin: input, captureBytes: true, signal: sig, ...(tier === 'os_process' ? { tier, strictIsolation: o.strictIsolation === true } : {}) });
+      const r = await deps.run(bytes, { ...limits, ...images, tenant, argv, ...(tier === 'remote' ? { tier } : {}), ...(o.command !== undefined ? { argv0: o.command } : {}), stdin: input, captureBytes: true, signal: sig, ...(tier === 'os_process' ? { tier, strictIsolation: o.strictIsolation === true } : {}) });
       if (!r.ok) throw SandboxError.fromSerialized(r.error ?? new SandboxError('INTERNAL').toPublic());
       return { ok: true, output: r.stdoutBytes ?? encoder.encode(r.stdout), fuelUsed: r.fuelUsed, durationMs: r.durationMs };
     };

@@ -69,7 +69,7 @@ export interface RunOptions extends GuestOptions, CallControls {
   captureBytes?: boolean;
   /** Also return `receipt`: a receipt of the run signed by the engine's key (engine/receipts.ts). */
   receipt?: boolean;
-  /** Where it runs (src/fabric/tiers.ts): `instance` (the default) or `os_process` (src/engine/os-process/); `remote` is TIER_UNAVAILABLE with the reason. */
+  /** Where it runs (src/fabric/tiers.ts): `instance` (the default), `os_process` (src/engine/os-process/) or `remote` (src/engine/remote-lane.ts; TIER_UNAVAILABLE without `remote: { redis }`). */
   tier?: 'instance' | 'os_process' | 'remote';
   /** With `tier: 'os_process'`: require bubblewrap namespaces (TIER_UNAVAILABLE without them). */
   strictIsolation?: boolean;

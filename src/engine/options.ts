@@ -28,6 +28,15 @@ export interface LogEntry {
   readonly message: string;
 }
 
+export interface RemoteOptions {
+  /** redis://[user:password@]host:port[/db] */
+  readonly redis: string;
+  /** The BullMQ queue name (default `membrane-runs`); submitters and workers must agree. */
+  readonly queue?: string;
+  /** How long a run may wait for a free worker before it is TIMEOUT (default 60 s), on top of its own budget. */
+  readonly queueWaitMs?: number;
+}
+
 export interface EngineOptions {
   /** Warm workers kept for fresh runs. Default 2. */
   poolSize?: number;
@@ -111,6 +120,8 @@ export interface EngineOptions {
    * 64 KiB, 5 s, cached 60 s. Default false: no document is ever fetched.
    */
   didWebFetch?: boolean;
+  /** The remote tier: runs with `tier: 'remote'` go to `membrane worker`s through this Redis (src/engine/remote-lane.ts). Default: none (TIER_UNAVAILABLE). */
+  remote?: RemoteOptions;
 }
 
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
@@ -155,6 +166,7 @@ export interface EngineConfig {
   readonly requireSigned: readonly string[] | null;
   /** Where a trusted did:web signer's document comes from (null without requireSigned). */
   readonly didResolver: DidResolver | null;
+  readonly remote: RemoteOptions | null;
 }
 
 /** A requireSigned entry: a did:key (its key must decode) or a host-form did:web. */
@@ -207,5 +219,13 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
     requireSigned: o.requireSigned === undefined ? null : Object.freeze(o.requireSigned.map(trustedDid)),
     didResolver: o.requireSigned === undefined ? null : new DidResolver({ documents: o.didDocuments ?? {}, fetch: o.didWebFetch === true, net: { ...(o.brokers?.net?.allowCidrs ? { allowCidrs: o.brokers.net.allowCidrs } : {}), ...(o.brokers?.net?.resolver ? { resolver: o.brokers.net.resolver } : {}), ...(o.brokers?.net?.ca ? { ca: o.brokers.net.ca } : {}) } }),
+    remote: resolveRemote(o.remote),
   });
+}
+
+function resolveRemote(r: RemoteOptions | undefined): RemoteOptions | null {
+  if (r === undefined) return null;
+  if (typeof r?.redis !== 'string' || !/^rediss?:\/\/\S+$/.test(r.redis)) throw new SandboxError('POLICY_INVALID', 'engine option remote.redis must be a redis:// or rediss:// URL', { option: 'remote' });
+  if (r.queueWaitMs !== undefined) count('remote.queueWaitMs', r.queueWaitMs, 60_000);
+  return Object.freeze({ ...r });
 }

@@ -8,7 +8,7 @@
  * whether a requested tier can run here, and says why not.
  * Invariant: a requested tier that cannot run is TIER_UNAVAILABLE with the reason in its message
  * and `details.reason`; nothing ever runs on a lower tier than the one asked for (no silent
- * downgrade). `instance` and `os_process` run today.
+ * downgrade). `instance` and `os_process` run today, and `remote` when the engine has a Redis URL.
  *
  * Does not protect against: anything by itself — a tier is only as strong as its boundary;
  * `instance` shares the host process's address space with every other guest (V8's sandbox and
@@ -37,7 +37,7 @@ export function tierFor(shape: WorkloadShape, trust: Trust): { tier: Tier; reaso
 }
 
 export interface TierContext {
-  /** The engine's Redis URL for the remote tier (not configurable yet: always absent). */
+  /** The engine's Redis URL for the remote tier (`EngineOptions.remote.redis`), or absent. */
   readonly redisUrl?: string | null;
   /** The caller asked for namespaces (bubblewrap) under `os_process`. */
   readonly strictIsolation?: boolean;
@@ -63,8 +63,9 @@ function unavailable(tier: Tier, reason: string): SandboxError {
 export function checkTier(tier: unknown, ctx: TierContext = {}): Tier {
   if (tier === undefined || tier === 'instance') return 'instance';
   if (tier === 'remote') {
-    // The remote tier (BullMQ on Redis, `membrane worker`) is the next step; without a URL there is no queue.
-    throw unavailable('remote', ctx.redisUrl ? 'the remote tier is not built in this engine yet' : 'redis not configured');
+    // The remote tier (BullMQ on Redis, `membrane worker`, src/fabric/remote/): without a URL there is no queue.
+    if (!ctx.redisUrl) throw unavailable('remote', 'redis not configured');
+    return 'remote';
   }
   if (tier === 'os_process') {
     // Runs (src/engine/os-process/): strict isolation needs bubblewrap; without strict the child runs under Node's permission model, with a warning.

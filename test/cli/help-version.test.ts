@@ -11,7 +11,7 @@ import { runCli } from '../helpers/cli.ts';
 const HOME = mkdtempSync(join(tmpdir(), 'membrane-help-'));
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME });
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const COMMANDS = ['run', 'exec', 'build', 'sh', 'serve', 'mcp', 'instrument', 'inspect', 'audit', 'token', 'profiles', 'agent', 'identity', 'sign', 'verify-artifact', 'receipt', 'replay', 'bundle', 'verify'];
+const COMMANDS = ['run', 'exec', 'build', 'sh', 'serve', 'mcp', 'instrument', 'inspect', 'audit', 'token', 'profiles', 'agent', 'identity', 'sign', 'verify-artifact', 'receipt', 'replay', 'bundle', 'verify', 'worker'];
 
 test('every command main.ts dispatches has a help entry', async () => {
   const src = readFileSync(new URL('../../src/interfaces/cli/main.ts', import.meta.url), 'utf8');

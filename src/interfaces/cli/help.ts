@@ -317,6 +317,25 @@ grantable, 1 when not.
 
 Example:
   membrane verify toolkit.toml`,
+
+  worker: `Usage: membrane worker --redis URL [--concurrency N] [--queue NAME]
+
+Join a remote-tier fleet (docs/fabric.md): take jobs that engines with
+remote: { redis: URL } submit for tier 'remote', run each on a local engine under
+the same walls as \`membrane run\` (a job's limits can only lower this engine's),
+and send back the result and the run's audit records. Prints
+"membrane worker: ID serving QUEUE" once it is taking jobs; SIGTERM/SIGINT finish
+the jobs in hand and exit.
+
+  --redis URL        redis://[user:password@]HOST:PORT[/DB] (or $MEMBRANE_REDIS_URL)
+  --concurrency N    jobs run at once, 1..256 (default 2)
+  --queue NAME       the BullMQ queue (default membrane-runs)
+
+A worker killed mid-job: its job runs once more on another worker when its grant
+has only vfs/commands/exec; otherwise it fails INSTANCE_DEAD.
+
+Example:
+  membrane worker --redis redis://127.0.0.1:6379 --concurrency 4`,
 };
 
 const SUMMARY: Readonly<Record<string, string>> = {
@@ -339,6 +358,7 @@ const SUMMARY: Readonly<Record<string, string>> = {
   replay: "re-run a pure receipted run or snippet and compare its output hash",
   bundle: 'pack a VFS into a signed .mbundle, or restore one',
   verify: "check a toolkit manifest's declared caps against the profiles",
+  worker: 'join a remote-tier fleet: run jobs from BullMQ on Redis',
 };
 
 export function helpText(): string {

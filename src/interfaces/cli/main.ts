@@ -34,6 +34,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   replay: async () => (await import('./receipt.ts')).replayCommand,
   bundle: async () => (await import('./bundle.ts')).bundleCommand,
   verify: async () => (await import('./verify.ts')).verifyCommand,
+  worker: async () => (await import('./worker.ts')).workerCommand,
 };
 
 /** How long a finished command's process may linger on a leaked handle before it exits anyway. */

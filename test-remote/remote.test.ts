@@ -1,0 +1,120 @@
+// The remote tier end to end: a private redis-server, `membrane worker` processes, an engine with
+// `remote: { redis }` — same stdout as a local run, both workers serve, and a worker killed -9
+// mid-job: retried on another worker when the grant is retry-safe, INSTANCE_DEAD when it is not;
+// the submitter's audit chain (with the merged `remote.*` records) still verifies.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { INSTALL_HINT, ROOT, auditVerify, redisServerPath, startRedis, startWorker, stopWorker, type WorkerProc } from './helpers.ts';
+import { watText } from '../test/helpers/wat.ts';
+
+const home = mkdtempSync(join(tmpdir(), 'membrane-submitter-'));
+process.env['MEMBRANE_HOME'] = home;
+const { Engine } = await import('../src/index.ts');
+const { AuditLog } = await import('../src/storage/audit.ts');
+
+function records(kind: string) {
+  const log = AuditLog.open();
+  try {
+    return log.tail({ kind, limit: 1000 });
+  } finally {
+    log.close();
+  }
+}
+
+const cat = readFileSync(join(ROOT, 'commands/bin/cat.wasm'));
+// 1.2e9 iterations (9.6e9 fuel, under the network profile's 1e10): 3-8 s on the 2-core test machine, long enough to kill its worker.
+const LONG = `(module (func (export "_start") (local i32) (loop (local.set 0 (i32.add (local.get 0) (i32.const 1))) (br_if 0 (i32.lt_u (local.get 0) (i32.const 1200000000))))))`;
+
+let redis: Awaited<ReturnType<typeof startRedis>> | null = null;
+const workers: WorkerProc[] = [];
+
+before(async () => {
+  const bin = redisServerPath();
+  if (!bin) assert.fail(`redis-server is not on PATH: ${INSTALL_HINT}`);
+  redis = await startRedis(bin);
+  workers.push(...(await Promise.all([startWorker(redis.url), startWorker(redis.url)])));
+});
+
+after(async () => {
+  await Promise.all(workers.map(stopWorker));
+  redis?.kill();
+});
+
+test('two membrane workers serve an engine with remote configured: same stdout as locally, both take jobs, records merged', async () => {
+  const local = new Engine({ cacheDir: false });
+  const remote = new Engine({ cacheDir: false, remote: { redis: redis!.url } });
+  try {
+    const input = 'hello from the fleet\n'.repeat(50);
+    const a = await local.run(cat, { stdin: input });
+    const b = await remote.run(cat, { stdin: input, tier: 'remote' });
+    assert.equal(b.ok, true, JSON.stringify(b.error));
+    assert.equal(b.stdout, a.stdout);
+    assert.equal(b.exitCode, 0);
+    assert.ok(b.fuelUsed > 0);
+    // A fan-out through the fleet: 24 inputs in flight 8 at a time over two workers of concurrency 1.
+    const inputs = Array.from({ length: 24 }, (_, i) => `line ${i}\n`);
+    const out = await remote.fanout({ command: 'cat', inputs, width: 8, tier: 'remote' });
+    assert.deepEqual(out.map((r) => (r.ok ? Buffer.from(r.output).toString() : r.error.code)), inputs);
+    const runs = records('remote.run');
+    const served = new Set(runs.map((r) => String(r.detail['worker'])));
+    assert.deepEqual([...served].sort(), workers.map((w) => w.id).sort(), 'both workers took jobs');
+    assert.ok(runs.every((r) => r.detail['outcome'] === 'ok'));
+  } finally {
+    await Promise.all([local.close(), remote.close()]);
+  }
+});
+
+test('a module the workers do not know is stored once by hash; a job that would raise limits is refused before it is queued', async () => {
+  const e = new Engine({ cacheDir: false, remote: { redis: redis!.url } });
+  try {
+    const r = await e.run(cat, { tier: 'remote', stdin: 'x', timeoutMs: 10 * 60_000 });
+    // The profile's ceiling holds: the grant is resolved locally (narrowed) and the worker resolves it again against its own.
+    assert.equal(r.ok, true, JSON.stringify(r.error));
+    const m = await e.run(cat, { tier: 'remote', mounts: ['/tmp:/tmp'] });
+    assert.equal(m.ok, false);
+    assert.equal(m.error?.code, 'POLICY_INVALID');
+    assert.match(m.error!.message, /does not carry mounts/);
+  } finally {
+    await e.close();
+  }
+});
+
+async function killMidJob(queue: string, caps: string[]): Promise<{ result: Awaited<ReturnType<InstanceType<typeof Engine>['run']>>; first: WorkerProc; second: WorkerProc }> {
+  const long = await watText(LONG);
+  const first = await startWorker(redis!.url, { queue });
+  workers.push(first);
+  const e = new Engine({ cacheDir: false, remote: { redis: redis!.url, queue } });
+  try {
+    const pending = e.run(long, { tier: 'remote', profile: 'network', caps, timeoutMs: 25_000 });
+    await new Promise((r) => setTimeout(r, 1_000)); // the only worker on this queue has it by now
+    first.proc.kill('SIGKILL');
+    const second = await startWorker(redis!.url, { queue });
+    workers.push(second);
+    return { result: await pending, first, second };
+  } finally {
+    await e.close();
+  }
+}
+
+test('kill -9 of a worker mid-job: a retry-safe grant (vfs only) runs again on another worker and ends ok, exactly once', async () => {
+  const { result, first, second } = await killMidJob('crash-retry', ['vfs']);
+  assert.equal(result.ok, true, JSON.stringify(result.error));
+  const runs = records('remote.run').filter((r) => r.detail['worker'] === second.id || r.detail['worker'] === first.id);
+  assert.equal(runs.length, 1, 'one outcome acknowledged');
+  assert.equal(runs[0]!.detail['worker'], second.id);
+  assert.equal(runs[0]!.detail['attempt'], 2);
+});
+
+test('kill -9 of a worker mid-job: a grant with effects (kv) is not run again: INSTANCE_DEAD; audit verify passes', async () => {
+  const { result } = await killMidJob('crash-dead', ['vfs', 'kv']);
+  assert.equal(result.ok, false);
+  assert.equal(result.error?.code, 'INSTANCE_DEAD');
+  const dead = records('remote.run').filter((r) => r.detail['outcome'] === 'INSTANCE_DEAD');
+  assert.equal(dead.length, 1);
+  assert.equal(dead[0]!.detail['retrySafe'], false);
+  const v = auditVerify(home);
+  assert.equal(v.status, 0, v.out);
+});
