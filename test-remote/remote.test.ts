@@ -82,6 +82,22 @@ test('a module the workers do not know is stored once by hash; a job that would 
   }
 });
 
+/** Resolves once a job on `queue` is active (a worker holds it), then a moment more for its run to start; fails after 30 s. */
+async function untilActive(url: string, queue: string): Promise<void> {
+  const { Queue } = await import('bullmq');
+  const q = new Queue(queue, { connection: { url }, prefix: 'membrane' });
+  try {
+    const end = Date.now() + 30_000;
+    while ((await q.getActiveCount()) === 0) {
+      if (Date.now() > end) throw new Error(`no job became active on ${queue} within 30 s`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await q.close();
+  }
+}
+
 async function killMidJob(queue: string, caps: string[]): Promise<{ result: Awaited<ReturnType<InstanceType<typeof Engine>['run']>>; first: WorkerProc; second: WorkerProc }> {
   const long = await watText(LONG);
   const first = await startWorker(redis!.url, { queue });
@@ -89,7 +105,7 @@ async function killMidJob(queue: string, caps: string[]): Promise<{ result: Awai
   const e = new Engine({ cacheDir: false, remote: { redis: redis!.url, queue } });
   try {
     const pending = e.run(long, { tier: 'remote', profile: 'network', caps, timeoutMs: 25_000 });
-    await new Promise((r) => setTimeout(r, 1_000)); // the only worker on this queue has it by now
+    await untilActive(redis!.url, queue); // the only worker on this queue has taken it (and runs it)
     first.proc.kill('SIGKILL');
     const second = await startWorker(redis!.url, { queue });
     workers.push(second);
