@@ -47,7 +47,7 @@ import { QueryService } from '../storage/query.ts';
 import { Brokers, resolveHostFunctions, type Principal } from '../brokers/index.ts';
 import { auditInDatabase } from './audit-sink.ts';
 import { callReceipts, execWithReceipt, runWithReceipt } from './receipts.ts';
-import { cancelled } from '../lanes/controls.ts';
+import { cancelled, unlessAborted } from '../lanes/controls.ts';
 import { CallWatch, notRun, settledRun } from './call-controls.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
@@ -162,7 +162,7 @@ export class Engine {
       checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
       if (!inherited) await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
-      const prepared = await this.prepare(bytes, policy);
+      const prepared = await unlessAborted(this.prepare(bytes, policy), opts.signal); // a first compile can take seconds: an abort answers at once (the compile goes on into the cache)
       const plan = planLinks(prepared.desc, inherited?.port ? laneCaps(policy) : policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
       const { entry, isCommand } = chooseEntry(prepared, opts);
       if (opts.signal?.aborted) throw cancelled();
