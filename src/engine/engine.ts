@@ -123,7 +123,7 @@ export class Engine {
       hostCall: (caller, cap, fn, args, stops, deadline) =>
         this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
     });
-    this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c) });
+    this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c), record: (e) => this.brokers.record(e) });
   }
 
   kernel(bytes: Uint8Array, opts: KernelOptions = {}): Promise<KernelHandle> {

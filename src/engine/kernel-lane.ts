@@ -17,6 +17,7 @@
  * input until its turn); an in-process kernel's CPU time between two fuel refills.
  */
 
+import { admitSigned } from './signed.ts';
 import { SandboxError, toSandboxError } from '../errors.ts';
 import { narrowPolicy, resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
 import { resolveArena, type Arena, type ArenaOptions } from '../abi/kernel-arena.ts';
@@ -38,6 +39,8 @@ export interface KernelOptions extends PolicyOptions, ArenaOptions {
   inProcess?: boolean;
   tenant?: string;
   id?: string;
+  /** The module's signed manifest, when the engine runs only signed modules (`requireSigned`). */
+  artifact?: unknown;
 }
 
 export interface KernelCallOptions {
@@ -62,6 +65,8 @@ export interface KernelDeps {
   readonly prepare: (bytes: Uint8Array, policy: PolicyConfig) => Promise<PreparedModule>;
   readonly acquireDedicated: () => Promise<WorkerHandle>;
   readonly job: (caller: Caller) => JobHost;
+  /** The engine's audit log (an `artifact.refused` record). */
+  readonly record: (event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }) => void;
 }
 
 let kernels = 0;
@@ -92,6 +97,8 @@ export class KernelLane {
     const tenant = checkName('tenant', opts.tenant ?? 'default');
     const entry = String(opts.entry ?? 'process');
     const arena = resolveArena(opts);
+    // `requireSigned` holds for kernels as for runs: an unsigned module is NOT_CAPABLE, audited, before it is prepared.
+    await admitSigned(this.deps.config, bytes, opts.artifact, (d) => this.deps.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
     const prepared = await this.deps.prepare(bytes, policy);
     const fn = prepared.desc.exports.find((e) => e.kind === 'func' && e.name === entry);
     if (!fn?.signature || fn.signature.params.join() !== 'i32' || fn.signature.results.join() !== 'i32') {
