@@ -122,6 +122,7 @@ export class Engine {
       hostFunctions: this.config.hostFunctions,
       hostCall: (caller, cap, fn, args, stops, deadline) =>
         this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
+      signedOnly: this.config.requireSigned !== null,
     });
     this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c), record: (e) => this.brokers.record(e) });
   }

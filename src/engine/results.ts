@@ -14,6 +14,7 @@ import type { Awaited } from './bridge/worker-handle.ts';
 import { renderResults, type ResultValue } from './values.ts';
 import { cancelled } from '../lanes/controls.ts';
 import type { SignedReceipt } from '../provenance/receipt.ts';
+import { STATUS_ABNORMAL, type encodeResponse } from '../abi/command.ts';
 
 export interface RunResult {
   readonly ok: boolean;
@@ -115,3 +116,15 @@ function decode(bytes: Uint8Array, truncated: boolean, name: string, limit: numb
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
+
+/** A finished process's run result as the guest-facing response. */
+export function responseOf(r: RunResult): Parameters<typeof encodeResponse>[0] {
+  const enc = new TextEncoder();
+  const stdout = r.stdoutBytes ?? enc.encode(r.stdout);
+  const stderr = enc.encode(r.stderr);
+  const truncated = { stdoutTruncated: false, stderrTruncated: false };
+  if (r.ok) return { status: r.exitCode ?? 0, error: '', stdout, stderr, ...truncated };
+  if (r.error?.code === 'GUEST_EXIT' && typeof r.exitCode === 'number') return { status: r.exitCode, error: '', stdout, stderr, ...truncated };
+  return { status: STATUS_ABNORMAL, error: r.error?.code ?? 'INTERNAL', stdout, stderr, ...truncated };
+}
+

@@ -10,6 +10,9 @@
  * sha256 and the reason — never the manifest's content beyond its signer). A did:web document is
  * looked up only for a signer the operator trusts, and only used when its `id` is that signer.
  *
+ * Modules a guest names by VFS path are refused by the command paths themselves
+ * (bridge/host-services.ts `commandBytes`, lanes/host.ts `fromVfs`): they carry no manifest.
+ *
  * Does not protect against: the engine's own interpreters and toolchain (QuickJS, CPython,
  * clang), which are not modules a caller passes and are not gated; spawned commands, which the
  * operator registered; a did:web host publishing another key (did:web trusts its host).

@@ -21,7 +21,7 @@ import { LaneVfs } from './vfs.ts';
 /** The engine's parts a call's powers are built from (the engine hands in its own). */
 export interface EngineParts {
   /** Fuel metering on or off, and the VFS limits (the engine's `EngineConfig`). */
-  readonly config: { readonly fuel: boolean; readonly vfsMaxBytes: number; readonly vfsMaxInodes: number };
+  readonly config: { readonly fuel: boolean; readonly vfsMaxBytes: number; readonly vfsMaxInodes: number; readonly requireSigned: readonly string[] | null };
   readonly brokers: Brokers;
   /** The registry's commands and the tenant's concurrent exec slots (the engine's `HostServices`). */
   readonly services: { command: LaneHostDeps['command']; takeExec(tenant: string): (() => void) | null };
@@ -53,6 +53,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
         takeExec: () => services.takeExec(tenant),
         admit,
         record: (kind, detail) => brokers.record({ tenant, instance, kind, detail }),
+        signedOnly: config.requireSigned !== null,
       })
     : undefined;
   const granted = Object.fromEntries(policy.hostCaps.filter((c) => Object.hasOwn(parts.hostFunctions, c)).map((c) => [c, parts.hostFunctions[c]!]));

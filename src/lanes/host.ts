@@ -22,6 +22,7 @@
  * the snippet at its next one, so the total may pass the budget by those chunks.
  */
 
+import { createHash } from 'node:crypto';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
 import type { CapWord } from '../policy/profiles.ts';
@@ -67,6 +68,8 @@ export interface LaneHostDeps {
   /** The cadence's steps 1-4 (granted, revoked, rate, size): null = go. */
   readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
   readonly record: (kind: string, detail: Record<string, unknown>) => void;
+  /** The engine runs only signed modules (`requireSigned`): a module named by VFS path, which has no signed manifest, is refused. */
+  readonly signedOnly?: boolean;
 }
 
 export interface LaneHost {
@@ -138,6 +141,10 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
   const fromVfs = (path: string, argv: readonly string[]): { bytes: Uint8Array; argv: readonly string[]; images: readonly ImageMount[] } => {
     // A module may be larger than a file a snippet reads: the cap is core guests' (abi/command.ts).
     const bytes = vfs().read(commandModulePath(path), MAX_VFS_MODULE_BYTES) ?? refuse(GUEST_ERR.NOT_FOUND);
+    if (deps.signedOnly === true) {
+      deps.record('artifact.refused', { reason: 'a module read from the VFS carries no signed manifest, and the engine runs only signed modules', sha256: createHash('sha256').update(bytes).digest('hex') });
+      return refuse(GUEST_ERR.DENIED);
+    }
     return { bytes, argv, images: [] };
   };
 

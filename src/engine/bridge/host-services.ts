@@ -33,9 +33,10 @@ import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, type BrokerAnswer 
 import { fanMap, values } from '../../fabric/fanout.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
 import { isCommandPath } from '../../abi/vfs-paths.ts';
+import { sha256Hex } from '../../provenance/artifact.ts';
 import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from '../registry.ts';
-import type { RunResult } from '../results.ts';
+import { responseOf, type RunResult } from '../results.ts';
 import { PARKED, type HostCall, type HostHandler, type WorkerHandle } from './worker-handle.ts';
 import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
@@ -94,6 +95,12 @@ export interface HostServicesDeps {
   readonly hostFunctions: Readonly<Record<string, readonly string[]>>;
   /** An embedder host function (the cadence runs inside): its JSON answer or a guest error. */
   readonly hostCall: (caller: Caller, cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number) => Promise<Uint8Array | number>;
+  /**
+   * The engine runs only signed modules (`requireSigned`): a module a guest names by VFS path has
+   * no signed manifest, so it is refused (DENIED, one `artifact.refused` record); the operator's
+   * registered commands are not gated.
+   */
+  readonly signedOnly: boolean;
 }
 
 interface Process {
@@ -248,8 +255,8 @@ export class HostServices {
           const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
           if (typeof request === 'number') return err(request);
           if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
-          const bytes = commandBytes(this.deps.registry, request.name, blobs[1]);
-          if (!bytes) return err(GUEST_ERR.NOT_FOUND);
+          const bytes = this.commandBytes(caller, request.name, blobs[1]);
+          if (typeof bytes === 'number') return err(bytes);
           if (ended) return err(GUEST_ERR.UNAVAILABLE);
           const abort = new AbortController();
           const pid = nextPid++;
@@ -377,8 +384,8 @@ export class HostServices {
   /** A registered command prepared and linked as the caller: its module message, or a guest error. */
   /** `fromVfs`: the bytes the worker read from the caller's VFS, when `name` is a path. */
   private async resolve(caller: Caller, name: string, fromVfs: Uint8Array | undefined): Promise<Parameters<WorkerHandle['postModule']>[0] | number> {
-    const bytes = commandBytes(this.deps.registry, name, fromVfs);
-    if (!bytes) return GUEST_ERR.NOT_FOUND;
+    const bytes = this.commandBytes(caller, name, fromVfs);
+    if (typeof bytes === 'number') return bytes;
     const registered = !isCommandPath(name);
     let prepared: PreparedModule;
     try {
@@ -409,6 +416,20 @@ export class HostServices {
     };
   }
 
+  /**
+   * A command's module: the registry's for a name; for a path, the bytes its worker read from the
+   * caller's VFS (bounded like any frame, checked again here) — never looked up in the registry.
+   * Under `requireSigned` a VFS module, which has no signed manifest, is DENIED and recorded.
+   */
+  private commandBytes(caller: Caller, name: string, fromVfs: Uint8Array | undefined): Uint8Array | number {
+    if (!isCommandPath(name)) return this.deps.registry.get(name) ?? GUEST_ERR.NOT_FOUND;
+    if (!fromVfs || fromVfs.byteLength > MAX_VFS_MODULE_BYTES) return GUEST_ERR.NOT_FOUND;
+    if (!this.deps.signedOnly) return fromVfs;
+    const reason = 'a module read from the VFS carries no signed manifest, and the engine runs only signed modules';
+    this.deps.record(caller, 'artifact.refused', { reason, sha256: sha256Hex(fromVfs) });
+    return GUEST_ERR.DENIED;
+  }
+
   private log(caller: Caller, level: number, message: string): void {
     const onLog = this.deps.onLog;
     if (!onLog) return;
@@ -424,24 +445,4 @@ export class HostServices {
     if (n <= 0) map.delete(key);
     else map.set(key, n);
   }
-}
-
-/** A finished process's run result as the guest-facing response. */
-function responseOf(r: RunResult): Parameters<typeof encodeResponse>[0] {
-  const enc = new TextEncoder();
-  const stdout = r.stdoutBytes ?? enc.encode(r.stdout);
-  const stderr = enc.encode(r.stderr);
-  const truncated = { stdoutTruncated: false, stderrTruncated: false };
-  if (r.ok) return { status: r.exitCode ?? 0, error: '', stdout, stderr, ...truncated };
-  if (r.error?.code === 'GUEST_EXIT' && typeof r.exitCode === 'number') return { status: r.exitCode, error: '', stdout, stderr, ...truncated };
-  return { status: STATUS_ABNORMAL, error: r.error?.code ?? 'INTERNAL', stdout, stderr, ...truncated };
-}
-
-/**
- * A command's module: the registry's for a name; for a path, the bytes its worker read from the
- * caller's VFS (bounded like any frame, checked again here) — never looked up in the registry.
- */
-function commandBytes(registry: CommandRegistry, name: string, fromVfs: Uint8Array | undefined): Uint8Array | undefined {
-  if (!isCommandPath(name)) return registry.get(name);
-  return fromVfs && fromVfs.byteLength <= MAX_VFS_MODULE_BYTES ? fromVfs : undefined;
 }
