@@ -98,7 +98,9 @@ export class Engine {
   private closed = false;
 
   constructor(options: EngineOptions = {}) {
-    this.config = resolveEngine(options);
+    const resolved = resolveEngine(options);
+    const commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: resolved.cacheDir });
+    this.config = Object.freeze({ ...resolved, operatorModule: (b: Uint8Array) => commands.isRegisteredModule(b) });
     // Rewriting and compiling never run on this thread (module uploads, the Python interpreter).
     this.rewriter = new RewritePool({ file: locateRewriteWorker });
     this.modules = new ModuleCache(this.config.cacheDir, { maxDiskBytes: this.config.cacheMaxBytes, rewriter: this.rewriter });
@@ -107,7 +109,7 @@ export class Engine {
     this.fair = new TenantScheduler({ slots: this.config.maxWorkers, perTenant: this.config.maxWorkersPerTenant });
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
     this.lanes = new Lanes(this.config, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
-    this.commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: this.config.cacheDir });
+    this.commands = commands;
     this.services = new HostServices({
       registry: this.commands,
       onLog: this.config.onLog,

@@ -33,6 +33,8 @@ export interface FanoutOptions extends PolicyOptions {
   args?: readonly string[];
   /** A WASI module run fresh per input (each input its stdin). */
   module?: Uint8Array;
+  /** The module's signed manifest, when the engine runs only signed modules (`requireSigned`). */
+  artifact?: unknown;
   /** A kernel: module bytes (opened here, `width` handles, with `kernelOptions`) or an open handle. */
   kernel?: Uint8Array | KernelHandle;
   kernelOptions?: Omit<KernelOptions, keyof PolicyOptions | 'tenant'>;
@@ -103,7 +105,7 @@ export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanRes
       bytes = o.module!;
     }
     task = async (input, sig) => {
-      const r = await deps.run(bytes, { ...limits, ...images, tenant, argv, ...(tier === 'remote' ? { tier } : {}), ...(o.command !== undefined ? { argv0: o.command } : {}), stdin: input, captureBytes: true, signal: sig, ...(tier === 'os_process' ? { tier, strictIsolation: o.strictIsolation === true } : {}) });
+      const r = await deps.run(bytes, { ...limits, ...images, tenant, argv, ...(tier === 'remote' ? { tier } : {}), ...(o.module !== undefined && o.artifact !== undefined ? { artifact: o.artifact } : {}), ...(o.command !== undefined ? { argv0: o.command } : {}), stdin: input, captureBytes: true, signal: sig, ...(tier === 'os_process' ? { tier, strictIsolation: o.strictIsolation === true } : {}) });
       if (!r.ok) throw SandboxError.fromSerialized(r.error ?? new SandboxError('INTERNAL').toPublic());
       return { ok: true, output: r.stdoutBytes ?? encoder.encode(r.stdout), fuelUsed: r.fuelUsed, durationMs: r.durationMs };
     };

@@ -166,6 +166,8 @@ export interface EngineConfig {
   readonly requireSigned: readonly string[] | null;
   /** Where a trusted did:web signer's document comes from (null without requireSigned). */
   readonly didResolver: DidResolver | null;
+  /** The operator's own modules (a registered command's buffer), which `requireSigned` does not gate; set by the engine. */
+  readonly operatorModule?: (bytes: Uint8Array) => boolean;
   readonly remote: RemoteOptions | null;
 }
 

@@ -73,6 +73,13 @@ export class CommandRegistry {
     return this.toolchain !== null && this.toolchain.loaded() === bytes;
   }
 
+  /** `bytes` is the very buffer a command was registered (or loaded) with, or the toolchain's: the operator's module, not a caller's. */
+  isRegisteredModule(bytes: Uint8Array): boolean {
+    if (this.isToolchainModule(bytes)) return true;
+    for (const m of this.modules.values()) if (m === bytes) return true;
+    return false;
+  }
+
   /** `name` resolves to a toolchain tool (not overridden by an operator's registration). */
   isToolchainTool(name: string): boolean {
     return this.toolchain !== null && !this.modules.has(name) && (TOOL_NAMES as readonly string[]).includes(name);

@@ -28,6 +28,8 @@ export type RecordRefusal = (detail: { reason: string; sha256: string }) => void
 export interface SignedGate {
   readonly requireSigned: readonly string[] | null;
   readonly didResolver: DidResolver | null;
+  /** The operator's own modules (registered commands, the toolchain): not gated. */
+  readonly operatorModule?: (bytes: Uint8Array) => boolean;
 }
 
 /** The documents a trusted did:web signer needs (empty for a did:key, or an untrusted signer), or why it has none. */
@@ -42,7 +44,7 @@ async function documentsFor(gate: SignedGate, artifact: unknown): Promise<Readon
 
 /** Throw NOT_CAPABLE (after recording it) unless `bytes` may run under the gate's trusted DIDs. */
 export async function admitSigned(gate: SignedGate, bytes: Uint8Array, artifact: unknown, record: RecordRefusal): Promise<void> {
-  if (gate.requireSigned === null) return;
+  if (gate.requireSigned === null || gate.operatorModule?.(bytes) === true) return;
   const documents = await documentsFor(gate, artifact);
   const reason = typeof documents === 'string' ? documents : signedModuleRefusal(bytes, artifact, gate.requireSigned, documents);
   if (reason === null) return;
