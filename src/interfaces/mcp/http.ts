@@ -12,7 +12,8 @@
  * stream on or end.
  * Invariant: nothing survives a request — no session id, no server, no transport — so one
  * tenant's request can never be answered on another's connection, and the grant is exactly the
- * one the caller authenticated with.
+ * one the caller authenticated with. The handler returns when the response ends, whatever the
+ * SDK still awaits, so a cancelled or abandoned call never holds an in-flight slot.
  *
  * Does not protect against: body size, rates and authentication — the HTTP layer enforces them
  * before calling here (MAX_MCP_BODY_BYTES is the body a maximal run_wasm upload needs).
@@ -132,9 +133,17 @@ export async function handleMcpRequest(req: IncomingMessage, res: ServerResponse
   res.once('close', () => {
     for (const k of keys) if (calls.get(k) === cancel) calls.delete(k);
   });
+  // The response's end is this request's end: a cancelled or abandoned call is answered (or gone)
+  // while the SDK's handleRequest may still wait for a result its closed server never sends.
+  const ended = new Promise<void>((resolve) => {
+    res.once('close', resolve);
+    res.once('finish', resolve);
+  });
   try {
     await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    const handled = transport.handleRequest(req, res, body);
+    handled.catch(() => undefined);
+    await Promise.race([handled, ended]);
   } catch {
     ctx.log?.warn({ tenant: ctx.tenant }, 'mcp request failed');
     jsonRpcError(res, 500, ERROR_TABLE.INTERNAL.mcpCode, ERROR_TABLE.INTERNAL.message);
