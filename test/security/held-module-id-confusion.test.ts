@@ -4,12 +4,12 @@
 // on one worker — more than it holds, so ids are forgotten and modules sent again — and each run
 // must execute its own module; the same bytes prepared under two memory caps are two modules, and
 // each run keeps its own cap; a forged run naming an id the worker was never given is INTERNAL,
-// never some other module it holds.
+// never some other module it holds, and one whose spec lost a wall on the way (JSON) is refused.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { watText } from '../helpers/wat.ts';
-import { HELD_MODULES, HeldModules, moduleId } from '../../src/engine/bridge/held-modules.ts';
+import { HELD_MODULES, HeldModules, moduleId, type HeldRunMessage } from '../../src/engine/bridge/held-modules.ts';
 import { WorkerHandle, type HostHandler } from '../../src/engine/bridge/worker-handle.ts';
 import { locateWorker } from '../../src/engine/worker-file.ts';
 import { PROTOCOL_VERSION } from '../../src/engine/bridge/protocol.ts';
@@ -86,10 +86,19 @@ test('a run naming an id the worker was never given is INTERNAL, not another mod
     const first = await h.awaitDone(performance.now() + 5000, noHost);
     assert.equal(first.kind, 'done');
     assert.equal(first.kind === 'done' && first.frame.outcome.ok && first.frame.outcome.values[0]?.v, 42);
-    h.post({ v: PROTOCOL_VERSION, kind: 'run-held', moduleId: moduleId(mod) + 1, job: 2, ...run });
+    const { stdin: _, ...wasi } = spec.wasi;
+    const held: HeldRunMessage = { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: moduleId(mod), job: 2, spec: JSON.stringify({ ...spec, wasi }), stdin: null, entry: run.entry, budget: run.budget, stream: false };
+    h.post(held);
+    const again = await h.awaitDone(performance.now() + 5000, noHost);
+    assert.equal(again.kind === 'done' && again.frame.outcome.ok && again.frame.outcome.values[0]?.v, 42, 'the held module, by its own id');
+    h.post({ ...held, job: 3, moduleId: moduleId(mod) + 1 });
     const forged = await h.awaitDone(performance.now() + 5000, noHost);
     assert.equal(forged.kind, 'done');
     assert.equal(forged.kind === 'done' && !forged.frame.outcome.ok && forged.frame.outcome.error.code, 'INTERNAL');
+    // A wall that JSON cannot carry (an output cap of Infinity arrives as null) is refused, not run uncapped.
+    h.post({ ...held, job: 4, spec: JSON.stringify({ ...spec, wasi, output: { limitBytes: Infinity, failOnLimit: false } }) });
+    const uncapped = await h.awaitDone(performance.now() + 5000, noHost);
+    assert.equal(uncapped.kind === 'done' && !uncapped.frame.outcome.ok && uncapped.frame.outcome.error.code, 'INTERNAL');
   } finally {
     await h.terminate();
   }

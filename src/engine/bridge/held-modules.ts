@@ -33,11 +33,21 @@ export interface RunJob {
   readonly stream?: boolean | undefined;
 }
 
-/** main → worker: a fresh run of the module the worker holds as `moduleId`. */
-export interface HeldRunMessage extends RunJob {
+/**
+ * main → worker: a fresh run of the module the worker holds as `moduleId`. The spec travels as
+ * JSON text (a spec is plain data; structured clone of its object graph costs several times
+ * more), its stdin beside it (null when empty).
+ */
+export interface HeldRunMessage {
   readonly v: typeof PROTOCOL_VERSION;
   readonly kind: 'run-held';
   readonly moduleId: number;
+  readonly job: number;
+  readonly spec: string;
+  readonly stdin: Uint8Array | null;
+  readonly entry: Entry;
+  readonly budget: Budget;
+  readonly stream: boolean;
 }
 
 const ids = new WeakMap<WebAssembly.Module, number>();
@@ -80,23 +90,44 @@ export function runMessage(held: HeldModules, module: WebAssembly.Module, run: R
   const id = moduleId(module);
   if (held.has(id)) {
     held.touch(id);
-    return { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: id, ...run };
+    const { stdin, ...wasi } = run.spec.wasi;
+    const spec = JSON.stringify({ ...run.spec, wasi });
+    return { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: id, job: run.job, spec, stdin: stdin.length > 0 ? stdin : null, entry: run.entry, budget: run.budget, stream: run.stream === true };
   }
   return { v: PROTOCOL_VERSION, kind: 'run', module, moduleId: id, forget: held.add(id), ...run };
 }
 
-/** Worker side: whether `x` is a well-formed held-run message (its spec is checked like a `run`'s). */
-export function isHeldRunMessage(x: unknown): x is HeldRunMessage {
-  if (!isObj(x) || x['v'] !== PROTOCOL_VERSION || x['kind'] !== 'run-held') return false;
-  const { moduleId: id, job, spec, budget, entry } = x;
+/**
+ * Worker side: the run a held-run message asks for (its module still to be looked up by id), or
+ * null when the message is not a well-formed one. The spec's numbers are checked to be finite
+ * (JSON has no Infinity: a wall never arrives as a null).
+ */
+export function readHeldRun(x: unknown): (RunJob & { readonly moduleId: number }) | null {
+  if (!isObj(x) || x['v'] !== PROTOCOL_VERSION || x['kind'] !== 'run-held') return null;
+  const { moduleId: id, job, spec: text, stdin, budget, entry } = x;
+  if (!Number.isSafeInteger(id) || typeof job !== 'number' || typeof text !== 'string' || !(stdin === null || stdin instanceof Uint8Array)) return null;
+  if (!isObj(budget) || typeof budget['ms'] !== 'number' || typeof budget['fuel'] !== 'number' || !isEntry(entry)) return null;
+  let spec: unknown;
+  try {
+    spec = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObj(spec) || !isObj(spec['wasi']) || !finiteWalls(spec)) return null;
+  const full = { ...spec, wasi: { ...spec['wasi'], stdin: stdin ?? new Uint8Array(0) } } as unknown as GuestSpec;
+  return { moduleId: id as number, job, spec: full, entry, budget: { ms: budget['ms'], fuel: budget['fuel'] }, stream: x['stream'] === true };
+}
+
+function finiteWalls(spec: Obj): boolean {
+  const output = spec['output'];
+  const fuel = spec['fuel'];
   return (
-    Number.isSafeInteger(id) &&
-    typeof job === 'number' &&
-    isObj(spec) &&
-    isObj(budget) &&
-    typeof budget['ms'] === 'number' &&
-    typeof budget['fuel'] === 'number' &&
-    isEntry(entry)
+    Number.isFinite(spec['maxMemoryPages']) &&
+    Number.isFinite(spec['hostWaitMs']) &&
+    isObj(output) &&
+    Number.isFinite(output['limitBytes']) &&
+    isObj(fuel) &&
+    Number.isFinite(fuel['chunk'])
   );
 }
 

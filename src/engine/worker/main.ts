@@ -26,7 +26,7 @@ import {
 } from '../bridge/protocol.ts';
 import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
 import { kernelCall } from './kernel-call.ts';
-import { isHeldRunMessage, type RunJob } from '../bridge/held-modules.ts';
+import { readHeldRun, type RunJob } from '../bridge/held-modules.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
 import { MemoryPool } from './memory-pool.ts';
@@ -176,10 +176,11 @@ const held = new Map<number, WebAssembly.Module>();
 
 port.on('message', (msg: unknown) => {
   const t0 = performance.now();
-  if (isHeldRunMessage(msg)) {
-    const module = held.get(msg.moduleId);
-    if (module) runFresh(module, msg, t0);
-    else postFailure(msg.job, new SandboxError('INTERNAL', 'the worker does not hold the module of this run'));
+  const run = readHeldRun(msg);
+  if (run) {
+    const module = held.get(run.moduleId);
+    if (module) runFresh(module, run, t0);
+    else postFailure(run.job, new SandboxError('INTERNAL', 'the worker does not hold the module of this run'));
     return;
   }
   if (!isControlMessage(msg)) {
