@@ -8,7 +8,8 @@
  * reused: two different modules never share an id, whatever tenant or engine runs them), the
  * main thread's record of which ids one worker holds (`HeldModules`, at most HELD_MODULES, the
  * least recently used forgotten first — the worker is told which id to forget in the same message
- * that gives it the module replacing it), and the validation of a held-run message.
+ * that gives it the module replacing it), and the held-run message (read on the worker's side by
+ * worker/held-run.ts).
  * Invariant: a held run is posted to a worker only for an id given to that same worker, with its
  * module, in an earlier `run` message (messages on one port arrive in order); the worker looks the
  * id up only among the modules it was given; an id it does not hold is INTERNAL, never another
@@ -19,19 +20,13 @@
  * walls, so one prepared module object is one content under one set of walls).
  */
 
-import { PROTOCOL_VERSION, isWireValue, type Budget, type ControlMessage, type Entry, type GuestSpec } from './protocol.ts';
+import { PROTOCOL_VERSION, type Budget, type ControlMessage, type Entry } from './protocol.ts';
+import type { RunJob } from '../worker/held-run.ts';
+
+export type { RunJob };
 
 /** How many compiled modules one worker keeps by id (their compiled code is shared with the main thread's). */
 export const HELD_MODULES = 8;
-
-/** A fresh run besides its module: the fields of a `run` control message. */
-export interface RunJob {
-  readonly job: number;
-  readonly spec: GuestSpec;
-  readonly entry: Entry;
-  readonly budget: Budget;
-  readonly stream?: boolean | undefined;
-}
 
 /**
  * main → worker: a fresh run of the module the worker holds as `moduleId`. The spec travels as
@@ -95,47 +90,4 @@ export function runMessage(held: HeldModules, module: WebAssembly.Module, run: R
     return { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: id, job: run.job, spec, stdin: stdin.length > 0 ? stdin : null, entry: run.entry, budget: run.budget, stream: run.stream === true };
   }
   return { v: PROTOCOL_VERSION, kind: 'run', module, moduleId: id, forget: held.add(id), ...run };
-}
-
-/**
- * Worker side: the run a held-run message asks for (its module still to be looked up by id), or
- * null when the message is not a well-formed one. The spec's numbers are checked to be finite
- * (JSON has no Infinity: a wall never arrives as a null).
- */
-export function readHeldRun(x: unknown): (RunJob & { readonly moduleId: number }) | null {
-  if (!isObj(x) || x['v'] !== PROTOCOL_VERSION || x['kind'] !== 'run-held') return null;
-  const { moduleId: id, job, spec: text, stdin, budget, entry } = x;
-  if (!Number.isSafeInteger(id) || typeof job !== 'number' || typeof text !== 'string' || !(stdin === null || stdin instanceof Uint8Array)) return null;
-  if (!isObj(budget) || typeof budget['ms'] !== 'number' || typeof budget['fuel'] !== 'number' || !isEntry(entry)) return null;
-  let spec: unknown;
-  try {
-    spec = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isObj(spec) || !isObj(spec['wasi']) || !finiteWalls(spec)) return null;
-  const full = { ...spec, wasi: { ...spec['wasi'], stdin: stdin ?? new Uint8Array(0) } } as unknown as GuestSpec;
-  return { moduleId: id as number, job, spec: full, entry, budget: { ms: budget['ms'], fuel: budget['fuel'] }, stream: x['stream'] === true };
-}
-
-function finiteWalls(spec: Obj): boolean {
-  const output = spec['output'];
-  const fuel = spec['fuel'];
-  return (
-    Number.isFinite(spec['maxMemoryPages']) &&
-    Number.isFinite(spec['hostWaitMs']) &&
-    isObj(output) &&
-    Number.isFinite(output['limitBytes']) &&
-    isObj(fuel) &&
-    Number.isFinite(fuel['chunk'])
-  );
-}
-
-type Obj = Record<string, unknown>;
-const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
-
-function isEntry(x: unknown): x is Entry {
-  if (!isObj(x)) return false;
-  if (x['kind'] === 'start') return true;
-  return x['kind'] === 'invoke' && typeof x['export'] === 'string' && Array.isArray(x['args']) && x['args'].every(isWireValue);
 }

@@ -26,7 +26,7 @@ import {
 } from '../bridge/protocol.ts';
 import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
 import { kernelCall } from './kernel-call.ts';
-import { readHeldRun, type RunJob } from '../bridge/held-modules.ts';
+import { readHeldRun, type RunJob } from './held-run.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
 import { MemoryPool } from './memory-pool.ts';
