@@ -28,7 +28,6 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { removeDatabase, storageDir } from '../storage/index.ts';
 import { mountForRun } from './mounts.ts';
-import { PROTOCOL_VERSION } from './bridge/protocol.ts';
 import { failure, type RunResult } from './results.ts';
 import { locateRewriteWorker, locateWorker } from './worker-file.ts';
 import { RewritePool } from './rewrite/pool.ts';
@@ -189,7 +188,7 @@ export class Engine {
       const deadline = startedAt + policy.timeoutMs;
       const jobId = ++this.jobs;
       const sink = StreamSink.for(jobId, opts, this.config.outputLimitBytes);
-      handle.post({ v: PROTOCOL_VERSION, kind: 'run', job: jobId, module: prepared.module, spec, entry, budget: budgetOf(policy), stream: sink !== null });
+      handle.postRun(prepared.module, { job: jobId, spec, entry, budget: budgetOf(policy), stream: sink !== null });
       let awaited;
       const job = this.services.job({ tenant, instance: id, policy, spec, ...(inherited?.port ? { port: inherited.port } : {}) });
       try {

@@ -85,6 +85,9 @@ export type ControlMessage =
       readonly budget: Budget;
       /** Forward the job's stdout/stderr as it is written (`OutputMessage`s); the result still carries it all. */
       readonly stream?: boolean;
+      /** The worker holds `module` by this id from now on, and forgets `forget` (bridge/run-frame.ts). */
+      readonly moduleId?: number;
+      readonly forget?: number | null;
     }
   | { readonly v: typeof PROTOCOL_VERSION; readonly kind: 'load'; readonly job: number; readonly module: WebAssembly.Module; readonly spec: GuestSpec; readonly budget: Budget }
   | ComponentMessage;

@@ -25,6 +25,7 @@ import { Channel, State } from './channel.ts';
 import { readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts';
 import { CANCEL_GRACE_MS, TIMEOUT_ERRNO, grace, pastLimit, within } from './wait-bounds.ts';
 import type { StreamSink } from './stream-sink.ts';
+import { HeldModules, runMessage, type HeldRunMessage, type RunJob } from './held-modules.ts';
 import {
   PROTOCOL_VERSION,
   parseHostRequest,
@@ -106,6 +107,8 @@ export class WorkerHandle {
   private exited!: Promise<void>;
   /** Where the current job's streamed output goes (null: the job does not stream). */
   private sink: StreamSink | null = null;
+  /** The compiled modules this worker holds by id (held-modules.ts). */
+  private readonly held = new HeldModules();
   alive = false;
 
   private constructor(private readonly limits: WorkerLimits) {}
@@ -196,11 +199,16 @@ export class WorkerHandle {
     this.modulePort.postMessage(msg);
   }
 
-  post(msg: ControlMessage): void {
+  post(msg: ControlMessage | HeldRunMessage): void {
     if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
     this.channel.clearInterrupt();
     this.channel.set(State.RUNNING);
     this.worker.postMessage(msg);
+  }
+
+  /** Post a fresh run: its module goes only on its first run on this worker (held-modules.ts). */
+  postRun(module: WebAssembly.Module, run: RunJob): void {
+    this.post(runMessage(this.held, module, run));
   }
 
   /** Post a call to a loaded instance (the worker is in its serve loop). */

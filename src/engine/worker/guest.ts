@@ -247,10 +247,11 @@ export class Guest {
   }
 
   private buildImports(): WebAssembly.Imports {
-    const ambient = ambientWasi(this.wasi);
-    const wasiAll: Record<string, unknown> = { ...ambient, ...this.filesystem(ambient) };
-    const membraneAll: Record<string, unknown> = { ...this.membraneAmbient(), ...this.brokered() };
-    const hostFns = hostFunctionImports(this.spec.link, this.host, this.memory, this.state);
+    // Each family of imports is made only when the plan links one of it (a small WASI command
+    // links a call or two: the rest of the world is never built for it).
+    let wasiAll: Record<string, unknown> | null = null;
+    let membraneAll: Record<string, unknown> | null = null;
+    let hostFns: ReturnType<typeof hostFunctionImports> | null = null;
     const imports: Record<string, Record<string, unknown>> = {};
     const pool = this.spec.poolMemory;
     if (pool) {
@@ -265,11 +266,15 @@ export class Guest {
       const name = key.slice(dot + 1);
       let value: unknown;
       if (mod === WASI_MODULE) {
+        if (!wasiAll) {
+          const ambient = ambientWasi(this.wasi);
+          wasiAll = { ...ambient, ...this.filesystem(ambient) };
+        }
         value = wasiAll[name];
       } else if (mod === MEMBRANE_MODULE) {
-        value = membraneAll[name];
+        value = (membraneAll ??= { ...this.membraneAmbient(), ...this.brokered() })[name];
       } else if (isHostFunctionKey(key)) {
-        value = hostFns[mod]?.[name];
+        value = (hostFns ??= hostFunctionImports(this.spec.link, this.host, this.memory, this.state))[mod]?.[name];
       } else if (key === importKey(MEMORY_IMPORT.module, MEMORY_IMPORT.name)) {
         value = this.createImportedMemory();
       } else if (key === importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name) && this.meter) {
@@ -335,10 +340,11 @@ export class Guest {
   }
 
   private membraneAmbient(): Record<string, unknown> {
-    const session = encoder.encode(JSON.stringify(this.spec.session));
+    let session: Uint8Array | null = null;
     return {
       session_info: (outPtr: number, outCap: number): number => {
         this.state.rethrow();
+        session ??= encoder.encode(JSON.stringify(this.spec.session));
         if (session.length > outCap >>> 0) return session.length;
         try {
           this.memory.write(outPtr, session);

@@ -18,14 +18,15 @@ import {
   PROTOCOL_VERSION,
   isControlMessage,
   parseHostReply,
-  type Budget,
   type CommandModuleMessage,
   type HostOp,
+  type ControlMessage,
   type DoneFrame,
   type Outcome,
 } from '../bridge/protocol.ts';
 import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
 import { kernelCall } from './kernel-call.ts';
+import { readHeldRun, type RunJob } from './held-run.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
 import { MemoryPool } from './memory-pool.ts';
@@ -170,16 +171,26 @@ function serve(guest: Guest): void {
   }
 }
 
+/** The compiled modules this worker was given, by the id main chose (bridge/held-modules.ts); nothing else is found by id. */
+const held = new Map<number, WebAssembly.Module>();
+
 port.on('message', (msg: unknown) => {
+  const t0 = performance.now();
+  const run = readHeldRun(msg);
+  if (run) {
+    const module = held.get(run.moduleId);
+    if (module) runFresh(module, run, t0);
+    else postFailure(run.job, new SandboxError('INTERNAL', 'the worker does not hold the module of this run'));
+    return;
+  }
   if (!isControlMessage(msg)) {
     postFailure(0, new SandboxError('INTERNAL', 'malformed control message'));
     return;
   }
-  const t0 = performance.now();
-  currentJob = msg.job;
-  hostWaitMs = msg.spec.hostWaitMs;
-  ch.set(State.RUNNING);
   if (msg.kind === 'component') {
+    currentJob = msg.job;
+    hostWaitMs = msg.spec.hostWaitMs;
+    ch.set(State.RUNNING);
     const component = new ComponentGuest(msg, bridge, () => ch.interrupted, hooks);
     forward.begin(msg.job, component.stdout, component.stderr, msg.stream === true);
     let outcome;
@@ -191,39 +202,62 @@ port.on('message', (msg: unknown) => {
     finish(msg.job, component, outcome, t0);
     return;
   }
-  // A fresh run's memory is recycled (memory-pool.ts); a persistent instance keeps its own.
-  const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted, null, hooks, msg.kind === 'run' ? memories : null);
-  forward.begin(msg.job, guest.stdout, guest.stderr, msg.kind === 'run' && msg.stream === true);
-  const started = guest.instantiate(msg.budget);
-  const rest = (): Budget => ({ ms: Math.max(0, msg.budget.ms - (performance.now() - t0)), fuel: Math.max(0, msg.budget.fuel - guest.fuelUsed) });
-  const startFuel = guest.fuelUsed;
   if (msg.kind === 'load') {
-    if (started.ok && guest.hasExport('_initialize')) {
-      const init = guest.call('_initialize', [], rest());
-      guest.fuelUsed += startFuel;
-      postDone(msg.job, guest, init, t0);
-      if (init.ok) serve(guest);
-      return;
-    }
-    postDone(msg.job, guest, started, t0);
-    if (started.ok) serve(guest);
+    load(msg, t0);
     return;
   }
+  if (typeof msg.moduleId === 'number') {
+    if (typeof msg.forget === 'number') held.delete(msg.forget);
+    held.set(msg.moduleId, msg.module);
+  }
+  runFresh(msg.module, msg, t0);
+});
+
+function load(msg: ControlMessage & { kind: 'load' }, t0: number): void {
+  currentJob = msg.job;
+  hostWaitMs = msg.spec.hostWaitMs;
+  ch.set(State.RUNNING);
+  const guest = new Guest(msg.module, msg.spec, bridge, () => ch.interrupted, null, hooks, null);
+  forward.begin(msg.job, guest.stdout, guest.stderr, false);
+  const started = guest.instantiate(msg.budget);
+  if (started.ok && guest.hasExport('_initialize')) {
+    const startFuel = guest.fuelUsed;
+    const rest = { ms: Math.max(0, msg.budget.ms - (performance.now() - t0)), fuel: Math.max(0, msg.budget.fuel - guest.fuelUsed) };
+    const init = guest.call('_initialize', [], rest);
+    guest.fuelUsed += startFuel;
+    postDone(msg.job, guest, init, t0);
+    if (init.ok) serve(guest);
+    return;
+  }
+  postDone(msg.job, guest, started, t0);
+  if (started.ok) serve(guest);
+}
+
+/** A fresh instance of `module`: instantiated, its entry called, disposed; never reused. */
+function runFresh(module: WebAssembly.Module, run: RunJob, t0: number): void {
+  currentJob = run.job;
+  hostWaitMs = run.spec.hostWaitMs;
+  ch.set(State.RUNNING);
+  // A fresh run's memory is recycled (memory-pool.ts); a persistent instance keeps its own.
+  const guest = new Guest(module, run.spec, bridge, () => ch.interrupted, null, hooks, memories);
+  forward.begin(run.job, guest.stdout, guest.stderr, run.stream === true);
+  const started = guest.instantiate(run.budget);
   if (!started.ok) {
     guest.dispose();
-    postDone(msg.job, guest, started, t0);
+    postDone(run.job, guest, started, t0);
     return;
   }
-  const entry = msg.entry;
-  const left = rest();
+  const startFuel = guest.fuelUsed;
+  const left = { ms: Math.max(0, run.budget.ms - (performance.now() - t0)), fuel: Math.max(0, run.budget.fuel - guest.fuelUsed) };
+  const entry = run.entry;
   const outcome = entry.kind === 'start' ? guest.call('_start', [], left) : guest.call(entry.export, entry.args, left);
   guest.fuelUsed += startFuel;
   // Everything the run wrote is committed (the call commits a staged creation when it ends).
   // Closing its own file VFS may checkpoint the WAL into the database file, which moves committed
   // pages and changes nothing any reader sees: that happens after the result is out, with the
   // housekeeping word up so the pool gives this worker its next job only when it is done.
-  finish(msg.job, guest, outcome, t0);
-});
+  finish(run.job, guest, outcome, t0);
+}
 
 /** Post a run's result; closing its own file VFS happens after, with the housekeeping word up. */
 function finish(job: number, guest: Finished & { holdsStorage: boolean; dispose(): void }, outcome: Outcome, t0: number): void {
