@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { watText } from '../helpers/wat.ts';
-import { HELD_MODULES, HeldModules, moduleId, type HeldRunMessage } from '../../src/engine/bridge/held-modules.ts';
+import { HELD_MODULES, HeldModules, moduleId, runMessage, type HeldRunMessage } from '../../src/engine/bridge/held-modules.ts';
 import { WorkerHandle, type HostHandler } from '../../src/engine/bridge/worker-handle.ts';
 import { locateWorker } from '../../src/engine/worker-file.ts';
 import { PROTOCOL_VERSION } from '../../src/engine/bridge/protocol.ts';
@@ -99,6 +99,14 @@ test('a run naming an id the worker was never given is INTERNAL, not another mod
     h.post({ ...held, job: 4, spec: JSON.stringify({ ...spec, wasi, output: { limitBytes: Infinity, failOnLimit: false } }) });
     const uncapped = await h.awaitDone(performance.now() + 5000, noHost);
     assert.equal(uncapped.kind === 'done' && !uncapped.frame.outcome.ok && uncapped.frame.outcome.error.code, 'INTERNAL');
+    // The main thread never sends such a spec by id: a spec JSON would change (an operator's
+    // unbounded VFS, say) goes as the full, structured-cloned message, and runs with its walls.
+    const unbounded = { ...spec, vfs: null, hostWaitMs: 5000, output: { limitBytes: Number.POSITIVE_INFINITY, failOnLimit: false } };
+    assert.equal(runMessage(new HeldModules(), mod, { job: 5, ...run, spec: unbounded }).kind, 'run');
+    const warmHeld = new HeldModules();
+    warmHeld.add(moduleId(mod));
+    assert.equal(runMessage(warmHeld, mod, { job: 6, ...run, spec: unbounded }).kind, 'run');
+    assert.equal(runMessage(warmHeld, mod, { job: 7, ...run }).kind, 'run-held');
   } finally {
     await h.terminate();
   }

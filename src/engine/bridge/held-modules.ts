@@ -84,10 +84,23 @@ export class HeldModules {
 export function runMessage(held: HeldModules, module: WebAssembly.Module, run: RunJob): ControlMessage | HeldRunMessage {
   const id = moduleId(module);
   if (held.has(id)) {
-    held.touch(id);
     const { stdin, ...wasi } = run.spec.wasi;
-    const spec = JSON.stringify({ ...run.spec, wasi });
-    return { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: id, job: run.job, spec, stdin: stdin.length > 0 ? stdin : null, entry: run.entry, budget: run.budget, stream: run.stream === true };
+    const spec = jsonText({ ...run.spec, wasi });
+    if (spec !== null) {
+      held.touch(id);
+      return { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: id, job: run.job, spec, stdin: stdin.length > 0 ? stdin : null, entry: run.entry, budget: run.budget, stream: run.stream === true };
+    }
+    // A spec JSON cannot carry as it is (an operator's Infinity cap, bytes): the full message, structured-cloned.
   }
   return { v: PROTOCOL_VERSION, kind: 'run', module, moduleId: id, forget: held.add(id), ...run };
+}
+
+/** The spec as JSON text, or null when JSON would change it (a non-finite number becomes null, bytes an object). */
+function jsonText(spec: unknown): string | null {
+  let lossless = true;
+  const text = JSON.stringify(spec, (_k, v: unknown) => {
+    if ((typeof v === 'number' && !Number.isFinite(v)) || typeof v === 'bigint' || ArrayBuffer.isView(v)) lossless = false;
+    return typeof v === 'bigint' ? null : v;
+  });
+  return lossless ? text : null;
 }
