@@ -53,8 +53,9 @@ export const WORLD: readonly WorldEntry[] = Object.freeze([
   ...['network', 'instance-network', 'ip-name-lookup', 'tcp', 'tcp-create-socket', 'udp', 'udp-create-socket'].map(
     (n): WorldEntry => ({ interface: `wasi:sockets/${n}`, grant: 'net', status: 'planned' }),
   ),
-  { interface: 'wasi:http/types', grant: 'net', status: 'planned' },
-  { interface: 'wasi:http/outgoing-handler', grant: 'net', status: 'planned' },
+  // Outgoing HTTP rides the `http_fetch` broker (src/engine/worker/component-http.ts).
+  { interface: 'wasi:http/types', grant: 'net', status: 'linked' },
+  { interface: 'wasi:http/outgoing-handler', grant: 'net', status: 'linked' },
 ]);
 
 const BY_NAME = new Map(WORLD.map((e) => [e.interface, e]));

@@ -55,6 +55,26 @@ export interface QueryVfs {
   serialize(): Uint8Array;
 }
 
+/**
+ * One brokered remote call (`http_fetch`, `browse_fetch`, `llm_complete`): its answer, or the
+ * guest error number. An answer too big for the first buffer is kept by the host and fetched
+ * again at its size — nothing is redone.
+ */
+export function remoteCall(host: HostBridge, state: CallState, broker: string, body: Uint8Array): Uint8Array | number {
+  state.rethrow();
+  let cap = REMOTE_OUT_CAP;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const answer = host.call({ op: 'broker', name: broker, cap }, [body]);
+    if (!answer.ok) return answer.errno;
+    if (answer.value > cap || !answer.payload) {
+      cap = answer.value;
+      continue;
+    }
+    return answer.payload;
+  }
+  return GUEST_ERR.UNAVAILABLE;
+}
+
 export function componentImports(linked: readonly string[], host: HostBridge, state: CallState, vfs: (() => QueryVfs) | null): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
   if (linked.includes('membrane:engine/vfs-query') && vfs) {
@@ -75,20 +95,9 @@ export function componentImports(linked: readonly string[], host: HostBridge, st
     if (!linked.includes(iface)) continue;
     out[iface] = {
       [fn]: (request: string): string => {
-        state.rethrow();
-        const body = encoder.encode(request);
-        let cap = REMOTE_OUT_CAP;
-        for (let attempt = 0; attempt < 2; attempt++) {
-          const answer = host.call({ op: 'broker', name: broker, cap }, [body]);
-          if (!answer.ok) throw ERROR_CODES[answer.errno] ?? 'unavailable';
-          // Too big for the buffer: the host kept it; the same request again fetches it, nothing is redone.
-          if (answer.value > cap || !answer.payload) {
-            cap = answer.value;
-            continue;
-          }
-          return decoder.decode(answer.payload);
-        }
-        throw 'unavailable';
+        const answer = remoteCall(host, state, broker, encoder.encode(request));
+        if (typeof answer === 'number') throw ERROR_CODES[answer] ?? 'unavailable';
+        return decoder.decode(answer);
       },
     };
   }
