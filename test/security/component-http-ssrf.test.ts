@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Engine } from '../../src/index.ts';
+import type { Resolver } from '../../src/net/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { component } from '../helpers/components.ts';
 import { testEngine } from '../helpers/engine.ts';
@@ -22,7 +23,7 @@ const BODY_CAP = 64 * 1024;
 let flips = 0;
 const table = tableResolver({ 'api.example.test': [ALLOWED], 'mixed.example.test': [ALLOWED, '10.0.0.7'] });
 // A name that answers the allowed address, then loopback, then the allowed address again, …
-const resolver = async (host: string): Promise<{ address: string; family: number }[]> =>
+const resolver: Resolver = async (host) =>
   host === 'rebind.example.test' ? [{ address: flips++ % 2 === 0 ? ALLOWED : '127.0.0.1', family: 4 }] : table(host);
 const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: [`${ALLOWED}/32`], resolver, maxBodyBytes: BODY_CAP } } });
 let good: TestServer;
