@@ -23,14 +23,14 @@ import { ExitSignal, GuestFault, CallState, classify, type GrowProbe } from '../
 import { GuestMemory } from '../../abi/memory.ts';
 import { Vfs } from '../../storage/index.ts';
 import { CappedStream } from '../../wasi/index.ts';
-import { ambientP2, filesystemP2, httpP2, type P2Context } from '../../wasi/p2/index.ts';
+import { ambientP2, filesystemP2, httpP2, socketsP2, type P2Context } from '../../wasi/p2/index.ts';
 import type { Budget, ComponentMessage, Outcome } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import type { GuestHooks } from './guest.ts';
 import { PooledFuel } from './component-fuel.ts';
 import { COMMAND_ERRORS, componentImports } from './component-imports.ts';
 import { runCommandInterface } from './component-commands.ts';
-import { httpSend } from './component-http.ts';
+import { httpSend, tcpExchange } from './component-net.ts';
 import { Guest, settlingBridge } from './guest.ts';
 
 type Instantiate = (
@@ -221,6 +221,7 @@ export class ComponentGuest {
     if (spec.vfs) Object.assign(all, filesystemP2({ vfs: () => this.openVfs(), spec: spec.vfs, run: ctx }));
     if (spec.link.includes('membrane:engine/run-command')) all['membrane:engine/run-command'] = this.commands();
     if (spec.link.some((i) => i.startsWith('wasi:http/'))) Object.assign(all, httpP2(httpSend(this.host, this.state)));
+    if (spec.link.some((i) => i.startsWith('wasi:sockets/'))) Object.assign(all, socketsP2(tcpExchange(this.host, this.state)));
     // Exactly the interfaces the world check accepted.
     const out: Record<string, Record<string, unknown>> = {};
     for (const name of spec.link) {

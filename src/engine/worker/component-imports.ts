@@ -56,15 +56,15 @@ export interface QueryVfs {
 }
 
 /**
- * One brokered remote call (`http_fetch`, `browse_fetch`, `llm_complete`): its answer, or the
+ * One brokered remote call (`http_fetch`, `tcp_request`, `browse_fetch`, `llm_complete`): its answer, or the
  * guest error number. An answer too big for the first buffer is kept by the host and fetched
  * again at its size — nothing is redone.
  */
-export function remoteCall(host: HostBridge, state: CallState, broker: string, body: Uint8Array): Uint8Array | number {
+export function remoteCall(host: HostBridge, state: CallState, broker: string, blobs: readonly Uint8Array[]): Uint8Array | number {
   state.rethrow();
   let cap = REMOTE_OUT_CAP;
   for (let attempt = 0; attempt < 2; attempt++) {
-    const answer = host.call({ op: 'broker', name: broker, cap }, [body]);
+    const answer = host.call({ op: 'broker', name: broker, cap }, blobs);
     if (!answer.ok) return answer.errno;
     if (answer.value > cap || !answer.payload) {
       cap = answer.value;
@@ -95,7 +95,7 @@ export function componentImports(linked: readonly string[], host: HostBridge, st
     if (!linked.includes(iface)) continue;
     out[iface] = {
       [fn]: (request: string): string => {
-        const answer = remoteCall(host, state, broker, encoder.encode(request));
+        const answer = remoteCall(host, state, broker, [encoder.encode(request)]);
         if (typeof answer === 'number') throw ERROR_CODES[answer] ?? 'unavailable';
         return decoder.decode(answer);
       },
