@@ -124,7 +124,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
  * Prepare every core module under the policy; when more than one memory is defined across them
  * (a composed component), prepare those modules again, each memory capped at an equal share.
  */
-async function prepareCores(parts: ComponentLaneParts, cores: readonly { bytes: Uint8Array }[], policy: PolicyConfig): Promise<PreparedModule[]> {
+export async function prepareCores(parts: Pick<ComponentLaneParts, 'prepare'>, cores: readonly { bytes: Uint8Array }[], policy: PolicyConfig): Promise<PreparedModule[]> {
   const first = await Promise.all(cores.map((c) => parts.prepare(c.bytes, policy)));
   const defined = first.map((p) => p.desc.memories.filter((m) => !m.imported).length);
   const total = defined.reduce((a, b) => a + b, 0);

@@ -83,10 +83,6 @@ test('the world: unknown interfaces, bare imports and other versions are outside
   );
 });
 
-test('engine.start refuses a component by name (persistent component instances are not supported yet)', async () => {
-  await assert.rejects(engine.start('comp-1', component('hello')), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
-});
-
 test('wit/membrane.wit parses, names the world version the check accepts, and its kv is what the worker implements', async () => {
   const { componentEmbed } = await import('@bytecodealliance/jco-transpile/wasm-tools');
   const { readFileSync } = await import('node:fs');
