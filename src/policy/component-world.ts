@@ -19,7 +19,7 @@ import { SandboxError, type DetailValue } from '../errors.ts';
 import { profilesGranting, type CapWord, type ProfileName } from './profiles.ts';
 
 /** The version of our own package, `membrane:engine@WORLD_VERSION` (wit/membrane.wit). */
-export const WORLD_VERSION = '0.1.0';
+export const WORLD_VERSION = '0.1.1';
 
 export interface WorldEntry {
   /** `namespace:package/interface`, without a version. */
@@ -44,7 +44,7 @@ export const WORLD: readonly WorldEntry[] = Object.freeze([
   { interface: 'membrane:engine/kv', grant: 'kv', status: 'linked' },
   { interface: 'membrane:engine/vfs-query', grant: 'vfs', status: 'linked' },
   { interface: 'membrane:engine/run-command', grant: 'commands', status: 'linked' },
-  { interface: 'membrane:engine/run-command-many', grant: 'parallel', status: 'planned' },
+  { interface: 'membrane:engine/run-command-many', grant: 'parallel', status: 'linked' },
   { interface: 'membrane:engine/llm-complete', grant: 'llm', status: 'linked' },
   { interface: 'membrane:engine/browse-fetch', grant: 'browse', status: 'linked' },
   { interface: 'membrane:engine/http-fetch', grant: 'net', status: 'linked' },
