@@ -3,7 +3,8 @@
 // name that resolves there) without the operator's allowlist — or to a stand-in address of
 // 198.18.0.0/15 it never looked up, hoping it stands for something. Each connection is one
 // tcp_request through the guard: refused (`access-denied` on the stream), audited with its
-// target, and the refused address never sees a connection.
+// target, and the refused address never sees a connection; an answer past the broker's cap is
+// refused whole.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -29,8 +30,10 @@ const listen = (host: string, p: number, count: () => void): Promise<Server> =>
   new Promise((resolve) => {
     const s = createServer({ allowHalfOpen: true }, (c) => {
       count();
-      c.on('data', () => {});
-      c.on('end', () => c.end(`hello from ${host}`));
+      let got = '';
+      c.on('data', (d: Buffer) => (got += d.toString()));
+      // "big": an answer twice the broker's 1 MiB cap.
+      c.on('end', () => c.end(got === 'big' ? Buffer.alloc(2 << 20, 0x62) : `hello from ${host}`));
     });
     s.listen(p, host, () => resolve(s));
   });
@@ -45,7 +48,7 @@ after(async () => {
   await new Promise((r) => loopback.close(r));
 });
 
-const connect = (name: string, p = port): Promise<{ stdout: string }> => engine.run(component('tcp-client'), { profile: 'network', tenant: 'mallory', argv: [name, String(p), 'x'] });
+const connect = (name: string, p = port, send = 'x'): Promise<{ stdout: string }> => engine.run(component('tcp-client'), { profile: 'network', tenant: 'mallory', argv: [name, String(p), send] });
 
 test('metadata, 10/8, loopback, localhost, a name resolving inside and a mixed answer: access-denied, audited, never connected', async () => {
   const ok = await connect('ok.example.test');
@@ -69,4 +72,9 @@ test('a stand-in address the component never looked up stands for nothing: the g
   const r = await connect('198.18.0.5');
   assert.equal(r.stdout, 'address 198.18.0.5\nstream error: access-denied: the network guard refused the destination\n');
   assert.equal(hits.loopback, 0);
+});
+
+test('an answer past the broker cap (1 MiB) is refused whole: nothing of it reaches the component', async () => {
+  const r = await connect('ok.example.test', port, 'big');
+  assert.equal(r.stdout, 'address 198.18.0.1\nstream error: out-of-memory: the answer is over the broker cap\n');
 });
