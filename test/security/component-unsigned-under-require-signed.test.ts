@@ -53,6 +53,11 @@ test("a signed component's manifest declares the caps its imports need (kv for m
   const dir = mkdtempSync(join(tmpdir(), 'membrane-component-caps-'));
   writeFileSync(join(dir, 'kv.wasm'), readFileSync(new URL('../fixtures/components/kv.component.wasm', import.meta.url)));
   assert.deepEqual(signArtifact(join(dir, 'kv.wasm'), alice).signed.manifest.caps, ['kv']);
+  // The network and fan-out interfaces declare theirs too: a signer sees `net` and `parallel`.
+  for (const [name, caps] of [['http-get', ['net']], ['tcp-client', ['net']], ['many', ['parallel']]] as const) {
+    writeFileSync(join(dir, `${name}.wasm`), readFileSync(new URL(`../fixtures/components/${name}.component.wasm`, import.meta.url)));
+    assert.deepEqual(signArtifact(join(dir, `${name}.wasm`), alice).signed.manifest.caps, caps, name);
+  }
 });
 
 test('requireSigned holds for engine.start with a component: unsigned is NOT_CAPABLE, audited, never transpiled; signed starts', async () => {
