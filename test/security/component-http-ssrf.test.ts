@@ -4,7 +4,8 @@
 // mixes a public and a private address — or asks for a response body past the broker's cap.
 // wasi:http rides the same http_fetch broker as every guest: each is refused with the error-code
 // `destination-IP-prohibited` (case 4) and an audit record naming the target, the refused address
-// never sees a connection, and an oversized body ends `HTTP-response-body-size` (case 28).
+// never sees a connection, an oversized body ends `HTTP-response-body-size` (case 28) and a
+// server that never answers ends `connection-timeout` (case 8) at the broker's timeout.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,14 +26,14 @@ const table = tableResolver({ 'api.example.test': [ALLOWED], 'mixed.example.test
 // A name that answers the allowed address, then loopback, then the allowed address again, …
 const resolver: Resolver = async (host) =>
   host === 'rebind.example.test' ? [{ address: flips++ % 2 === 0 ? ALLOWED : '127.0.0.1', family: 4 }] : table(host);
-const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: [`${ALLOWED}/32`], resolver, maxBodyBytes: BODY_CAP } } });
+const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: [`${ALLOWED}/32`], resolver, maxBodyBytes: BODY_CAP, timeoutMs: 500 } } });
 let good: TestServer;
 let twin: TestServer;
 
 before(async () => {
   good = await httpServer((req, res) => {
     if (req.url === '/big') res.end(Buffer.alloc(4 * BODY_CAP, 0x61));
-    else res.end(`allowed ${req.url}`);
+    else if (req.url !== '/hang') res.end(`allowed ${req.url}`); // /hang: never answered
   }, ALLOWED);
   // Loopback, on the same port: what a rebinding name or a loopback literal would reach.
   twin = await httpServer((_req, res) => res.end('loopback reached'), '127.0.0.1', good.port);
@@ -80,4 +81,12 @@ test('a response body past the broker cap ends HTTP-response-body-size; nothing 
   const r = await get(`api.example.test:${good.port}`, '/big');
   assert.equal(r.ok, true);
   assert.equal(r.stdout, 'error 28\n');
+});
+
+test('a server that never answers: the broker\'s timeout ends the request with connection-timeout, and the run goes on', async () => {
+  const t0 = performance.now();
+  const r = await get(`api.example.test:${good.port}`, '/hang');
+  assert.equal(r.ok, true);
+  assert.equal(r.stdout, 'error 08\n'); // case 8 of error-code: connection-timeout
+  assert.ok(performance.now() - t0 < 5_000);
 });

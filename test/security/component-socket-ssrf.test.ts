@@ -4,10 +4,10 @@
 // 198.18.0.0/15 it never looked up, hoping it stands for something. Each connection is one
 // tcp_request through the guard: refused (`access-denied` on the stream), audited with its
 // target, and the refused address never sees a connection; an answer past the broker's cap is
-// refused whole.
+// refused whole, and one that never ends stops at the broker's timeout.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -20,20 +20,26 @@ import { tableResolver } from '../net/servers.ts';
 process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-socket-ssrf-'));
 const ALLOWED = '127.0.0.2';
 const resolver = tableResolver({ 'ok.example.test': [ALLOWED], 'inside.example.test': ['127.0.0.1'], 'mixed.example.test': [ALLOWED, '10.9.9.9'] });
-const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: [`${ALLOWED}/32`], resolver } } });
+const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: [`${ALLOWED}/32`], resolver, timeoutMs: 500 } } });
 const hits = { allowed: 0, loopback: 0 };
 let allowed: Server;
 let loopback: Server;
 let port = 0;
 
+const open = new Set<Socket>();
 const listen = (host: string, p: number, count: () => void): Promise<Server> =>
   new Promise((resolve) => {
     const s = createServer({ allowHalfOpen: true }, (c) => {
       count();
+      open.add(c);
+      c.on('close', () => open.delete(c));
+      c.on('error', () => {});
       let got = '';
       c.on('data', (d: Buffer) => (got += d.toString()));
       // "big": an answer twice the broker's 1 MiB cap.
-      c.on('end', () => c.end(got === 'big' ? Buffer.alloc(2 << 20, 0x62) : `hello from ${host}`));
+      c.on('end', () => {
+        if (got !== 'hang') c.end(got === 'big' ? Buffer.alloc(2 << 20, 0x62) : `hello from ${host}`); // "hang": never closes
+      });
     });
     s.listen(p, host, () => resolve(s));
   });
@@ -44,6 +50,7 @@ before(async () => {
   loopback = await listen('127.0.0.1', port, () => hits.loopback++);
 });
 after(async () => {
+  for (const c of open) c.destroy();
   await new Promise((r) => allowed.close(r));
   await new Promise((r) => loopback.close(r));
 });
@@ -77,4 +84,11 @@ test('a stand-in address the component never looked up stands for nothing: the g
 test('an answer past the broker cap (1 MiB) is refused whole: nothing of it reaches the component', async () => {
   const r = await connect('ok.example.test', port, 'big');
   assert.equal(r.stdout, 'address 198.18.0.1\nstream error: out-of-memory: the answer is over the broker cap\n');
+});
+
+test('a peer that never closes: the exchange ends at the broker\'s timeout (timeout), and the run goes on', async () => {
+  const t0 = performance.now();
+  const r = await connect('ok.example.test', port, 'hang');
+  assert.equal(r.stdout, 'address 198.18.0.1\nstream error: timeout: the exchange did not end within its deadline\n');
+  assert.ok(performance.now() - t0 < 5_000);
 });
