@@ -2,6 +2,9 @@
  * Rebuilds the committed test components (test/fixtures/components/*.component.wasm) from
  * sources in the repository, offline, with the pinned jco-transpile's wasm-tools:
  * - `NAME.wat` (component text) → `NAME.component.wasm` (`parse`);
+ * - `NAME.core.wat` (a core module) and `NAME.wit` (its world, also named NAME) →
+ *   `NAME.component.wasm` (`parse`, `componentEmbed`, `componentNew`: the component's types come
+ *   from the WIT, as a toolchain's bindings would make them);
  * - a C guest of test/fixtures/c (already built by scripts/build-c.ts) wrapped as a
  *   `wasi:cli/run` command component with the WASI preview 1 command adapter
  *   (`componentNew`; the adapter is test/fixtures/components/wasi_snapshot_preview1.command.wasm,
@@ -17,7 +20,7 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { componentNew, parse } from '@bytecodealliance/jco-transpile/wasm-tools';
+import { componentEmbed, componentNew, parse } from '@bytecodealliance/jco-transpile/wasm-tools';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIR = 'test/fixtures/components';
@@ -32,9 +35,23 @@ interface Build {
 
 const builds: Build[] = [
   ...readdirSync(join(ROOT, DIR))
-    .filter((f) => f.endsWith('.wat'))
+    .filter((f) => f.endsWith('.wat') && !f.endsWith('.core.wat'))
     .sort()
     .map((f): Build => ({ out: `${DIR}/${f.slice(0, -4)}.component.wasm`, make: () => parse(readFileSync(join(ROOT, DIR, f), 'utf8')) })),
+  ...readdirSync(join(ROOT, DIR))
+    .filter((f) => f.endsWith('.core.wat'))
+    .sort()
+    .map((f): Build => {
+      const name = f.slice(0, -'.core.wat'.length);
+      return {
+        out: `${DIR}/${name}.component.wasm`,
+        make: async () => {
+          const core = await parse(readFileSync(join(ROOT, DIR, f), 'utf8'));
+          const witSource = readFileSync(join(ROOT, DIR, `${name}.wit`), 'utf8');
+          return componentNew(await componentEmbed({ binary: core, witSource, world: name }));
+        },
+      };
+    }),
   ...WRAPPED.map((name): Build => ({
     out: `${DIR}/${name}.component.wasm`,
     make: () => componentNew(readFileSync(join(ROOT, `test/fixtures/c/${name}.wasm`)), [['wasi_snapshot_preview1', readFileSync(join(ROOT, ADAPTER))]]),

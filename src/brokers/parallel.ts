@@ -19,6 +19,8 @@
 
 import { ABI_VERSION, GUEST_ERR, partsSize, readArgv, writeParts, type CommandRequest } from '../abi/command.ts';
 
+export { encodeManyRequest } from '../abi/many.ts';
+
 export const MAX_PARALLEL_INPUTS = 1024;
 
 export interface ManyRequest {
@@ -26,7 +28,6 @@ export interface ManyRequest {
   readonly timeoutMs: number;
   readonly inputs: readonly Uint8Array[];
 }
-
 
 export function decodeManyRequest(bytes: Uint8Array): ManyRequest | number {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -48,22 +49,6 @@ export function decodeManyRequest(bytes: Uint8Array): ManyRequest | number {
   }
   if (at !== bytes.length) return GUEST_ERR.INVALID;
   return { request: { name: head.argv[0]!, args: head.argv.slice(1), stdin: new Uint8Array(0) }, timeoutMs, inputs };
-}
-
-/** The request bytes (the SDK's layout), for hosts and tests. */
-export function encodeManyRequest(argv: readonly string[], inputs: readonly (Uint8Array | string)[], timeoutMs = 0): Uint8Array {
-  const enc = new TextEncoder();
-  const parts = argv.map((a) => enc.encode(a));
-  const ins = inputs.map((i) => (typeof i === 'string' ? enc.encode(i) : i));
-  const out = new Uint8Array(4 + partsSize(parts) + 8 + partsSize(ins));
-  const view = new DataView(out.buffer);
-  view.setUint8(0, ABI_VERSION);
-  view.setUint16(2, parts.length, true);
-  const at = writeParts(out, view, 4, parts);
-  view.setUint32(at, timeoutMs, true);
-  view.setUint32(at + 4, ins.length, true);
-  writeParts(out, view, at + 8, ins);
-  return out;
 }
 
 export function encodeManyResponse(responses: readonly Uint8Array[]): Uint8Array {

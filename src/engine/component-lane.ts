@@ -13,7 +13,8 @@
  * unless the fuel refill stopped it first.
  *
  * Does not protect against: the transpile's time on the main thread (lanes/component/transpile.ts)
- * — once per component per machine; receipts and `engine.start` for components (not yet).
+ * — once per component per machine; signed receipts for components (not yet). `engine.start` is
+ * component-instance.ts.
  */
 
 import { SandboxError, toSandboxError } from '../errors.ts';
@@ -66,7 +67,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     const tenant = checkName('tenant', opts.tenant ?? 'default');
     if (opts.signal?.aborted) return notRun(policy, t0);
     checkTier(opts.tier);
-    if (opts.invoke !== undefined) throw new SandboxError('POLICY_INVALID', 'a component runs its wasi:cli/run export; invoking other exports is not supported yet', { export: String(opts.invoke).slice(0, 64) });
+    if (opts.invoke !== undefined) throw new SandboxError('POLICY_INVALID', 'a component runs its wasi:cli/run export; invoking another export needs a persistent instance (engine.start)', { export: String(opts.invoke).slice(0, 64) });
     if (opts.mounts && opts.mounts.length > 0) throw new SandboxError('POLICY_INVALID', 'mounts are not supported for components yet');
     if (opts.receipt) throw new SandboxError('POLICY_INVALID', 'signed receipts are not supported for components yet');
     parts.fallback(policy, tenant, id);
@@ -124,7 +125,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
  * Prepare every core module under the policy; when more than one memory is defined across them
  * (a composed component), prepare those modules again, each memory capped at an equal share.
  */
-async function prepareCores(parts: ComponentLaneParts, cores: readonly { bytes: Uint8Array }[], policy: PolicyConfig): Promise<PreparedModule[]> {
+export async function prepareCores(parts: Pick<ComponentLaneParts, 'prepare'>, cores: readonly { bytes: Uint8Array }[], policy: PolicyConfig): Promise<PreparedModule[]> {
   const first = await Promise.all(cores.map((c) => parts.prepare(c.bytes, policy)));
   const defined = first.map((p) => p.desc.memories.filter((m) => !m.imported).length);
   const total = defined.reduce((a, b) => a + b, 0);

@@ -55,7 +55,7 @@ import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
 import { checkTier, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
-import { isComponent, runComponent } from './component-lane.ts';
+import { isComponent, prepareComponentStart, runComponent, type ComponentLaneParts } from './component-instance.ts';
 
 /** What a nested run (a spawned process) inherits from its caller instead of resolving options. */
 interface Inherited {
@@ -142,7 +142,7 @@ export class Engine {
   run(bytes: Uint8Array, opts: RunOptions & OsProcessCall = {}): Promise<RunResult> {
     if (opts.tier === 'os_process') return osRun(this.osDeps, bytes, opts); // a child process per call (src/engine/os-process/)
     if (opts.tier === 'remote') return remoteRun(this, this.config, (e) => this.brokers.record(e), bytes, opts); // src/engine/remote-lane.ts
-    if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent({ config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i), record: (t, i, kind, d) => this.brokers.record({ tenant: t, instance: i, kind, detail: d }) }, bytes, opts);
+    if (bytes instanceof Uint8Array && isComponent(bytes)) return runComponent(this.componentParts, bytes, opts);
     return opts.receipt ? runWithReceipt({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (id) => this.services.watch(id), execute: (b, o) => this.execute(b, o, null) }, bytes, opts) : this.execute(bytes, opts, null);
   }
 
@@ -231,8 +231,7 @@ export class Engine {
   async start(id: string, bytes: Uint8Array, opts: StartOptions = {}): Promise<Instance> {
     this.assertOpen();
     checkName('id', id);
-    // Reserve the name and the slot before the first await, so concurrent starts cannot exceed
-    // maxInstances or share an id.
+    // Reserve the name and the slot before the first await: concurrent starts cannot exceed maxInstances or share an id.
     if (this.instances.has(id) || this.starting.has(id)) {
       throw new SandboxError('POLICY_INVALID', `an instance named "${id}" already exists`, { id });
     }
@@ -248,9 +247,9 @@ export class Engine {
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       this.auditFallback(policy, tenant, id);
       await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
-      const prepared = await this.prepare(bytes, policy);
-      const plan = planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
-      let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant }, opts);
+      const component = bytes instanceof Uint8Array && isComponent(bytes) ? await prepareComponentStart(this.componentParts, bytes, policy, { id, tenant }, opts) : null; // component-instance.ts
+      const prepared = component?.prepared ?? (await this.prepare(bytes, policy));
+      let spec = component?.spec ?? buildSpec(this.config, prepared, planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps }), policy, { id, tenant }, opts);
       if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
         scratch = join(storageDir('vfs'), `instance-${id}-${randomUUID()}.sqlite`);
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
@@ -268,7 +267,8 @@ export class Engine {
         acquire: () => this.pool.acquireDedicated(),
         hostHandler: job.handle,
         onCallStopped: () => job.interrupt(),
-        receipted: callReceipts({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (i) => this.services.watch(i), tenant, id, policy, module: { sha256: prepared.hash, bytes: bytes.length } }),
+        receipted: component?.receipted ?? callReceipts({ config: this.config, anchor: (e) => this.brokers.anchor(e), watch: (i) => this.services.watch(i), tenant, id, policy, module: { sha256: prepared.hash, bytes: bytes.length } }),
+        ...(component ? { lane: component.lane } : {}),
         onGone: () => {
           job.end();
           this.instances.delete(id);
@@ -297,7 +297,6 @@ export class Engine {
     if (!i) throw new SandboxError('INSTANCE_DEAD', `no instance named "${id}"`, { id });
     return i.info();
   }
-
   get(id: string): Instance | undefined { return this.instances.get(id); }
 
   /** Rewrite and compile a module ahead of its first run under these limits (kept out of any call's deadline). */
@@ -420,6 +419,7 @@ export class Engine {
   }
 
   private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e), closed: () => this.closed }; }
+  private get componentParts(): ComponentLaneParts { return { config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i), record: (t, i, kind, d) => this.brokers.record({ tenant: t, instance: i, kind, detail: d }) }; }
 
   private assertOpen(): void {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', 'the engine is closed');

@@ -1,9 +1,9 @@
 /**
  * A persistent instance: one guest, one dedicated worker, calls serialized in arrival order.
  *
- * Owns: booting (instantiate + `_initialize`), the call queue, per-call narrowing (a call may
- * lower the timeout, never raise it), the instance's counters for `info()`, and what a timeout
- * or a cancel does to it: `retire` → INSTANCE_DEAD for every later call; `restart` → a fresh
+ * Owns: booting (instantiate + `_initialize`; a component's `lane` boots it its own way), the
+ * call queue, per-call narrowing (a call may lower the timeout, never raise it), the instance's
+ * counters for `info()`, and what a timeout or a cancel does to it: `retire` → INSTANCE_DEAD for every later call; `restart` → a fresh
  * worker and a fresh instance (state is lost, by design: a runaway's state is not trusted). A
  * call's signal aborted while it waits in the queue only takes it out of the queue (nothing ran);
  * a cancelled call settles as soon as the guest stopped, and the next call waits for the recovery.
@@ -17,7 +17,7 @@ import { SandboxError, toSandboxError } from '../errors.ts';
 import { narrowPolicy, type PolicyConfig } from '../policy/resolve.ts';
 import type { PreparedModule } from './module-cache.ts';
 import type { EngineConfig } from './options.ts';
-import { PROTOCOL_VERSION, type GuestSpec } from './bridge/protocol.ts';
+import { PROTOCOL_VERSION, type Budget, type ControlMessage, type GuestSpec, type WireValue } from './bridge/protocol.ts';
 import { budgetOf, graceFor } from './budget.ts';
 import { failure, fromAwaited, type RunResult } from './results.ts';
 import { parseArgs, type ArgValue } from './values.ts';
@@ -62,6 +62,14 @@ export interface InstanceDeps {
   readonly onGone: () => void;
   /** Run `call` (this call without `receipt`) and add a signed receipt of it. */
   readonly receipted?: (name: string, args: readonly ArgValue[], opts: CallOptions, call: () => Promise<RunResult>) => Promise<RunResult>;
+  /** A component instance (component-instance.ts): how it boots and how a call's arguments cross. */
+  readonly lane?: InstanceLane;
+}
+
+export interface InstanceLane {
+  load(job: number, spec: GuestSpec, budget: Budget): ControlMessage;
+  /** The call's arguments on the wire, or a throw (POLICY_INVALID) for values that cannot cross. */
+  args(name: string, args: readonly ArgValue[]): WireValue[];
 }
 
 export class Instance {
@@ -93,7 +101,8 @@ export class Instance {
   async boot(): Promise<void> {
     const w = await this.d.acquire();
     const startedAt = performance.now();
-    w.post({ v: PROTOCOL_VERSION, kind: 'load', job: ++this.job, module: this.d.prepared.module, spec: this.d.spec, budget: budgetOf(this.d.policy) });
+    const job = ++this.job;
+    w.post(this.d.lane ? this.d.lane.load(job, this.d.spec, budgetOf(this.d.policy)) : { v: PROTOCOL_VERSION, kind: 'load', job, module: this.d.prepared.module, spec: this.d.spec, budget: budgetOf(this.d.policy) });
     const a = await w.awaitDone(startedAt + this.d.policy.timeoutMs, this.d.hostHandler, graceFor(this.d.prepared));
     const r = fromAwaited(a, this.resultContext(this.d.policy.timeoutMs, startedAt));
     if (this.state === 'stopped') {
@@ -171,10 +180,10 @@ export class Instance {
         throw new SandboxError('INSTANCE_DEAD', `instance "${this.d.id}" is ${this.state}`, { id: this.d.id, state: this.state });
       }
       const sig = this.exports.get(name);
-      if (!sig) {
+      if (!sig && !this.d.lane) {
         throw new SandboxError('POLICY_INVALID', `the module has no exported function "${String(name).slice(0, 64)}"`, { export: String(name).slice(0, 64) });
       }
-      const wire = parseArgs(name, sig.params, args);
+      const wire = this.d.lane ? this.d.lane.args(name, args) : parseArgs(name, sig!.params, args);
       if (opts.signal?.aborted) return notRun(policy, t0);
       const w = this.worker;
       const startedAt = performance.now();

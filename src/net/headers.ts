@@ -13,23 +13,11 @@
  * Does not protect against: what a guest sends in the headers it may set (its own tokens).
  */
 
+import { hostOwnedHeader } from '../abi/http-headers.ts';
 import { NetError } from './net-error.ts';
 
 export const MAX_REQUEST_HEADERS = 100;
 export const MAX_REQUEST_HEADER_BYTES = 64 * 1024;
-
-const FORBIDDEN = new Set([
-  'host',
-  'connection',
-  'content-length',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'keep-alive',
-  'expect',
-  'http2-settings',
-]);
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[\r\n\0]/;
@@ -52,7 +40,7 @@ export function checkRequestHeaders(headers: unknown): Record<string, string> {
     if (!TOKEN.test(rawName)) throw new NetError('INVALID', 'a header name is not a valid token');
     if (BAD_VALUE.test(value)) throw new NetError('INVALID', `the ${rawName} header carries CR, LF or NUL`);
     const name = rawName.toLowerCase();
-    if (FORBIDDEN.has(name) || name.startsWith('proxy-')) throw new NetError('DENIED', `the ${name} header is set by the host, not the guest`);
+    if (hostOwnedHeader(name)) throw new NetError('DENIED', `the ${name} header is set by the host, not the guest`);
     bytes += name.length + value.length + 4;
     if (bytes > MAX_REQUEST_HEADER_BYTES) throw new NetError('TOO_LARGE', `request headers over ${MAX_REQUEST_HEADER_BYTES} bytes`);
     out[name] = name in out ? `${out[name]}, ${value}` : value.trim();

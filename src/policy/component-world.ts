@@ -8,8 +8,8 @@
  * its caps build — naming each import, the cap that would grant it and the profiles granting it.
  * Invariant: an import is accepted only when its interface is in `WORLD`, its version is in range,
  * its grant is ambient or a granted cap, and it is `linked`; everything else (a bare function, a
- * value, a core module, an unknown package, `wasi:sockets` and `wasi:http` without their cap, or
- * with it while their brokered implementation is still `planned`) refuses the whole component.
+ * value, a core module, an unknown package, `wasi:sockets` and `wasi:http` without `net`, or an
+ * interface whose implementation is still `planned`, like UDP) refuses the whole component.
  *
  * Does not protect against: what a granted interface does — that is its implementation's wall
  * (src/wasi/p2, the brokers).
@@ -19,7 +19,7 @@ import { SandboxError, type DetailValue } from '../errors.ts';
 import { profilesGranting, type CapWord, type ProfileName } from './profiles.ts';
 
 /** The version of our own package, `membrane:engine@WORLD_VERSION` (wit/membrane.wit). */
-export const WORLD_VERSION = '0.1.0';
+export const WORLD_VERSION = '0.1.1';
 
 export interface WorldEntry {
   /** `namespace:package/interface`, without a version. */
@@ -44,17 +44,20 @@ export const WORLD: readonly WorldEntry[] = Object.freeze([
   { interface: 'membrane:engine/kv', grant: 'kv', status: 'linked' },
   { interface: 'membrane:engine/vfs-query', grant: 'vfs', status: 'linked' },
   { interface: 'membrane:engine/run-command', grant: 'commands', status: 'linked' },
-  { interface: 'membrane:engine/run-command-many', grant: 'parallel', status: 'planned' },
+  { interface: 'membrane:engine/run-command-many', grant: 'parallel', status: 'linked' },
   { interface: 'membrane:engine/llm-complete', grant: 'llm', status: 'linked' },
   { interface: 'membrane:engine/browse-fetch', grant: 'browse', status: 'linked' },
   { interface: 'membrane:engine/http-fetch', grant: 'net', status: 'linked' },
   // Sockets and outgoing HTTP are ambient egress: only the `net` cap allows them (DESIGN §2
-  // allowHttp), brokered through the network guard when they are linked.
-  ...['network', 'instance-network', 'ip-name-lookup', 'tcp', 'tcp-create-socket', 'udp', 'udp-create-socket'].map(
-    (n): WorldEntry => ({ interface: `wasi:sockets/${n}`, grant: 'net', status: 'planned' }),
+  // allowHttp), brokered through the network guard. A TCP connection is one `tcp_request`
+  // exchange (src/wasi/p2/sockets.ts; the cadence checks `tcp` on each); UDP is not linked yet.
+  ...['network', 'instance-network', 'ip-name-lookup', 'tcp', 'tcp-create-socket'].map(
+    (n): WorldEntry => ({ interface: `wasi:sockets/${n}`, grant: 'net', status: 'linked' }),
   ),
-  { interface: 'wasi:http/types', grant: 'net', status: 'planned' },
-  { interface: 'wasi:http/outgoing-handler', grant: 'net', status: 'planned' },
+  ...['udp', 'udp-create-socket'].map((n): WorldEntry => ({ interface: `wasi:sockets/${n}`, grant: 'net', status: 'planned' })),
+  // Outgoing HTTP rides the `http_fetch` broker (src/engine/worker/component-http.ts).
+  { interface: 'wasi:http/types', grant: 'net', status: 'linked' },
+  { interface: 'wasi:http/outgoing-handler', grant: 'net', status: 'linked' },
 ]);
 
 const BY_NAME = new Map(WORLD.map((e) => [e.interface, e]));

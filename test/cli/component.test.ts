@@ -35,6 +35,9 @@ test('membrane inspect COMPONENT names its interface imports, the caps they need
   assert.deepEqual(kv.caps, ['kv']);
   assert.deepEqual(kv.profiles, ['minimal', 'network', 'posix']);
   const tcp = await membrane(['inspect', K('tcp')]);
-  assert.match(tcp.stdout, /wasi:sockets\/tcp@0\.2\.0 instance {2}\[net, not linkable\]/);
-  assert.match(tcp.stdout, /runs under: no profile/);
+  assert.match(tcp.stdout, /wasi:sockets\/tcp@0\.2\.0 instance {2}\[net\]/);
+  assert.match(tcp.stdout, /runs under: network, posix/);
+  const udp = await membrane(['inspect', K('udp')]);
+  assert.match(udp.stdout, /wasi:sockets\/udp@0\.2\.0 instance {2}\[net, not linkable\]/);
+  assert.match(udp.stdout, /runs under: no profile/);
 });

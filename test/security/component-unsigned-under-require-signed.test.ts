@@ -53,4 +53,37 @@ test("a signed component's manifest declares the caps its imports need (kv for m
   const dir = mkdtempSync(join(tmpdir(), 'membrane-component-caps-'));
   writeFileSync(join(dir, 'kv.wasm'), readFileSync(new URL('../fixtures/components/kv.component.wasm', import.meta.url)));
   assert.deepEqual(signArtifact(join(dir, 'kv.wasm'), alice).signed.manifest.caps, ['kv']);
+  // The network and fan-out interfaces declare theirs too: a signer sees `net` and `parallel`.
+  for (const [name, caps] of [['http-get', ['net']], ['tcp-client', ['net']], ['many', ['parallel']]] as const) {
+    writeFileSync(join(dir, `${name}.wasm`), readFileSync(new URL(`../fixtures/components/${name}.component.wasm`, import.meta.url)));
+    assert.deepEqual(signArtifact(join(dir, `${name}.wasm`), alice).signed.manifest.caps, caps, name);
+  }
+});
+
+test('requireSigned holds for engine.start with a component: unsigned is NOT_CAPABLE, audited, never transpiled; signed starts', async () => {
+  const { transpileCount } = await import('../../src/lanes/component/index.ts');
+  const engine = testEngine({ requireSigned: [alice.did] });
+  const counter = new Uint8Array(readFileSync(new URL('../fixtures/components/counter.component.wasm', import.meta.url)));
+  try {
+    const before = transpileCount();
+    await assert.rejects(engine.start('unsigned-instance', counter, { tenant: 'acme' }), (e: unknown) => (e as { code?: string }).code === 'NOT_CAPABLE');
+    assert.equal(transpileCount(), before, 'an unsigned component is refused before jco sees it');
+    assert.equal(engine.stats().instances, 0);
+
+    const dir = mkdtempSync(join(tmpdir(), 'membrane-component-start-art-'));
+    writeFileSync(join(dir, 'counter.wasm'), counter);
+    const { signed } = signArtifact(join(dir, 'counter.wasm'), alice);
+    const inst = await engine.start('signed-instance', counter, { tenant: 'acme', artifact: signed });
+    assert.equal((await inst.call('membrane:fixtures/tally#add', [2])).result, 2);
+    await inst.stop();
+
+    const log = AuditLog.open();
+    try {
+      assert.ok(log.tail({ kind: 'artifact.refused', limit: 10 }).some((e) => e.instance === 'unsigned-instance'));
+    } finally {
+      log.close();
+    }
+  } finally {
+    await engine.close();
+  }
 });

@@ -119,6 +119,8 @@ export interface ComponentMessage {
   readonly spec: GuestSpec;
   readonly budget: Budget;
   readonly stream?: boolean;
+  /** Instantiate only and then serve calls of its exports (engine.start; component-instance.ts). */
+  readonly load?: boolean;
 }
 
 /** main → worker over the channel: a call into a loaded instance. */
@@ -392,6 +394,7 @@ function isComponentMessage(x: Obj): boolean {
     typeof x['key'] === 'string' &&
     typeof x['glue'] === 'string' &&
     typeof x['run'] === 'string' &&
+    (x['load'] === undefined || typeof x['load'] === 'boolean') &&
     Array.isArray(cores) &&
     cores.every((c: unknown) => isObj(c) && typeof c['name'] === 'string' && c['module'] instanceof WebAssembly.Module) &&
     isObj(x['spec']) &&

@@ -34,11 +34,20 @@ export class PooledFuel {
     private readonly onRefill: (() => void) | null,
   ) {}
 
+  /**
+   * A call's budget from zero: every module's counter is emptied (fuel parked there by an earlier
+   * call of a persistent instance is not carried over), so its first charge asks for fuel.
+   */
   begin(budget: number, deadline: number): void {
     this.budget = budget;
     this.deadline = deadline;
     this.next = Math.min(FIRST_CHUNK, this.chunk);
     this.extra = 0;
+    for (let i = 0; i < this.granted.length; i++) {
+      this.granted[i] = 0;
+      const g = this.globals[i];
+      if (g) g.value = 0n;
+    }
   }
 
   /** A new module's refill import (its counter starts at 0: its first charge asks for fuel). */

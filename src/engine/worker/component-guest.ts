@@ -23,13 +23,15 @@ import { ExitSignal, GuestFault, CallState, classify, type GrowProbe } from '../
 import { GuestMemory } from '../../abi/memory.ts';
 import { Vfs } from '../../storage/index.ts';
 import { CappedStream } from '../../wasi/index.ts';
-import { ambientP2, filesystemP2, type P2Context } from '../../wasi/p2/index.ts';
-import type { Budget, ComponentMessage, Outcome } from '../bridge/protocol.ts';
+import { ambientP2, filesystemP2, httpP2, socketsP2, type P2Context } from '../../wasi/p2/index.ts';
+import type { Budget, ComponentMessage, Outcome, WireValue } from '../bridge/protocol.ts';
 import type { HostBridge } from './host-bridge.ts';
 import type { GuestHooks } from './guest.ts';
 import { PooledFuel } from './component-fuel.ts';
 import { COMMAND_ERRORS, componentImports } from './component-imports.ts';
 import { runCommandInterface } from './component-commands.ts';
+import { exportedFunction, resultToWire, wireToJs } from './component-values.ts';
+import { httpSend, tcpExchange } from './component-net.ts';
 import { Guest, settlingBridge } from './guest.ts';
 
 type Instantiate = (
@@ -96,6 +98,8 @@ export class ComponentGuest {
   private readonly host: HostBridge;
   private readonly instantiated = new Set<WebAssembly.Module>();
   private instances = 0;
+  /** The loaded instance's exports (engine.start), as the glue returned them. */
+  private exported: Record<string, Record<string, unknown> | undefined> | null = null;
 
   constructor(
     private readonly msg: ComponentMessage,
@@ -121,16 +125,44 @@ export class ComponentGuest {
 
   /** Instantiate (core start functions included) and call `wasi:cli/run`, within `budget`. */
   run(budget: Budget): Outcome {
+    return this.within(budget, 0, () => {
+      const run = this.instantiate()[this.msg.run]?.['run'];
+      if (typeof run !== 'function') throw new SandboxError('POLICY_INVALID', 'the component exports no wasi:cli/run');
+      (run as () => unknown)();
+      return [];
+    });
+  }
+
+  /** A persistent instance (engine.start): instantiate within `budget`; its exports stay for `call`. */
+  load(budget: Budget): Outcome {
+    return this.within(budget, null, () => {
+      this.exported = this.instantiate();
+      return [];
+    });
+  }
+
+  /** Call an export of the loaded instance (`function` or `interface#function`): numbers in, numbers out. */
+  call(name: string, args: readonly WireValue[], budget: Budget): Outcome {
+    return this.within(budget, null, () => {
+      const fn = this.exported ? exportedFunction(this.exported, name) : null;
+      if (!fn) throw new SandboxError('POLICY_INVALID', `the component has no exported function "${name.slice(0, 64)}"`, { export: name.slice(0, 64) });
+      return resultToWire(fn(...args.map(wireToJs)));
+    });
+  }
+
+  private instantiate(): Record<string, Record<string, unknown> | undefined> {
+    return glueFor(this.msg.key, this.msg.glue)((name) => this.core(name), this.imports(), (m, i) => this.instantiateCore(m, i));
+  }
+
+  /** Run `body` under `budget` (deadline, pooled fuel) and turn how it ended into an Outcome. */
+  private within(budget: Budget, exitCode: number | null, body: () => WireValue[]): Outcome {
     this.state.reset();
     this.deadline = performance.now() + budget.ms;
     this.fuel?.begin(budget.fuel, this.deadline);
     let thrown: unknown = null;
+    let values: WireValue[] = [];
     try {
-      const instantiate = glueFor(this.msg.key, this.msg.glue);
-      const exports = instantiate((name) => this.core(name), this.imports(), (m, i) => this.instantiateCore(m, i));
-      const run = exports[this.msg.run]?.['run'];
-      if (typeof run !== 'function') throw new SandboxError('POLICY_INVALID', 'the component exports no wasi:cli/run');
-      (run as () => unknown)();
+      values = body();
     } catch (e) {
       thrown = e;
     }
@@ -143,7 +175,7 @@ export class ComponentGuest {
     this.fuelUsed = this.fuel ? (trapped ? this.fuel.billed() : this.fuel.used()) : 0;
     if (this.state.fault) thrown = this.state.fault;
     else if (this.state.exit) thrown = this.state.exit;
-    if (thrown === null) return { ok: true, values: [], exitCode: 0 };
+    if (thrown === null) return { ok: true, values, exitCode };
     if (thrown instanceof ExitSignal) {
       if (thrown.code === 0) return { ok: true, values: [], exitCode: 0 };
       const err = new SandboxError('GUEST_EXIT', `the guest exited with status ${thrown.code}`, { exitCode: thrown.code });
@@ -219,6 +251,8 @@ export class ComponentGuest {
     const all: Record<string, Record<string, unknown>> = { ...ambientP2(ctx), ...componentImports(spec.link, this.host, this.state, query) };
     if (spec.vfs) Object.assign(all, filesystemP2({ vfs: () => this.openVfs(), spec: spec.vfs, run: ctx }));
     if (spec.link.includes('membrane:engine/run-command')) all['membrane:engine/run-command'] = this.commands();
+    if (spec.link.some((i) => i.startsWith('wasi:http/'))) Object.assign(all, httpP2(httpSend(this.host, this.state)));
+    if (spec.link.some((i) => i.startsWith('wasi:sockets/'))) Object.assign(all, socketsP2(tcpExchange(this.host, this.state)));
     // Exactly the interfaces the world check accepted.
     const out: Record<string, Record<string, unknown>> = {};
     for (const name of spec.link) {

@@ -4,7 +4,7 @@
  * (broker-imports.ts) — and `membrane:engine/vfs-query` (the `vfs_query` host call against this
  * guest's own database), `http-fetch`, `browse-fetch` and `llm-complete` (the network and model
  * brokers behind the same guard and cadence as `http_fetch`, `browse_fetch`, `llm_complete`),
- * shaped as jco's glue calls them.
+ * `run-command-many` (`run_command_many`: the fabric's fan-out), shaped as jco's glue calls them.
  *
  * Owns: turning a call's JS arguments into the broker's blobs and the answer (or a guest error
  * number) into the interface's value or its `error-code`.
@@ -15,7 +15,8 @@
  * Does not protect against: nothing beyond transport — quotas and rate limits are the brokers'.
  */
 
-import { GUEST_ERR } from '../../abi/command.ts';
+import { GUEST_ERR, decodeResponse } from '../../abi/command.ts';
+import { decodeManyResponse, encodeManyRequest } from '../../abi/many.ts';
 import type { CallState } from '../../abi/signals.ts';
 import { ownBytes } from '../../wasi/p2/index.ts';
 import type { HostBridge } from './host-bridge.ts';
@@ -55,6 +56,26 @@ export interface QueryVfs {
   serialize(): Uint8Array;
 }
 
+/**
+ * One brokered remote call (`http_fetch`, `tcp_request`, `browse_fetch`, `llm_complete`): its answer, or the
+ * guest error number. An answer too big for the first buffer is kept by the host and fetched
+ * again at its size — nothing is redone.
+ */
+export function remoteCall(host: HostBridge, state: CallState, broker: string, blobs: readonly Uint8Array[]): Uint8Array | number {
+  state.rethrow();
+  let cap = REMOTE_OUT_CAP;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const answer = host.call({ op: 'broker', name: broker, cap }, blobs);
+    if (!answer.ok) return answer.errno;
+    if (answer.value > cap || !answer.payload) {
+      cap = answer.value;
+      continue;
+    }
+    return answer.payload;
+  }
+  return GUEST_ERR.UNAVAILABLE;
+}
+
 export function componentImports(linked: readonly string[], host: HostBridge, state: CallState, vfs: (() => QueryVfs) | null): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
   if (linked.includes('membrane:engine/vfs-query') && vfs) {
@@ -75,20 +96,22 @@ export function componentImports(linked: readonly string[], host: HostBridge, st
     if (!linked.includes(iface)) continue;
     out[iface] = {
       [fn]: (request: string): string => {
-        state.rethrow();
-        const body = encoder.encode(request);
-        let cap = REMOTE_OUT_CAP;
-        for (let attempt = 0; attempt < 2; attempt++) {
-          const answer = host.call({ op: 'broker', name: broker, cap }, [body]);
-          if (!answer.ok) throw ERROR_CODES[answer.errno] ?? 'unavailable';
-          // Too big for the buffer: the host kept it; the same request again fetches it, nothing is redone.
-          if (answer.value > cap || !answer.payload) {
-            cap = answer.value;
-            continue;
-          }
-          return decoder.decode(answer.payload);
-        }
-        throw 'unavailable';
+        const answer = remoteCall(host, state, broker, [encoder.encode(request)]);
+        if (typeof answer === 'number') throw ERROR_CODES[answer] ?? 'unavailable';
+        return decoder.decode(answer);
+      },
+    };
+  }
+  if (linked.includes('membrane:engine/run-command-many')) {
+    // The core `run_command_many` host call: the cap `parallel`, the fabric's fan-out on the pool.
+    out['membrane:engine/run-command-many'] = {
+      run: (name: string, args: readonly string[], inputs: readonly unknown[], timeoutMs: number): { status: number; stdout: Uint8Array; stderr: Uint8Array; error: string }[] => {
+        const request = encodeManyRequest([name, ...Array.from(args, String)], Array.from(inputs, ownBytes), timeoutMs >>> 0);
+        const answer = remoteCall(host, state, 'run_command_many', [request]);
+        if (typeof answer === 'number') throw ERROR_CODES[answer] ?? 'unavailable';
+        const responses = decodeManyResponse(answer)?.map(decodeResponse);
+        if (!responses || responses.some((r) => r === null)) throw 'invalid';
+        return responses.map((r) => ({ status: r!.status, stdout: r!.stdout, stderr: r!.stderr, error: r!.error }));
       },
     };
   }

@@ -131,7 +131,7 @@ function postFailure(job: number, error: SandboxError): void {
 }
 
 /** Serve calls on a persistent instance until told to stop (or terminated). */
-function serve(guest: Guest): void {
+function serve(guest: Guest | ComponentGuest): void {
   for (;;) {
     const s = ch.state;
     if (s === State.DEAD) return;
@@ -146,6 +146,10 @@ function serve(guest: Guest): void {
       }
       currentJob = k.job;
       ch.set(State.RUNNING);
+      if (!(guest instanceof Guest)) {
+        postFailure(k.job, new SandboxError('POLICY_INVALID', 'a component instance takes no kernel calls'));
+        continue;
+      }
       const r = kernelCall(guest, k);
       postDone(k.job, guest, r.outcome, t0, r.output);
       continue;
@@ -195,11 +199,14 @@ port.on('message', (msg: unknown) => {
     forward.begin(msg.job, component.stdout, component.stderr, msg.stream === true);
     let outcome;
     try {
-      outcome = component.run(msg.budget);
+      outcome = msg.load ? component.load(msg.budget) : component.run(msg.budget);
     } catch (e) {
       outcome = { ok: false as const, error: (e instanceof SandboxError ? e : new SandboxError('INTERNAL')).toPublic(), exitCode: null };
     }
-    finish(msg.job, component, outcome, t0);
+    if (!msg.load) return finish(msg.job, component, outcome, t0);
+    // A persistent component instance (engine.start): it serves calls of its exports.
+    postDone(msg.job, component, outcome, t0);
+    if (outcome.ok) serve(component);
     return;
   }
   if (msg.kind === 'load') {
