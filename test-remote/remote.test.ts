@@ -82,6 +82,41 @@ test('a module the workers do not know is stored once by hash; a job that would 
   }
 });
 
+// 6e8 iterations (4.8e9 fuel, under network's 1e10): about a second on the 2-core test machine.
+const SPIN = `(module (func (export "_start") (local i32) (loop (local.set 0 (i32.add (local.get 0) (i32.const 1))) (br_if 0 (i32.lt_u (local.get 0) (i32.const 600000000))))))`;
+
+test("one tenant's backlog waits on the submitter, not ahead of another tenant's job in the shared queue", async () => {
+  const spin = await watText(SPIN);
+  const e = new Engine({ cacheDir: false, remote: { redis: redis!.url, maxInFlight: 2, maxInFlightPerTenant: 1 } });
+  try {
+    // Warm: the submitter's queue connection, and the module on both workers (a first run compiles it).
+    await e.run(cat, { tier: 'remote', tenant: 'calm', stdin: 'warm' });
+    await Promise.all([e.run(spin, { tier: 'remote', tenant: 'hog', profile: 'network' }), e.run(spin, { tier: 'remote', tenant: 'calm', profile: 'network' })]);
+    const t0 = performance.now();
+    const hog = Array.from({ length: 6 }, () => e.run(spin, { tier: 'remote', tenant: 'hog', profile: 'network', timeoutMs: 20_000 }).then((r) => ({ r, at: performance.now() - t0 })));
+    await new Promise((r) => setTimeout(r, 300));
+    const calm = await e.run(cat, { tier: 'remote', tenant: 'calm', stdin: 'first in line\n' });
+    const calmAt = performance.now() - t0;
+    assert.equal(calm.stdout, 'first in line\n', JSON.stringify(calm.error));
+    const done = await Promise.all(hog);
+    for (const { r } of done) assert.equal(r.ok, true, JSON.stringify(r.error));
+    // The hog had one job in the fleet at a time; in one FIFO its six jobs would all have run
+    // (two at a time on the two workers) before the calm tenant's.
+    const hogAt = done.map((d) => d.at).sort((a, b) => a - b);
+    assert.ok(calmAt < hogAt[2]!, `calm answered at ${calmAt.toFixed(0)} ms; the hog's jobs at ${hogAt.map((x) => x.toFixed(0)).join(', ')} ms`);
+    // A tenant past its share waits at most queueWaitMs here, then OVERLOADED: nothing was queued for it.
+    const strict = new Engine({ cacheDir: false, remote: { redis: redis!.url, maxInFlight: 2, maxInFlightPerTenant: 1, queueWaitMs: 100 } });
+    try {
+      const both = await Promise.all([0, 1].map(() => strict.run(spin, { tier: 'remote', tenant: 'hog', profile: 'network', timeoutMs: 20_000 })));
+      assert.deepEqual(both.map((r) => (r.ok ? 'ok' : r.error?.code)).sort(), ['OVERLOADED', 'ok']);
+    } finally {
+      await strict.close();
+    }
+  } finally {
+    await e.close();
+  }
+});
+
 /** Resolves once a job on `queue` is active (a worker holds it), then a moment more for its run to start; fails after 30 s. */
 async function untilActive(url: string, queue: string): Promise<void> {
   const { Queue } = await import('bullmq');

@@ -35,6 +35,13 @@ export interface RemoteOptions {
   readonly queue?: string;
   /** How long a run may wait for a free worker before it is TIMEOUT (default 60 s), on top of its own budget. */
   readonly queueWaitMs?: number;
+  /**
+   * Jobs this engine keeps queued or running in the fleet at once (default 32), and for one tenant
+   * (default half of that): the rest wait here, admitted round-robin across tenants, so one
+   * tenant's backlog never fills the shared queue ahead of another's jobs.
+   */
+  readonly maxInFlight?: number;
+  readonly maxInFlightPerTenant?: number;
 }
 
 export interface EngineOptions {
@@ -229,5 +236,7 @@ function resolveRemote(r: RemoteOptions | undefined): RemoteOptions | null {
   if (r === undefined) return null;
   if (typeof r?.redis !== 'string' || !/^rediss?:\/\/\S+$/.test(r.redis)) throw new SandboxError('POLICY_INVALID', 'engine option remote.redis must be a redis:// or rediss:// URL', { option: 'remote' });
   if (r.queueWaitMs !== undefined) count('remote.queueWaitMs', r.queueWaitMs, 60_000);
+  if (r.maxInFlight !== undefined) count('remote.maxInFlight', r.maxInFlight, 32);
+  if (r.maxInFlightPerTenant !== undefined) count('remote.maxInFlightPerTenant', r.maxInFlightPerTenant, 16);
   return Object.freeze({ ...r });
 }

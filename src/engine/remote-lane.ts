@@ -9,6 +9,11 @@
  * this engine would refuse is refused before it is queued); the records `remote.run` (job,
  * worker, attempt, outcome) and `remote.<kind>` (each of the worker's records, with the worker's
  * id and the original record in `detail`).
+ * Tenant fairness on the submitting side (fabric/tenant-scheduler.ts): at most `maxInFlight` of
+ * this engine's jobs are in the fleet's queue or running, at most `maxInFlightPerTenant` of one
+ * tenant's, admitted round-robin across tenants — Redis is one FIFO, so a tenant's backlog waits
+ * here, not ahead of other tenants' jobs there. A run not admitted within `queueWaitMs` is
+ * OVERLOADED (nothing was queued).
  * Invariant: one run → one job → exactly one RunResult; without a Redis URL the remote tier is
  * TIER_UNAVAILABLE "redis not configured".
  *
@@ -20,6 +25,7 @@ import { admitSigned } from './signed.ts';
 import { SandboxError } from '../errors.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { checkTier } from '../fabric/tiers.ts';
+import { TenantScheduler, defaultPerTenant } from '../fabric/tenant-scheduler.ts';
 import { REMOTE_VERSION, retrySafe, type RemoteJob, type RemoteReply } from '../fabric/remote/protocol.ts';
 import { RemoteQueue, LOCK_MS, STALLED_INTERVAL_MS } from '../fabric/remote/queue.ts';
 import { failure, type RunResult } from './results.ts';
@@ -31,11 +37,14 @@ import type { CapWord } from '../policy/profiles.ts';
 type Record_ = (e: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }) => void;
 
 const CARRIED = new Set(['argv', 'argv0', 'env', 'stdin', 'profile', 'caps', 'timeoutMs', 'fuel', 'memoryBytes', 'tenant', 'id', 'captureBytes', 'signal', 'tier', 'artifact']);
+/** The engine's jobs in the fleet at once, by default (remote.maxInFlight). */
+export const DEFAULT_REMOTE_IN_FLIGHT = 32;
 const KIND = /^[a-z][a-z0-9_.:-]{0,55}$/;
 const decoder = new TextDecoder('utf-8', { fatal: false });
 
 export class RemoteLane {
   private readonly queue: RemoteQueue;
+  private readonly fair: TenantScheduler;
   private n = 0;
 
   constructor(
@@ -44,11 +53,14 @@ export class RemoteLane {
     private readonly record: Record_,
   ) {
     this.queue = new RemoteQueue({ redis: o.redis, ...(o.queue ? { queue: o.queue } : {}) });
+    const slots = o.maxInFlight ?? DEFAULT_REMOTE_IN_FLIGHT;
+    this.fair = new TenantScheduler({ slots, perTenant: Math.min(slots, o.maxInFlightPerTenant ?? defaultPerTenant(slots)) });
   }
 
   async run(bytes: Uint8Array, opts: RunOptions): Promise<RunResult> {
     const t0 = performance.now();
     let profile = opts.profile ?? 'compute';
+    let release: (() => void) | null = null;
     try {
       const extra = Object.keys(opts).filter((k) => !CARRIED.has(k) && (opts as Record<string, unknown>)[k] !== undefined);
       if (extra.length > 0) throw new SandboxError('POLICY_INVALID', `the remote tier does not carry ${extra.join(', ')}`, { options: extra.slice(0, 8) });
@@ -60,6 +72,7 @@ export class RemoteLane {
       const stdin = typeof opts.stdin === 'string' ? new TextEncoder().encode(opts.stdin) : (opts.stdin ?? new Uint8Array(0));
       // `requireSigned` is this engine's gate, on the bytes it hands the queue (a worker has no trusted DIDs of its own).
       await admitSigned(this.config, bytes, opts.artifact, (d) => this.record({ tenant, instance: id, kind: 'artifact.refused', detail: { ...d, tier: 'remote' } }));
+      release = await this.fair.admit(tenant, this.o.queueWaitMs ?? 60_000, opts.signal);
       const job: RemoteJob = {
         v: REMOTE_VERSION,
         module: await this.queue.putModule(bytes),
@@ -104,6 +117,8 @@ export class RemoteLane {
     } catch (e) {
       const err = e instanceof SandboxError ? e : new SandboxError('INTERNAL', 'the remote tier failed');
       return failure(err, { profile, warnings: [] }, Math.round(performance.now() - t0));
+    } finally {
+      release?.();
     }
   }
 
@@ -118,6 +133,7 @@ export class RemoteLane {
   }
 
   close(): Promise<void> {
+    this.fair.close();
     return this.queue.close();
   }
 }
