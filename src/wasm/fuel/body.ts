@@ -291,9 +291,17 @@ export class BodyEmitter {
       switch (kind) {
         case R_ENTRY:
         case R_LOOP:
-          p = put(buf, p, kind === R_ENTRY ? t.entryPre : t.loopPre);
-          p = putSleb(buf, p, value);
-          p = put(buf, p, t.checkPost);
+          if (kind === R_ENTRY && threaded && !thread.entryCheck) {
+            // Every call this body makes follows a loop header's check (scan.ts `entryCheck`):
+            // charge the entry, check at that header (or, without loops, in the caller).
+            p = put(buf, p, t.chargePre);
+            p = putSleb(buf, p, value);
+            p = put(buf, p, t.chargePost);
+          } else {
+            p = put(buf, p, kind === R_ENTRY ? t.entryPre : t.loopPre);
+            p = putSleb(buf, p, value);
+            p = put(buf, p, t.checkPost);
+          }
           if (kind === R_ENTRY && threaded) {
             buf[p++] = BLOCK;
             p = put(buf, p, thread.blockType);

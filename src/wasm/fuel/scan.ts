@@ -174,6 +174,13 @@ export class BodyScanner {
   eh = false;
   /** The body makes a tail call (return_call, return_call_indirect, return_call_ref). */
   tail = false;
+  /**
+   * Whether the entry must check the counter: some call-like instruction is outside every loop
+   * (or the nesting is too deep to tell). When false, every call the body makes comes after a
+   * loop header's check in the same activation, and a body without loops makes no call at all,
+   * so a threaded twin may charge its entry without checking it (body.ts, twins.ts).
+   */
+  entryCheck = true;
   loops = 0;
   chargePoints = 0;
   bulkSites = 0;
@@ -244,6 +251,9 @@ export class BodyScanner {
     this.eh = false;
     let tail = false;
     let usesEh = 0;
+    // Open loops around the cursor, and whether a call was met outside all of them.
+    let openLoops = 0;
+    let callOutside = false;
     let loops = 0;
     let charges = 0;
     let bulkSites = 0;
@@ -283,6 +293,7 @@ export class BodyScanner {
           checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           nesting.open(c.depth, -1);
           isLoop[c.depth & DEPTH_MASK] = 0;
+          if (c.depth >= DEPTH_MASK) callOutside = true; // levels alias in isLoop: keep the check
           // A `block` body is entered only by falling through: it continues the current block.
           if (op === OP_BLOCK) continue;
           next = R_CHARGE;
@@ -298,6 +309,8 @@ export class BodyScanner {
             next = R_LOOP;
           }
           isLoop[c.depth & DEPTH_MASK] = 1;
+          if (c.depth >= DEPTH_MASK) callOutside = true;
+          openLoops++;
           loops++;
           break;
         case K_NEXT:
@@ -312,6 +325,7 @@ export class BodyScanner {
           if (op === OP_END) {
             const header = nesting.close(c.depth + 1);
             if (header >= 0) this.push(R_LOOP_CLOSE, c.end, c.end, header);
+            if (isLoop[(c.depth + 1) & DEPTH_MASK] === 1) openLoops--;
             // Nothing branches to the end of a loop: the code after it is reached only by
             // falling out of the loop's last block, which it joins (charged once, on exit).
             if (isLoop[(c.depth + 1) & DEPTH_MASK] === 1 && c.depth + 1 < DEPTH_MASK) continue;
@@ -338,6 +352,7 @@ export class BodyScanner {
           next = -1;
           break;
         case K_CALL: {
+          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
           if (f >= funcs) outOfRange('function', f, funcs, c.offset);
@@ -345,6 +360,7 @@ export class BodyScanner {
           continue;
         }
         case K_RETURN_CALL: {
+          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
           if (f >= funcs) outOfRange('function', f, funcs, c.offset);
@@ -354,11 +370,13 @@ export class BodyScanner {
           break;
         }
         case K_CALL_INDIRECT:
+          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_WRAP, c.offset, c.end, 0);
           continue;
         case K_RETURN_CALL_INDIRECT:
+          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_SPILL, c.offset, c.offset, 0, SPILL_TAIL_CALL);
@@ -386,6 +404,7 @@ export class BodyScanner {
     }
     this.eh = usesEh !== 0;
     this.tail = tail;
+    this.entryCheck = callOutside || usesEh !== 0;
     this.loops = loops;
     this.chargePoints = charges;
     this.bulkSites = bulkSites;
