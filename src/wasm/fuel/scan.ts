@@ -254,6 +254,7 @@ export class BodyScanner {
     // Open loops around the cursor, and whether a call was met outside all of them.
     let openLoops = 0;
     let callOutside = false;
+    let calls = false;
     let loops = 0;
     let charges = 0;
     let bulkSites = 0;
@@ -352,6 +353,7 @@ export class BodyScanner {
           next = -1;
           break;
         case K_CALL: {
+          calls = true;
           if (openLoops === 0) callOutside = true;
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
@@ -360,6 +362,7 @@ export class BodyScanner {
           continue;
         }
         case K_RETURN_CALL: {
+          calls = true;
           if (openLoops === 0) callOutside = true;
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
@@ -370,12 +373,14 @@ export class BodyScanner {
           break;
         }
         case K_CALL_INDIRECT:
+          calls = true;
           if (openLoops === 0) callOutside = true;
           cost += callUnit;
           checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_WRAP, c.offset, c.end, 0);
           continue;
         case K_RETURN_CALL_INDIRECT:
+          calls = true;
           if (openLoops === 0) callOutside = true;
           cost += callUnit;
           checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
@@ -404,7 +409,9 @@ export class BodyScanner {
     }
     this.eh = usesEh !== 0;
     this.tail = tail;
-    this.entryCheck = callOutside || usesEh !== 0;
+    // A body with loops but no call keeps its entry check: it costs one check per call against
+    // the loops' one per iteration, and dropping it only moves V8's code layout about.
+    this.entryCheck = callOutside || usesEh !== 0 || (loops > 0 && !calls);
     this.loops = loops;
     this.chargePoints = charges;
     this.bulkSites = bulkSites;
