@@ -9,7 +9,9 @@
  *   `__membrane_fuel`: the fuel left in the current chunk. The host sets it before a call and
  *   reads it after: fuelUsed = granted − final value.
  * - The guest calls `refill(current)` when the counter is negative at a check point (function
- *   entry, loop header, after a size charge) with the current counter; the host either throws
+ *   entry, loop header, after a size charge; a threaded twin that calls nothing outside a loop
+ *   leaves its entry's check to its wrapper, scan.ts `entryCheck`) with the current counter; the
+ *   host either throws
  *   (the call ends: FUEL_EXHAUSTED or TIMEOUT) or returns the new counter (≥ 0), which the guest
  *   stores. Every refill site writes the counter to the global first, so when refill throws the
  *   global holds the deficit and fuelUsed = granted − global still holds. The host must keep

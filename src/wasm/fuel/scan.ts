@@ -29,16 +29,13 @@
  * - WRAP: a call that needs the counter spilled before and reloaded after (call_indirect,
  *   call_ref); SPILL: spill before `offset` (return, return_call_indirect/ref, the final end, a
  *   branch that can leave the function; `extra` says which: SPILL_*).
- * `tail` reports whether the body makes a tail call (such a body is never threaded).
  * The emitter ignores WRAP, SPILL, LOOP_OPEN, LOOP_CLOSE and BRANCH, and treats LOOP_OUT as LOOP,
  * for a body that keeps its counter in the global (the slow path).
  *
  * Invariant: records are in non-decreasing offset order, and at one offset a charge precedes
  * the spill, a spill precedes a branch's replacement, and a loop's closing code precedes the
  * charge of the block after it. A block's charge record is reserved when the block starts and
- * its cost filled in when it ends.
- *
- * Every function, global, type, local and label index is checked against the input's own (indices.ts).
+ * its cost filled in when it ends. Every index a body names is checked against the input's (indices.ts).
  *
  * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator; a
  * body that would not validate otherwise gets records that mean nothing, and V8 refuses the
@@ -174,13 +171,7 @@ export class BodyScanner {
   eh = false;
   /** The body makes a tail call (return_call, return_call_indirect, return_call_ref). */
   tail = false;
-  /**
-   * Whether the entry must check the counter: some call-like instruction is outside every loop
-   * (or the nesting is too deep to tell). When false, every call the body makes comes after a
-   * loop header's check in the same activation, and a body without loops makes no call at all,
-   * so a threaded twin may charge its entry without checking it (body.ts, twins.ts).
-   */
-  entryCheck = true;
+  entryCheck = true; // whether a threaded twin checks its entry (nesting.ts), else its wrapper
   loops = 0;
   chargePoints = 0;
   bulkSites = 0;
@@ -251,10 +242,6 @@ export class BodyScanner {
     this.eh = false;
     let tail = false;
     let usesEh = 0;
-    // Open loops around the cursor, and whether a call was met outside all of them.
-    let openLoops = 0;
-    let callOutside = false;
-    let calls = false;
     let loops = 0;
     let charges = 0;
     let bulkSites = 0;
@@ -289,12 +276,12 @@ export class BodyScanner {
         if (g >= globals) outOfRange('global', g, globals, c.offset);
         continue;
       }
+      if (k >= K_CALL && k <= K_RETURN_CALL_INDIRECT) nesting.call(c.depth);
       switch (k) {
         case K_BLOCK:
           checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           nesting.open(c.depth, -1);
           isLoop[c.depth & DEPTH_MASK] = 0;
-          if (c.depth >= DEPTH_MASK) callOutside = true; // levels alias in isLoop: keep the check
           // A `block` body is entered only by falling through: it continues the current block.
           if (op === OP_BLOCK) continue;
           next = R_CHARGE;
@@ -303,15 +290,13 @@ export class BodyScanner {
           checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           if (this.outlinable(c.offset + 1)) {
             this.push(R_LOOP_OPEN, c.offset, c.end, 0);
-            nesting.open(c.depth, this.count * STRIDE); // the header record, pushed below
+            nesting.open(c.depth, this.count * STRIDE, true); // the header record, pushed below
             next = R_LOOP_OUT;
           } else {
-            nesting.open(c.depth, -1);
+            nesting.open(c.depth, -1, true);
             next = R_LOOP;
           }
           isLoop[c.depth & DEPTH_MASK] = 1;
-          if (c.depth >= DEPTH_MASK) callOutside = true;
-          openLoops++;
           loops++;
           break;
         case K_NEXT:
@@ -326,7 +311,6 @@ export class BodyScanner {
           if (op === OP_END) {
             const header = nesting.close(c.depth + 1);
             if (header >= 0) this.push(R_LOOP_CLOSE, c.end, c.end, header);
-            if (isLoop[(c.depth + 1) & DEPTH_MASK] === 1) openLoops--;
             // Nothing branches to the end of a loop: the code after it is reached only by
             // falling out of the loop's last block, which it joins (charged once, on exit).
             if (isLoop[(c.depth + 1) & DEPTH_MASK] === 1 && c.depth + 1 < DEPTH_MASK) continue;
@@ -353,8 +337,6 @@ export class BodyScanner {
           next = -1;
           break;
         case K_CALL: {
-          calls = true;
-          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
           if (f >= funcs) outOfRange('function', f, funcs, c.offset);
@@ -362,8 +344,6 @@ export class BodyScanner {
           continue;
         }
         case K_RETURN_CALL: {
-          calls = true;
-          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           const f = u32At(b, c.offset + 1);
           if (f >= funcs) outOfRange('function', f, funcs, c.offset);
@@ -373,15 +353,11 @@ export class BodyScanner {
           break;
         }
         case K_CALL_INDIRECT:
-          calls = true;
-          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_WRAP, c.offset, c.end, 0);
           continue;
         case K_RETURN_CALL_INDIRECT:
-          calls = true;
-          if (openLoops === 0) callOutside = true;
           cost += callUnit;
           checkTypeIndex(b, c.offset + 1, this.types.length, c.offset);
           this.push(R_SPILL, c.offset, c.offset, 0, SPILL_TAIL_CALL);
@@ -409,9 +385,7 @@ export class BodyScanner {
     }
     this.eh = usesEh !== 0;
     this.tail = tail;
-    // A body with loops but no call keeps its entry check: it costs one check per call against
-    // the loops' one per iteration, and dropping it only moves V8's code layout about.
-    this.entryCheck = callOutside || usesEh !== 0 || (loops > 0 && !calls);
+    this.entryCheck = this.eh || nesting.entryCheck(loops > 0);
     this.loops = loops;
     this.chargePoints = charges;
     this.bulkSites = bulkSites;
