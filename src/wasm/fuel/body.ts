@@ -38,7 +38,9 @@
  *   twins.ts): as the fast path, but $f is the extra last parameter, so it arrives holding the
  *   counter and declared locals move up by one (every local.get/set/tee past the parameters is
  *   renumbered); the entry reads $f instead of the global
- *   (`local.get $f; i64.const C; i64.sub; local.tee $f; …`, the same check); a direct call to a
+ *   (`local.get $f; i64.const C; i64.sub; local.tee $f; …`, the same check — or, when the scan
+ *   found no call outside a loop (`entryCheck` false), only `local.get $f; i64.const C; i64.sub;
+ *   local.set $f`, its wrapper checking instead, twins.ts); a direct call to a
  *   defined function G becomes `local.get $f; call G′; local.set $f` (no spill, no reload); the
  *   body after the entry check is wrapped in `block bt … end` (bt: [] → the results), so a branch
  *   out of the function lands there, and `local.get $f` follows that block and precedes every
@@ -291,9 +293,17 @@ export class BodyEmitter {
       switch (kind) {
         case R_ENTRY:
         case R_LOOP:
-          p = put(buf, p, kind === R_ENTRY ? t.entryPre : t.loopPre);
-          p = putSleb(buf, p, value);
-          p = put(buf, p, t.checkPost);
+          if (kind === R_ENTRY && threaded && !thread.entryCheck) {
+            // Every call this body makes follows a loop header's check (scan.ts `entryCheck`):
+            // charge the entry, check at that header (or, without loops, in the caller).
+            p = put(buf, p, t.chargePre);
+            p = putSleb(buf, p, value);
+            p = put(buf, p, t.chargePost);
+          } else {
+            p = put(buf, p, kind === R_ENTRY ? t.entryPre : t.loopPre);
+            p = putSleb(buf, p, value);
+            p = put(buf, p, t.checkPost);
+          }
           if (kind === R_ENTRY && threaded) {
             buf[p++] = BLOCK;
             p = put(buf, p, thread.blockType);

@@ -9,7 +9,9 @@
  *   `__membrane_fuel`: the fuel left in the current chunk. The host sets it before a call and
  *   reads it after: fuelUsed = granted − final value.
  * - The guest calls `refill(current)` when the counter is negative at a check point (function
- *   entry, loop header, after a size charge) with the current counter; the host either throws
+ *   entry, loop header, after a size charge; a threaded twin that calls nothing outside a loop
+ *   leaves its entry's check to its wrapper, scan.ts `entryCheck`) with the current counter; the
+ *   host either throws
  *   (the call ends: FUEL_EXHAUSTED or TIMEOUT) or returns the new counter (≥ 0), which the guest
  *   stores. Every refill site writes the counter to the global first, so when refill throws the
  *   global holds the deficit and fuelUsed = granted − global still holds. The host must keep
@@ -63,7 +65,7 @@ import { assertValidModule } from '../validate.ts';
 export const MAX_FUNCTION_BODY_BYTES = 7_654_321;
 
 /** Bump whenever the output bytes for the same input and options could change. */
-export const FUEL_REWRITER_VERSION = 4;
+export const FUEL_REWRITER_VERSION = 5; // 5: threaded entries without a call outside a loop do not check
 /** The names live with the import catalog (policy), the one place engine-internal names are kept. */
 export const FUEL_IMPORT_MODULE = FUEL_REFILL_IMPORT.module;
 /** Type (i64) -> (i64): takes the current counter, returns the new one. */
@@ -136,6 +138,7 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
   const twinBodies = new Sink(twins === null ? 64 : Math.ceil(codeBytes * 1.75) + 1024);
   const twinTypes: number[] = [];
   const fuelLeb = leb(fuelGlobal);
+  const refillLeb = leb(refill);
   // By renumbered function index: the defined functions that have a twin to call.
   const twinned = new Uint8Array(twins === null ? 0 : funcImports + 1 + defined);
   if (twins !== null) m.functions.forEach((t, i) => (twinned[funcImports + 1 + i] = m.types[t] !== undefined && canTwin(m.types[t]) ? 1 : 0));
@@ -156,8 +159,9 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
     const into = threaded ? twinBodies : bodies;
     const before = into.len;
     if (threaded) {
-      emitter.write(into, bytes, code, scanner, -1, { param: params, twinOffset, blockType: twins.blockType(typeIndex), twinned });
-      writeWrapper(bodies, params, self + twinOffset, fuelLeb);
+      const entryCheck = scanner.entryCheck;
+      emitter.write(into, bytes, code, scanner, -1, { param: params, twinOffset, blockType: twins.blockType(typeIndex), twinned, entryCheck });
+      writeWrapper(bodies, params, self + twinOffset, fuelLeb, entryCheck ? null : refillLeb);
     } else {
       emitter.write(into, bytes, code, scanner, fast ? locals : -1);
       if (twins !== null && twinned[self] === 1) writeAdapter(twinBodies, params, self, fuelLeb);
@@ -182,7 +186,7 @@ export function instrumentFuel(bytes: Uint8Array, opts: FuelOptions = {}): FuelR
     throw invalidModule(`heap type index ${heapTypeIndices.max} is out of range (${m.types.length} types)`, 0);
   }
   writeLocalRefill(twinBodies, fuelLeb, refill);
-  helpers.writeBodies(twinBodies, costs, fuelLeb, leb(refill));
+  helpers.writeBodies(twinBodies, costs, fuelLeb, refillLeb);
 
   const edits = new Map<number, readonly Uint8Array[]>();
   edits.set(SectionId.IMPORT, [renumber.imports(findSection(m, SectionId.IMPORT), FUEL_IMPORT_MODULE, FUEL_IMPORT_NAME, refillType)]);

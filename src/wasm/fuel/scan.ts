@@ -29,16 +29,13 @@
  * - WRAP: a call that needs the counter spilled before and reloaded after (call_indirect,
  *   call_ref); SPILL: spill before `offset` (return, return_call_indirect/ref, the final end, a
  *   branch that can leave the function; `extra` says which: SPILL_*).
- * `tail` reports whether the body makes a tail call (such a body is never threaded).
  * The emitter ignores WRAP, SPILL, LOOP_OPEN, LOOP_CLOSE and BRANCH, and treats LOOP_OUT as LOOP,
  * for a body that keeps its counter in the global (the slow path).
  *
  * Invariant: records are in non-decreasing offset order, and at one offset a charge precedes
  * the spill, a spill precedes a branch's replacement, and a loop's closing code precedes the
  * charge of the block after it. A block's charge record is reserved when the block starts and
- * its cost filled in when it ends.
- *
- * Every function, global, type, local and label index is checked against the input's own (indices.ts).
+ * its cost filled in when it ends. Every index a body names is checked against the input's (indices.ts).
  *
  * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator; a
  * body that would not validate otherwise gets records that mean nothing, and V8 refuses the
@@ -174,6 +171,7 @@ export class BodyScanner {
   eh = false;
   /** The body makes a tail call (return_call, return_call_indirect, return_call_ref). */
   tail = false;
+  entryCheck = true; // whether a threaded twin checks its entry (nesting.ts), else its wrapper
   loops = 0;
   chargePoints = 0;
   bulkSites = 0;
@@ -278,6 +276,7 @@ export class BodyScanner {
         if (g >= globals) outOfRange('global', g, globals, c.offset);
         continue;
       }
+      if (k >= K_CALL && k <= K_RETURN_CALL_INDIRECT) nesting.call(c.depth);
       switch (k) {
         case K_BLOCK:
           checkBlockType(b, c.offset + 1, this.types.length, c.offset);
@@ -291,10 +290,10 @@ export class BodyScanner {
           checkBlockType(b, c.offset + 1, this.types.length, c.offset);
           if (this.outlinable(c.offset + 1)) {
             this.push(R_LOOP_OPEN, c.offset, c.end, 0);
-            nesting.open(c.depth, this.count * STRIDE); // the header record, pushed below
+            nesting.open(c.depth, this.count * STRIDE, true); // the header record, pushed below
             next = R_LOOP_OUT;
           } else {
-            nesting.open(c.depth, -1);
+            nesting.open(c.depth, -1, true);
             next = R_LOOP;
           }
           isLoop[c.depth & DEPTH_MASK] = 1;
@@ -386,6 +385,7 @@ export class BodyScanner {
     }
     this.eh = usesEh !== 0;
     this.tail = tail;
+    this.entryCheck = this.eh || nesting.entryCheck(loops > 0);
     this.loops = loops;
     this.chargePoints = charges;
     this.bulkSites = bulkSites;

@@ -34,6 +34,7 @@
  * describe its body, which now lives at the twin's index.
  */
 
+import { SandboxError } from '../../errors.ts';
 import { Writer } from '../bytes.ts';
 import { writeValType } from '../types.ts';
 import type { FuncType } from '../types.ts';
@@ -46,6 +47,9 @@ const GLOBAL_SET = 0x24;
 const CALL = 0x10;
 const END = 0x0b;
 const EMPTY = 0x40;
+const I64_CONST = 0x42;
+const I64_LT_S = 0x53;
+const IF = 0x04;
 
 /** The name-section name of `$refill_local`. */
 export const LOCAL_REFILL_NAME = '__membrane_fuel_refill';
@@ -60,6 +64,8 @@ export interface ThreadedBody {
   readonly blockType: Uint8Array;
   /** By (renumbered) function index: 1 if the function has a twin to call (`canTwin`). */
   readonly twinned: Uint8Array;
+  /** False: the entry charges without checking (scan.ts `entryCheck`); its wrapper checks. */
+  readonly entryCheck: boolean;
 }
 
 /** V8's limits on a function type's parameters and results (kV8MaxWasmFunctionParams/Returns). */
@@ -116,14 +122,38 @@ export class TwinTypes {
   }
 }
 
-/** The wrapper at a threaded function's original index: global in, twin, global out. */
-export function writeWrapper(out: Sink, params: number, twin: number, fuel: Uint8Array): void {
+/**
+ * The wrapper at a threaded function's original index: global in, twin, global out. With
+ * `refill` (the import's index, encoded), the wrapper first checks the counter as an entry
+ * would — `global.get $fuel; i64.const 0; i64.lt_s; if; global.get $fuel; call $refill;
+ * global.set $fuel; end` — for a twin whose entry does not (ThreadedBody `entryCheck`), so every
+ * call from outside threaded code (the host, a table, an unthreaded body) still meets a check.
+ */
+export function writeWrapper(out: Sink, params: number, twin: number, fuel: Uint8Array, refill: Uint8Array | null = null): void {
   // Written straight into `out` (one per threaded function: no scratch buffer each time).
   let size = 5 + 2 * fuel.length + lebSize(twin);
   for (let p = 0; p < params; p++) size += 1 + lebSize(p);
+  if (refill !== null) size += 10 + 3 * fuel.length + refill.length;
   out.u32(size);
   out.room(size);
+  const start = out.len;
   out.byte(0); // no locals
+  if (refill !== null) {
+    out.byte(GLOBAL_GET);
+    out.bytes(fuel);
+    out.byte(I64_CONST);
+    out.byte(0);
+    out.byte(I64_LT_S);
+    out.byte(IF);
+    out.byte(EMPTY);
+    out.byte(GLOBAL_GET);
+    out.bytes(fuel);
+    out.byte(CALL);
+    out.bytes(refill);
+    out.byte(GLOBAL_SET);
+    out.bytes(fuel);
+    out.byte(END);
+  }
   for (let p = 0; p < params; p++) {
     out.byte(LOCAL_GET);
     out.u32(p);
@@ -135,6 +165,7 @@ export function writeWrapper(out: Sink, params: number, twin: number, fuel: Uint
   out.byte(GLOBAL_SET);
   out.bytes(fuel);
   out.byte(END);
+  if (out.len - start !== size) throw new SandboxError('INTERNAL', `fuel rewriter: wrapper is ${out.len - start} bytes, expected ${size}`);
 }
 
 /** `$refill_local` (i64) → (i64): `local.get 0; global.set $fuel; local.get 0; call $refill`. */
