@@ -215,7 +215,7 @@ function divideRoundingUp(out: Sink, k: number): void {
 }
 
 /** `global.get; i64.const 0; i64.lt_s; if; global.get; call $refill; global.set; end` (LEBs given). */
-function writeGlobalCheck(out: Sink, fuel: Uint8Array, refill: Uint8Array): void {
+export function writeGlobalCheck(out: Sink, fuel: Uint8Array, refill: Uint8Array): void {
   out.byte(GLOBAL_GET);
   out.bytes(fuel);
   out.byte(I64_CONST);

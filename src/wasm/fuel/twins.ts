@@ -39,6 +39,7 @@ import { Writer } from '../bytes.ts';
 import { writeValType } from '../types.ts';
 import type { FuncType } from '../types.ts';
 import { Sink, lebSize } from './sink.ts';
+import { writeGlobalCheck } from './helpers.ts';
 import type { TypeTable } from './type-table.ts';
 
 const LOCAL_GET = 0x20;
@@ -47,9 +48,6 @@ const GLOBAL_SET = 0x24;
 const CALL = 0x10;
 const END = 0x0b;
 const EMPTY = 0x40;
-const I64_CONST = 0x42;
-const I64_LT_S = 0x53;
-const IF = 0x04;
 
 /** The name-section name of `$refill_local`. */
 export const LOCAL_REFILL_NAME = '__membrane_fuel_refill';
@@ -138,22 +136,7 @@ export function writeWrapper(out: Sink, params: number, twin: number, fuel: Uint
   out.room(size);
   const start = out.len;
   out.byte(0); // no locals
-  if (refill !== null) {
-    out.byte(GLOBAL_GET);
-    out.bytes(fuel);
-    out.byte(I64_CONST);
-    out.byte(0);
-    out.byte(I64_LT_S);
-    out.byte(IF);
-    out.byte(EMPTY);
-    out.byte(GLOBAL_GET);
-    out.bytes(fuel);
-    out.byte(CALL);
-    out.bytes(refill);
-    out.byte(GLOBAL_SET);
-    out.bytes(fuel);
-    out.byte(END);
-  }
+  if (refill !== null) writeGlobalCheck(out, fuel, refill);
   for (let p = 0; p < params; p++) {
     out.byte(LOCAL_GET);
     out.u32(p);
