@@ -68,10 +68,19 @@ export function sealCodeGeneration(): void {
   }
 }
 
+/**
+ * The glue's `WebAssembly`: this realm's, plus `promising` as the identity. jco's glue wraps
+ * `cabi_import_realloc` with JSPI's `WebAssembly.promising` in a try/catch and falls back to the
+ * plain export where JSPI is absent (Node 20, 22); the TypeError it caught cost ~3 ms per run here
+ * (most of a component run's instantiation). The lane runs no async imports, so the fallback is
+ * what runs either way: the identity gives it without the throw, on every Node alike.
+ */
+const GLUE_WASM = Object.freeze(Object.create(WebAssembly, { promising: { value: (f: unknown) => f } }));
+
 /** Evaluate a glue script in a context of its own (no worker globals, no string eval); its completion value. */
 export function evaluateGlue(source: string): unknown {
   sealCodeGeneration();
-  const context = createContext({ WebAssembly, TextEncoder, TextDecoder, console: silent }, { codeGeneration: { strings: false, wasm: false } });
+  const context = createContext({ WebAssembly: GLUE_WASM, TextEncoder, TextDecoder, console: silent }, { codeGeneration: { strings: false, wasm: false } });
   return new Script(source, { filename: 'component-glue.js' }).runInContext(context);
 }
 
