@@ -43,7 +43,7 @@ export async function prepareComponentStart(parts: StartParts, bytes: Uint8Array
   if ((opts as { mounts?: readonly unknown[] }).mounts?.length) throw new SandboxError('POLICY_INVALID', 'mounts are not supported for components yet');
   // Granted means linked: the world check comes first; a refused component is never transpiled.
   const linked = checkComponent(bytes, policy.caps);
-  const t = await transpileCached(bytes, parts.config.cacheDir);
+  const t = await transpileCached(bytes, parts.config);
   if (t.cores.length > MAX_CORE_MODULES) throw new SandboxError('INVALID_MODULE', `the component has ${t.cores.length} core modules; at most ${MAX_CORE_MODULES} run`, { coreModules: t.cores.length });
   const prepared = await prepareCores(parts, t.cores, policy);
   const cores: ComponentCore[] = t.cores.map((c, i) => {

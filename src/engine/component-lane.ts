@@ -75,7 +75,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     await admitSigned(config, bytes, opts.artifact, (d) => parts.record(tenant, id, 'artifact.refused', d));
     // Granted means linked: the world check comes first; a refused component is never transpiled.
     const linked = checkComponent(bytes, policy.caps);
-    const t = await transpileCached(bytes, config.cacheDir);
+    const t = await transpileCached(bytes, config);
     if (t.cores.length > MAX_CORE_MODULES) throw new SandboxError('INVALID_MODULE', `the component has ${t.cores.length} core modules; at most ${MAX_CORE_MODULES} run`, { coreModules: t.cores.length });
     const run = t.run;
     if (run === null) throw new SandboxError('POLICY_INVALID', 'the component exports no wasi:cli/run (0.2.x) to run');

@@ -7,8 +7,9 @@
  * eviction. Invariant: before an entry is written, the whole directory tree is measured and the
  * least recently used module entries are removed until the new entry fits under `maxBytes`; an
  * entry that does not fit even after every module entry is gone is not written; writes of one `BoundedCacheDir` are serialized,
- * so its own writes never overshoot. Interpreter builds of the JS lane (other names)
- * count toward the total but are never evicted — they are a fixed few, written by the engine.
+ * so its own writes never overshoot. Transpiled components (`components/<hash>.json`) are
+ * entries like modules: counted, evicted least recently used first. Interpreter builds of the JS
+ * lane (other names) count toward the total but are never evicted — they are a fixed few, written by the engine.
  * Another engine process sharing the directory may evict an entry this one is about to read:
  * that read is a miss, never an error.
  *
@@ -27,6 +28,8 @@ export const TOUCH_INTERVAL_MS = 60_000;
 const STALE_TMP_MS = 10 * 60_000;
 /** Module entries: `<64 hex>.entry` (and bare `.wasm` from before the entry format). */
 const MODULE_ENTRY = /^[0-9a-f]{64}\.(?:entry|wasm)$/;
+/** Transpiled components (lanes/component/transpile.ts): `components/<64 hex>.json`. */
+const COMPONENT_ENTRY = /^[0-9a-f]{64}\.json$/;
 const MAX_SCAN_DEPTH = 3;
 
 interface Found {
@@ -144,7 +147,8 @@ export class BoundedCacheDir {
   private async scan(): Promise<Found[]> {
     const out: Found[] = [];
     const now = Date.now();
-    const walk = async (dir: string, depth: number, inModules: boolean): Promise<void> => {
+    /** `entries`: the names evictable in this directory (module or component entries), or null. */
+    const walk = async (dir: string, depth: number, entries: RegExp | null): Promise<void> => {
       let names;
       try {
         names = await readdir(dir, { withFileTypes: true });
@@ -154,7 +158,7 @@ export class BoundedCacheDir {
       const files: { p: string; name: string }[] = [];
       for (const d of names) {
         const p = join(dir, d.name);
-        if (d.isDirectory() && depth < MAX_SCAN_DEPTH) await walk(p, depth + 1, depth === 0 && d.name === 'rewritten');
+        if (d.isDirectory() && depth < MAX_SCAN_DEPTH) await walk(p, depth + 1, depth === 0 ? (d.name === 'rewritten' ? MODULE_ENTRY : d.name === 'components' ? COMPONENT_ENTRY : null) : null);
         else if (d.isFile()) files.push({ p, name: d.name });
       }
       const stats = await Promise.all(files.map((f) => stat(f.p).catch(() => null)));
@@ -162,10 +166,10 @@ export class BoundedCacheDir {
         const s = stats[i];
         if (!s) return;
         const staleTmp = f.name.endsWith('.tmp') && now - s.mtimeMs > STALE_TMP_MS;
-        out.push({ path: f.p, size: s.size, mtimeMs: s.mtimeMs, evictable: staleTmp || (inModules && MODULE_ENTRY.test(f.name)) });
+        out.push({ path: f.p, size: s.size, mtimeMs: s.mtimeMs, evictable: staleTmp || (entries !== null && entries.test(f.name)) });
       });
     };
-    await walk(this.root, 0, false);
+    await walk(this.root, 0, null);
     return out;
   }
 }

@@ -13,12 +13,15 @@
  *
  * jco runs on a thread of its own per transpile, bounded in time (TRANSPILE_TIMEOUT_MS) and heap.
  *
+ * The disk entries live under the engine's `cacheMaxBytes` with its module entries
+ * (storage/cache-dir.ts: counted, least recently used evicted first).
+ *
  * Does not protect against: a transpile's CPU (~0.2–0.5 s of one core, once per component per
- * machine thanks to the disk cache); the disk entries are not counted in `cacheMaxBytes`.
+ * machine thanks to the disk cache).
  */
 
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { BoundedCacheDir } from '../../storage/cache-dir.ts';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
@@ -56,11 +59,27 @@ export function componentHash(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-export function transpileCached(bytes: Uint8Array, cacheDir: string | null): Promise<Transpiled> {
+/** Where transpiled components are kept on disk: the engine's cache directory and its bound (EngineConfig). */
+export interface ComponentCache {
+  readonly cacheDir: string | null;
+  readonly cacheMaxBytes: number;
+}
+
+/** One bounded view per cache directory and bound, so this process's writes to it are serialized. */
+const bounded = new Map<string, BoundedCacheDir>();
+
+function boundedDir(cache: ComponentCache & { cacheDir: string }): BoundedCacheDir {
+  const key = `${cache.cacheDir}\u0000${cache.cacheMaxBytes}`;
+  let d = bounded.get(key);
+  if (!d) bounded.set(key, (d = new BoundedCacheDir(cache.cacheDir, cache.cacheMaxBytes)));
+  return d;
+}
+
+export function transpileCached(bytes: Uint8Array, cache: ComponentCache): Promise<Transpiled> {
   const hash = componentHash(bytes);
   let hit = memory.get(hash);
   if (!hit) {
-    hit = load(hash, bytes, cacheDir);
+    hit = load(hash, bytes, cache);
     hit.catch(() => memory.delete(hash));
     if (memory.size >= MEMORY_ENTRIES) memory.delete(memory.keys().next().value!);
     memory.set(hash, hit);
@@ -68,28 +87,24 @@ export function transpileCached(bytes: Uint8Array, cacheDir: string | null): Pro
   return hit;
 }
 
-async function load(hash: string, bytes: Uint8Array, cacheDir: string | null): Promise<Transpiled> {
-  if (cacheDir === null) return transpileNow(hash, bytes);
-  const dir = join(cacheDir, 'components');
-  const file = join(dir, `${hash}.json`);
-  const cached = readEntry(file);
+async function load(hash: string, bytes: Uint8Array, cache: ComponentCache): Promise<Transpiled> {
+  if (cache.cacheDir === null) return transpileNow(hash, bytes);
+  const disk = boundedDir({ ...cache, cacheDir: cache.cacheDir });
+  const rel = join('components', `${hash}.json`);
+  const cached = readEntry(await disk.read(rel));
   if (cached) return { hash, glue: cached.glue, run: cached.run, cores: cached.cores.map((c) => ({ name: c.name, bytes: Buffer.from(c.b64, 'base64') })) };
   const t = await transpileNow(hash, bytes);
-  try {
-    mkdirSync(dir, { recursive: true });
-    const entry: DiskEntry = { v: ENTRY_VERSION, jco: JCO_VERSION, glue: t.glue, run: t.run, cores: t.cores.map((c) => ({ name: c.name, b64: Buffer.from(c.bytes).toString('base64') })) };
-    const tmp = `${file}.${randomUUID()}.tmp`;
-    writeFileSync(tmp, JSON.stringify(entry));
-    renameSync(tmp, file);
-  } catch {
-    // A cache that cannot be written costs the next process a transpile, nothing else.
-  }
+  const entry: DiskEntry = { v: ENTRY_VERSION, jco: JCO_VERSION, glue: t.glue, run: t.run, cores: t.cores.map((c) => ({ name: c.name, b64: Buffer.from(c.bytes).toString('base64') })) };
+  // Within cacheMaxBytes, least recently used entries (modules or components) evicted first; an
+  // entry that cannot be written costs the next process a transpile, nothing else.
+  await disk.write(rel, Buffer.from(JSON.stringify(entry)));
   return t;
 }
 
-function readEntry(file: string): DiskEntry | null {
+function readEntry(raw: Buffer | null): DiskEntry | null {
+  if (raw === null) return null;
   try {
-    const e = JSON.parse(readFileSync(file, 'utf8')) as DiskEntry;
+    const e = JSON.parse(raw.toString('utf8')) as DiskEntry;
     if (e.v !== ENTRY_VERSION || e.jco !== JCO_VERSION || typeof e.glue !== 'string' || !Array.isArray(e.cores)) return null;
     return e;
   } catch {
