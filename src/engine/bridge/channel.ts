@@ -155,6 +155,16 @@ export class Channel {
     Atomics.notify(this.words, STATE_WORD);
   }
 
+  /**
+   * Store a state without waking anyone: for moves no waiter needs to see (the worker taking a
+   * job: the main thread waits for what comes after RUNNING; the main thread taking a result: a
+   * worker asleep on DONE sleeps on until its next job's `set(JOB)` wakes it). A wake-up saved is
+   * a thread not rescheduled for nothing on a loaded machine.
+   */
+  mark(state: StateValue): void {
+    Atomics.store(this.words, STATE_WORD, state);
+  }
+
   /** Atomically move from `from` to `to`; returns whether it did. */
   transition(from: StateValue, to: StateValue): boolean {
     const ok = Atomics.compareExchange(this.words, STATE_WORD, from, to) === from;

@@ -14,6 +14,7 @@
 import { MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
 import { Channel, State } from '../bridge/channel.ts';
+import { AdaptiveSpin, awaitJob } from '../bridge/spin.ts';
 import {
   PROTOCOL_VERSION,
   isControlMessage,
@@ -129,6 +130,8 @@ function postFailure(job: number, error: SandboxError): void {
   ch.set(State.DONE);
 }
 
+const idleSpin = new AdaptiveSpin(boot.spinMs);
+
 /** Serve calls on a persistent instance until told to stop (or terminated). */
 function serve(guest: Guest): void {
   for (;;) {
@@ -144,7 +147,7 @@ function serve(guest: Guest): void {
         continue;
       }
       currentJob = k.job;
-      ch.set(State.RUNNING);
+      ch.mark(State.RUNNING);
       const r = kernelCall(guest, k);
       postDone(k.job, guest, r.outcome, t0, r.output);
       continue;
@@ -165,8 +168,8 @@ function serve(guest: Guest): void {
       postDone(frame.job, guest, outcome, t0);
       continue;
     }
-    // DONE (main has not read yet) or IDLE: wait for the next job, briefly spinning first.
-    ch.waitWhile(s as 0 | 5, boot.idleWaitMs, boot.spinMs);
+    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (bridge/spin.ts).
+    awaitJob(ch, idleSpin, boot.idleWaitMs);
   }
 }
 
