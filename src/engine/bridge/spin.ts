@@ -1,13 +1,15 @@
 /**
- * Adaptive spinning for the hot round trips on the channel (the kernel lane's calls, a
- * persistent instance's serve loop): how long one side spins on the state word before it blocks.
+ * Adaptive spinning for the hot round trips on the channel (a kernel call's result on the main
+ * thread, a persistent instance's next job in its worker): how long one side spins on the state
+ * word before it blocks.
  *
- * Owns: the window. It starts at the configured spin; a spin that found nothing halves it, and
- * under an eighth of the maximum it is off (block at once) — on a loaded machine the other thread
- * is often not on a core, and a spin then only keeps it off one longer. While off, every
- * PROBE_EVERY-th wait spins the full window once: if that finds its answer, the window is whole
- * again. Invariant: the window never exceeds the configured maximum (an idle side burns at most
- * that much CPU per wait, then blocks).
+ * Owns: the window. It starts at the configured spin (the engine's spinMicros); a spin that found
+ * nothing halves it, down to FLOOR of the configured spin; a spin that found its answer makes it
+ * whole again. On a loaded machine the other thread is often not on a core, and a long spin then
+ * only keeps it off one longer (measured: a 100 µs spin on both sides made each call of a
+ * worker kernel cost ~2–3 spins, 250–400 µs, where a short one costs a wake-up, 30–70 µs).
+ * Invariant: the window stays within [FLOOR × max, max]: an idle side burns at most the
+ * configured spin per wait, then blocks.
  *
  * Does not protect against: nothing — it only decides how long to spin; every wait it shortens
  * still has its bound and its wake-up.
@@ -15,33 +17,28 @@
 
 import { State, type Channel } from './channel.ts';
 
-/** While spinning is off, one wait in this many spins the full window to see whether it pays again. */
-export const PROBE_EVERY = 32;
+/** The shortest window, as a share of the configured spin: long enough to catch a partner that is on a core. */
+export const FLOOR = 0.2;
 
 export class AdaptiveSpin {
   private window: number;
-  private waits = 0;
+  private readonly floor: number;
 
   /** `maxMs`: the configured spin (the engine's spinMicros). */
   constructor(private readonly maxMs: number) {
     this.window = maxMs;
+    this.floor = maxMs * FLOOR;
   }
 
   /** The window (ms) for the next wait. */
   next(): number {
-    if (this.window > 0) return this.window;
-    return ++this.waits % PROBE_EVERY === 0 ? this.maxMs : 0;
+    return this.window;
   }
 
   /** Whether the wait just done (with window `ms`) found its answer within the window. */
   record(ms: number, found: boolean): void {
-    if (found) {
-      if (ms > 0) this.window = this.maxMs;
-      return;
-    }
-    if (ms <= 0) return;
-    const half = ms / 2;
-    this.window = half < this.maxMs / 8 ? 0 : half;
+    if (found) this.window = this.maxMs;
+    else if (ms > 0) this.window = Math.max(this.floor, ms / 2);
   }
 }
 
