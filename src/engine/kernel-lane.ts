@@ -25,7 +25,7 @@ import { InProcessKernel } from '../fabric/in-process.ts';
 import { planLinks } from './linker.ts';
 import { buildSpec } from './guest-spec.ts';
 import { budgetOf, graceFor } from './budget.ts';
-import { AdaptiveSpin } from './bridge/spin.ts';
+import { AdaptiveSpin } from './bridge/channel.ts';
 import { PROTOCOL_VERSION, type Budget, type GuestSpec } from './bridge/protocol.ts';
 import { checkName } from '../policy/names.ts';
 import type { EngineConfig } from './options.ts';
@@ -196,7 +196,7 @@ class WorkerKernel implements KernelHandle {
   private readonly budget: Budget;
   private timeoutMs: number;
   private readonly frame: { job: number; budget: Budget; arena: Arena; entry: string; input: Uint8Array };
-  /** How long the hot path spins for a result before it waits (bridge/spin.ts). */
+  /** How long the hot path spins for a result before it waits (bridge/channel.ts AdaptiveSpin). */
   private readonly spin: AdaptiveSpin;
 
   constructor(

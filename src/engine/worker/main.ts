@@ -13,8 +13,7 @@
 
 import { MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
-import { Channel, State } from '../bridge/channel.ts';
-import { AdaptiveSpin, awaitJob } from '../bridge/spin.ts';
+import { AdaptiveSpin, Channel, State } from '../bridge/channel.ts';
 import {
   PROTOCOL_VERSION,
   isControlMessage,
@@ -168,8 +167,8 @@ function serve(guest: Guest): void {
       postDone(frame.job, guest, outcome, t0);
       continue;
     }
-    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (bridge/spin.ts).
-    awaitJob(ch, idleSpin, boot.idleWaitMs);
+    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (channel.ts AdaptiveSpin).
+    ch.awaitJob(idleSpin, boot.idleWaitMs);
   }
 }
 
