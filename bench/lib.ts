@@ -42,6 +42,18 @@ export async function sample(n: number, warmup: number, op: () => Promise<unknow
   return out;
 }
 
+/** Per-operation samples (ms) of a sync operation, after a warmup (the same clock reads as `sample`). */
+export function sampleSync(n: number, warmup: number, op: () => unknown): number[] {
+  for (let i = 0; i < warmup; i++) op();
+  const out = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    op();
+    out[i] = performance.now() - t;
+  }
+  return out;
+}
+
 /** Median per-operation time (ms) of a sync operation, measured in batches. */
 export function batchMedian(batches: number, perBatch: number, op: () => void): number {
   const times: number[] = [];

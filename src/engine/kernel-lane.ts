@@ -25,7 +25,8 @@ import { InProcessKernel } from '../fabric/in-process.ts';
 import { planLinks } from './linker.ts';
 import { buildSpec } from './guest-spec.ts';
 import { budgetOf, graceFor } from './budget.ts';
-import { PROTOCOL_VERSION, type GuestSpec } from './bridge/protocol.ts';
+import { AdaptiveSpin } from './bridge/channel.ts';
+import { PROTOCOL_VERSION, type Budget, type GuestSpec } from './bridge/protocol.ts';
 import { checkName } from '../policy/names.ts';
 import type { EngineConfig } from './options.ts';
 import type { PreparedModule } from './module-cache.ts';
@@ -55,6 +56,12 @@ export interface KernelHandle {
   readonly placement: 'worker' | 'inProcess';
   /** The input through the kernel; rejects with a SandboxError (GUEST_TRAP, FUEL_EXHAUSTED, TIMEOUT, ...). */
   call(input: Uint8Array, opts?: KernelCallOptions): Promise<Uint8Array>;
+  /**
+   * In process only: the same call, answered synchronously (no Promise per call); throws the
+   * SandboxError `call` would reject with. A worker kernel's `callSync` throws NOT_CAPABLE: its
+   * call is a round trip to another thread.
+   */
+  callSync(input: Uint8Array, opts?: KernelCallOptions): Uint8Array;
   /** Fuel the last settled call used. */
   readonly lastFuelUsed: number;
   close(): Promise<void>;
@@ -70,6 +77,7 @@ export interface KernelDeps {
 }
 
 let kernels = 0;
+const EMPTY = new Uint8Array(0);
 
 /** The engine's kernel handles (bounded by maxInstances). */
 export class KernelLane {
@@ -141,6 +149,16 @@ function narrowed(policy: PolicyConfig, o: KernelCallOptions | undefined): Polic
 
 function inProcessHandle(id: string, k: InProcessKernel, policy: PolicyConfig, forget: (h: KernelHandle) => void): KernelHandle {
   let closed = false;
+  const budget = budgetOf(policy); // a call without options runs on it as is: nothing narrowed per call
+  const callSync = (input: Uint8Array, opts?: KernelCallOptions): Uint8Array => {
+    try {
+      if (closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${id}" is closed`, { id });
+      if (!(input instanceof Uint8Array)) throw new SandboxError('POLICY_INVALID', 'kernel input must be a Uint8Array');
+      return k.call(input, opts === undefined ? budget : budgetOf(narrowed(policy, opts)));
+    } catch (e) {
+      throw toSandboxError(e);
+    }
+  };
   const h: KernelHandle = {
     id,
     placement: 'inProcess',
@@ -149,13 +167,12 @@ function inProcessHandle(id: string, k: InProcessKernel, policy: PolicyConfig, f
     },
     call(input, opts) {
       try {
-        if (closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${id}" is closed`, { id });
-        if (!(input instanceof Uint8Array)) throw new SandboxError('POLICY_INVALID', 'kernel input must be a Uint8Array');
-        return Promise.resolve(k.call(input, budgetOf(narrowed(policy, opts))));
+        return Promise.resolve(callSync(input, opts));
       } catch (e) {
-        return Promise.reject(toSandboxError(e));
+        return Promise.reject(e as Error);
       }
     },
+    callSync,
     close() {
       closed = true;
       forget(h);
@@ -175,6 +192,12 @@ class WorkerKernel implements KernelHandle {
   private job = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private pending = 0;
+  /** The kernel's own budget (a call without options uses it as is: nothing narrowed per call). */
+  private readonly budget: Budget;
+  private timeoutMs: number;
+  private readonly frame: { job: number; budget: Budget; arena: Arena; entry: string; input: Uint8Array };
+  /** How long the hot path spins for a result before it waits (bridge/channel.ts AdaptiveSpin). */
+  private readonly spin: AdaptiveSpin;
 
   constructor(
     readonly id: string,
@@ -185,7 +208,12 @@ class WorkerKernel implements KernelHandle {
     private readonly spec: GuestSpec,
     private readonly deps: KernelDeps,
     private readonly forget: (h: KernelHandle) => void,
-  ) {}
+  ) {
+    this.budget = budgetOf(policy);
+    this.timeoutMs = this.budget.ms;
+    this.frame = { job: 0, budget: this.budget, arena, entry, input: EMPTY };
+    this.spin = new AdaptiveSpin(deps.config.spinMs);
+  }
 
   async boot(): Promise<void> {
     this.host ??= this.deps.job({ tenant: this.spec.session.tenant, instance: this.id, policy: this.policy, spec: this.spec });
@@ -209,8 +237,38 @@ class WorkerKernel implements KernelHandle {
   };
 
   call(input: Uint8Array, opts?: KernelCallOptions): Promise<Uint8Array> {
-    const run = (): Promise<Uint8Array> => this.callNow(input, opts);
-    const next = this.pending === 0 ? run() : this.queue.then(run);
+    if (this.pending === 0 && this.worker !== null) {
+      // The hot path: nothing queued and the worker live. Post now; a result that is there within
+      // the spin (worker-handle.ts pollDone) is answered without an async frame of our own.
+      let deadline: number;
+      try {
+        deadline = this.post(this.worker, input, opts);
+      } catch (e) {
+        return Promise.reject(toSandboxError(e));
+      }
+      const ms = this.spin.next();
+      let a: Awaited | null;
+      try {
+        a = this.worker.pollDone(deadline, ms); // a malformed result frame throws INTERNAL here
+      } catch (e) {
+        return this.track(this.broken(e));
+      }
+      this.spin.record(ms, a !== null);
+      if (a !== null && a.kind === 'done' && a.frame.outcome.ok) {
+        this.lastFuelUsed = a.frame.fuelUsed;
+        return Promise.resolve(a.output ?? new Uint8Array(0));
+      }
+      return this.track(this.finish(this.worker, deadline, a));
+    }
+    return this.track(this.pending === 0 ? this.callNow(input, opts) : this.queue.then(() => this.callNow(input, opts)));
+  }
+
+  callSync(): Uint8Array {
+    throw new SandboxError('NOT_CAPABLE', `kernel "${this.id}" runs in a worker: callSync is for inProcess kernels (use call)`, { id: this.id });
+  }
+
+  /** Calls are serialized: the next one starts when this one has settled. */
+  private track(next: Promise<Uint8Array>): Promise<Uint8Array> {
     this.pending++;
     const settled = next.finally(() => this.pending--);
     this.queue = settled.catch(() => {});
@@ -219,21 +277,45 @@ class WorkerKernel implements KernelHandle {
 
   private async callNow(input: Uint8Array, opts: KernelCallOptions | undefined): Promise<Uint8Array> {
     if (this.closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${this.id}" is closed`, { id: this.id });
+    if (!this.worker) {
+      this.check(input);
+      await this.boot(); // the last call's timeout replaced it
+    }
+    const w = this.worker!;
+    return this.finish(w, this.post(w, input, opts), null);
+  }
+
+  private check(input: Uint8Array): void {
+    if (this.closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${this.id}" is closed`, { id: this.id });
     if (!(input instanceof Uint8Array)) throw new SandboxError('POLICY_INVALID', 'kernel input must be a Uint8Array');
     if (input.length > this.arena.inCap) {
       throw new SandboxError('POLICY_INVALID', `the input is ${input.length} bytes; the kernel's input arena holds ${this.arena.inCap}`, { inputBytes: input.length, inCap: this.arena.inCap });
     }
-    if (!this.worker) await this.boot(); // the last call's timeout replaced it
-    const w = this.worker!;
-    const policy = narrowed(this.policy, opts);
-    const deadline = performance.now() + policy.timeoutMs;
-    w.postKernel({ job: ++this.job, budget: budgetOf(policy), arena: this.arena, entry: this.entry, input });
+  }
+
+  /** Check the input and post the call (one reused frame object); returns the call's deadline. */
+  private post(w: WorkerHandle, input: Uint8Array, opts: KernelCallOptions | undefined): number {
+    this.check(input);
+    const budget = opts === undefined ? this.budget : budgetOf(narrowed(this.policy, opts));
+    const f = this.frame;
+    f.job = ++this.job;
+    f.budget = budget;
+    f.input = input;
+    this.timeoutMs = budget.ms;
+    const deadline = performance.now() + budget.ms;
+    w.postKernel(f);
+    f.input = EMPTY; // the frame does not keep the caller's bytes alive
+    return deadline;
+  }
+
+  /** The rest of a posted call: wait (unless `quick` is its result already), then settle it. */
+  private async finish(w: WorkerHandle, deadline: number, quick: Awaited | null): Promise<Uint8Array> {
+    const timeoutMs = this.timeoutMs;
     let a: Awaited;
     try {
-      a = await w.awaitDone(deadline, this.handler, graceFor(this.prepared));
+      a = quick ?? (await w.awaitDone(deadline, this.handler, graceFor(this.prepared)));
     } catch (e) {
-      await this.replace();
-      throw toSandboxError(e);
+      return this.broken(e);
     }
     if (a.kind === 'done') {
       this.lastFuelUsed = a.frame.fuelUsed;
@@ -244,7 +326,13 @@ class WorkerKernel implements KernelHandle {
     }
     this.lastFuelUsed = 0;
     await this.replace();
-    throw errorOf(a, policy.timeoutMs)!;
+    throw errorOf(a, timeoutMs)!;
+  }
+
+  /** The worker answered with something it should not have: it goes, the call fails. */
+  private async broken(e: unknown): Promise<never> {
+    await this.replace();
+    throw toSandboxError(e);
   }
 
   /** The worker timed out or died: it goes; the next call boots a fresh one. */

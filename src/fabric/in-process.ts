@@ -46,6 +46,7 @@ export class InProcessKernel {
   private readonly fuel: WebAssembly.Global;
   private readonly grow: WebAssembly.Global | null;
   private bytes: Uint8Array;
+  private readonly shared: boolean;
   private granted = 0;
   private next = FIRST_CHUNK;
   private budget = 0;
@@ -92,6 +93,7 @@ export class InProcessKernel {
     const g = spec.growFailedExport ? ex[spec.growFailedExport] : undefined;
     this.grow = g instanceof WebAssembly.Global ? g : null;
     this.bytes = new Uint8Array(memory.buffer);
+    this.shared = memory.buffer instanceof SharedArrayBuffer;
   }
 
   /** One call: input into the arena, `entry(len)`, the output copied out. Throws SandboxError. */
@@ -129,8 +131,12 @@ export class InProcessKernel {
   }
 
   private view(): Uint8Array {
-    // A grown memory detaches the old buffer: re-make the view only then.
-    if (this.bytes.buffer !== this.memory.buffer || this.bytes.byteLength === 0) this.bytes = new Uint8Array(this.memory.buffer);
+    // A grown memory detaches the old buffer (its view reads 0 bytes): re-make the view only then,
+    // without asking the memory for its buffer per call. A shared memory is not detached when it
+    // grows: its view is re-made when its length is no longer the memory's. Either way a stale
+    // view is only ever shorter than the memory, so every check against it stays inside.
+    const b = this.bytes;
+    if (b.byteLength === 0 || (this.shared && b.byteLength !== this.memory.buffer.byteLength)) this.bytes = new Uint8Array(this.memory.buffer);
     return this.bytes;
   }
 

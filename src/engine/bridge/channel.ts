@@ -11,6 +11,8 @@
  * main thread writes in IDLE (a job) and HOST_REQ (a reply); the worker writes in JOB/RUNNING/
  * HOST_REP (a host request or the result). Every wait on the state word has a bound.
  *
+ * Both sides spin on the state word before they block, for as long as spinning pays (AdaptiveSpin, below).
+ *
  * Does not protect against: a worker that corrupts the buffer deliberately — frames are decoded
  * defensively (lengths checked, JSON validated by protocol.ts), and a bad frame is `INTERNAL`.
  */
@@ -155,6 +157,16 @@ export class Channel {
     Atomics.notify(this.words, STATE_WORD);
   }
 
+  /**
+   * Store a state without waking anyone: for moves no waiter needs to see (the worker taking a
+   * job: the main thread waits for what comes after RUNNING; the main thread taking a result: a
+   * worker asleep on DONE sleeps on until its next job's `set(JOB)` wakes it). A wake-up saved is
+   * a thread not rescheduled for nothing on a loaded machine.
+   */
+  mark(state: StateValue): void {
+    Atomics.store(this.words, STATE_WORD, state);
+  }
+
   /** Atomically move from `from` to `to`; returns whether it did. */
   transition(from: StateValue, to: StateValue): boolean {
     const ok = Atomics.compareExchange(this.words, STATE_WORD, from, to) === from;
@@ -182,6 +194,24 @@ export class Channel {
       s = this.state;
       if (s !== current) return s;
     }
+  }
+
+  /**
+   * Worker side: between two jobs of a persistent instance (state DONE, then IDLE once the main
+   * thread took the result), spin while that pays (AdaptiveSpin), then sleep until the state
+   * changes (a job, a stop) or `idleWaitMs` passes; the caller's loop re-reads the state.
+   */
+  awaitJob(spin: AdaptiveSpin, idleWaitMs: number): void {
+    const ms = spin.next();
+    const until = performance.now() + ms;
+    let s = this.state;
+    while (s === State.DONE || s === State.IDLE) {
+      if (performance.now() >= until) break;
+      s = this.state;
+    }
+    const found = s !== State.DONE && s !== State.IDLE;
+    spin.record(ms, found);
+    if (!found) this.waitWhile(s as 0 | 5, idleWaitMs); // main marks IDLE quietly: a sleeper on DONE wakes at the job's set(JOB)
   }
 
   /** Grow the buffer so the data region holds `size` bytes. */
@@ -257,6 +287,47 @@ export class Channel {
     const size = Atomics.load(this.words, LENGTH_WORD);
     if (size < 1 || HEADER_BYTES + size > this.sab.byteLength) throw bad('frame length out of range');
     return size;
+  }
+}
+
+/**
+ * Adaptive spinning for the hot round trips on the channel (a kernel call's result on the main
+ * thread, a persistent instance's next job in its worker): how long one side spins on the state
+ * word before it blocks.
+ *
+ * Owns: the window. It starts at the configured spin (the engine's spinMicros); a spin that found
+ * nothing halves it, down to FLOOR of the configured spin; a spin that found its answer makes it
+ * whole again. On a loaded machine the other thread is often not on a core, and a long spin then
+ * only keeps it off one longer (measured: a 100 µs spin on both sides made each call of a
+ * worker kernel cost ~2–3 spins, 250–400 µs, where a short one costs a wake-up, 30–70 µs).
+ * Invariant: the window stays within [FLOOR × max, max]: an idle side burns at most the
+ * configured spin per wait, then blocks.
+ *
+ * Does not protect against: nothing — it only decides how long to spin; every wait it shortens
+ * still has its bound and its wake-up.
+ */
+/** The shortest window, as a share of the configured spin: long enough to catch a partner that is on a core. */
+export const FLOOR = 0.2;
+
+export class AdaptiveSpin {
+  private window: number;
+  private readonly floor: number;
+
+  /** `maxMs`: the configured spin (the engine's spinMicros). */
+  constructor(private readonly maxMs: number) {
+    this.window = maxMs;
+    this.floor = maxMs * FLOOR;
+  }
+
+  /** The window (ms) for the next wait. */
+  next(): number {
+    return this.window;
+  }
+
+  /** Whether the wait just done (with window `ms`) found its answer within the window. */
+  record(ms: number, found: boolean): void {
+    if (found) this.window = this.maxMs;
+    else if (ms > 0) this.window = Math.max(this.floor, ms / 2);
   }
 }
 

@@ -239,7 +239,8 @@ export class WorkerHandle {
   async awaitDone(deadline: number, onHost: HostHandler, graceMs = 0, signal?: AbortSignal, sink?: StreamSink | null): Promise<Awaited> {
     // A short job (a kernel call, a small fresh run) is often done within the spin: taken here,
     // without the timer, listeners and async frames the full wait sets up.
-    const quick = sink ? null : this.doneWithinSpin(deadline, signal);
+    const quick = sink || this.polled ? null : this.doneWithinSpin(deadline, signal);
+    this.polled = false;
     if (quick) return quick;
     this.spun = sink ? 0 : 1; // the full wait does not spin a second time
     // A pending Atomics.waitAsync does not keep Node alive by itself, nor does a worker that has
@@ -306,7 +307,7 @@ export class WorkerHandle {
       const s = ch.state;
       if (s === State.DONE) {
         const done = readDone(ch);
-        ch.set(State.IDLE);
+        ch.mark(State.IDLE);
         return { kind: 'done', ...done };
       }
       if (s === State.HOST_REQ) {
@@ -380,20 +381,30 @@ export class WorkerHandle {
   /** Set by awaitDone when its quick spin already ran: the wait loop starts without spinning. */
   private spun = 0;
 
-  private doneWithinSpin(deadline: number, signal?: AbortSignal): Awaited | null {
+  private doneWithinSpin(deadline: number, signal?: AbortSignal, spinMs = this.limits.spinMs): Awaited | null {
     const ch = this.channel;
-    const until = Math.min(deadline, performance.now() + this.limits.spinMs);
+    const until = Math.min(deadline, performance.now() + spinMs);
     for (;;) {
       const s = ch.state;
       if (s === State.DONE) {
         if (signal?.aborted) return null;
         const done = readDone(ch);
-        ch.set(State.IDLE);
+        ch.mark(State.IDLE);
         return { kind: 'done', ...done };
       }
       if (s !== State.RUNNING && s !== State.JOB && s !== State.IDLE) return null; // IDLE: a posted run not taken up yet
       if (performance.now() >= until) return null;
     }
+  }
+
+  /** Set by pollDone when it found nothing: the next awaitDone does not spin a second time. */
+  private polled = false;
+
+  /** The job's result if it is there within the spin window (kernel-lane.ts's hot path), else null: then awaitDone. */
+  pollDone(deadline: number, spinMs: number): Awaited | null {
+    const a = this.doneWithinSpin(deadline, undefined, spinMs);
+    this.polled = a === null;
+    return a;
   }
 
   /** Answer the host call a job was parked in (then `awaitDone` again to wait for its result). */

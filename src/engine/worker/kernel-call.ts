@@ -1,7 +1,8 @@
 /**
  * The kernel lane inside a worker: one FRAME_KERNEL call on a loaded guest — the input written
  * into the guest's arena, `entry(len)` called under the frame's budget, the output checked and
- * copied out (abi/kernel-arena.ts does every range check).
+ * handed on as a view of the guest memory that the result frame is copied from, once, before the
+ * guest runs again (abi/kernel-arena.ts does every range check).
  *
  * Owns: the order of those steps. Invariant: nothing is read or written outside the guest
  * memory's current length; a bad length is the call's GUEST_TRAP, the worker lives on.
@@ -36,7 +37,8 @@ export function kernelCall(guest: Guest, f: KernelFrame): KernelOutcome {
   try {
     const v = outcome.values[0];
     const n = checkOutput(f.arena, v?.t === 'i32' ? v.v : undefined, guest.memory.byteLength);
-    return { outcome: { ok: true, values: [], exitCode: null }, output: guest.memory.copy(f.arena.outOff, n) };
+    // A view, not a copy: the result frame is written from it before the guest runs again.
+    return { outcome: { ok: true, values: [], exitCode: null }, output: guest.memory.bytes(f.arena.outOff, n) };
   } catch (e) {
     return refused(e);
   }

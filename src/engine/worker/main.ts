@@ -13,7 +13,7 @@
 
 import { MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { SandboxError } from '../../errors.ts';
-import { Channel, State } from '../bridge/channel.ts';
+import { AdaptiveSpin, Channel, State } from '../bridge/channel.ts';
 import {
   PROTOCOL_VERSION,
   isControlMessage,
@@ -130,6 +130,8 @@ function postFailure(job: number, error: SandboxError): void {
   ch.set(State.DONE);
 }
 
+const idleSpin = new AdaptiveSpin(boot.spinMs);
+
 /** Serve calls on a persistent instance until told to stop (or terminated). */
 function serve(guest: Guest | ComponentGuest): void {
   for (;;) {
@@ -145,7 +147,7 @@ function serve(guest: Guest | ComponentGuest): void {
         continue;
       }
       currentJob = k.job;
-      ch.set(State.RUNNING);
+      ch.mark(State.RUNNING);
       if (!(guest instanceof Guest)) {
         postFailure(k.job, new SandboxError('POLICY_INVALID', 'a component instance takes no kernel calls'));
         continue;
@@ -170,8 +172,8 @@ function serve(guest: Guest | ComponentGuest): void {
       postDone(frame.job, guest, outcome, t0);
       continue;
     }
-    // DONE (main has not read yet) or IDLE: wait for the next job, briefly spinning first.
-    ch.waitWhile(s as 0 | 5, boot.idleWaitMs, boot.spinMs);
+    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (channel.ts AdaptiveSpin).
+    ch.awaitJob(idleSpin, boot.idleWaitMs);
   }
 }
 
