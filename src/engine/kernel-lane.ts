@@ -276,7 +276,6 @@ class WorkerKernel implements KernelHandle {
   }
 
   private async callNow(input: Uint8Array, opts: KernelCallOptions | undefined): Promise<Uint8Array> {
-    if (this.closed) throw new SandboxError('INSTANCE_DEAD', `kernel "${this.id}" is closed`, { id: this.id });
     if (!this.worker) {
       this.check(input);
       await this.boot(); // the last call's timeout replaced it

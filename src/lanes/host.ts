@@ -22,11 +22,11 @@
  * the snippet at its next one, so the total may pass the budget by those chunks.
  */
 
-import { createHash } from 'node:crypto';
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { narrowToDeclaration, type Declaration } from '../policy/toolkit.ts';
+import { UNSIGNED_VFS_MODULE, sha256Hex } from '../provenance/artifact.ts';
 import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
 import { commandModulePath, isCommandPath } from '../abi/vfs-paths.ts';
 import { LANE_FUEL_UNIT } from './exec.ts';
@@ -142,7 +142,7 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
     // A module may be larger than a file a snippet reads: the cap is core guests' (abi/command.ts).
     const bytes = vfs().read(commandModulePath(path), MAX_VFS_MODULE_BYTES) ?? refuse(GUEST_ERR.NOT_FOUND);
     if (deps.signedOnly === true) {
-      deps.record('artifact.refused', { reason: 'a module read from the VFS carries no signed manifest, and the engine runs only signed modules', sha256: createHash('sha256').update(bytes).digest('hex') });
+      deps.record('artifact.refused', { reason: UNSIGNED_VFS_MODULE, sha256: sha256Hex(bytes) });
       return refuse(GUEST_ERR.DENIED);
     }
     return { bytes, argv, images: [] };

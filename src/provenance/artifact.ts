@@ -76,6 +76,9 @@ export interface ArtifactCheck {
   readonly reasons: readonly string[];
 }
 
+/** Why a module a guest names by VFS path is refused under `requireSigned`: it comes with no manifest. */
+export const UNSIGNED_VFS_MODULE = 'a module read from the VFS carries no signed manifest, and the engine runs only signed modules';
+
 export function sha256Hex(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }

@@ -290,6 +290,9 @@ export class Channel {
   }
 }
 
+/** The shortest window, as a share of the configured spin: long enough to catch a partner that is on a core. */
+export const FLOOR = 0.2;
+
 /**
  * Adaptive spinning for the hot round trips on the channel (a kernel call's result on the main
  * thread, a persistent instance's next job in its worker): how long one side spins on the state
@@ -306,9 +309,6 @@ export class Channel {
  * Does not protect against: nothing — it only decides how long to spin; every wait it shortens
  * still has its bound and its wake-up.
  */
-/** The shortest window, as a share of the configured spin: long enough to catch a partner that is on a core. */
-export const FLOOR = 0.2;
-
 export class AdaptiveSpin {
   private window: number;
   private readonly floor: number;

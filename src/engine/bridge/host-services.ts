@@ -33,7 +33,7 @@ import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, type BrokerAnswer 
 import { fanMap, values } from '../../fabric/fanout.ts';
 import { GUEST_ERR, MAX_EXEC_DEPTH, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL, decodeRequest, encodeResponse, type CommandRequest } from '../../abi/command.ts';
 import { isCommandPath } from '../../abi/vfs-paths.ts';
-import { sha256Hex } from '../../provenance/artifact.ts';
+import { UNSIGNED_VFS_MODULE, sha256Hex } from '../../provenance/artifact.ts';
 import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from '../registry.ts';
 import { responseOf, type RunResult } from '../results.ts';
@@ -425,8 +425,7 @@ export class HostServices {
     if (!isCommandPath(name)) return this.deps.registry.get(name) ?? GUEST_ERR.NOT_FOUND;
     if (!fromVfs || fromVfs.byteLength > MAX_VFS_MODULE_BYTES) return GUEST_ERR.NOT_FOUND;
     if (!this.deps.signedOnly) return fromVfs;
-    const reason = 'a module read from the VFS carries no signed manifest, and the engine runs only signed modules';
-    this.deps.record(caller, 'artifact.refused', { reason, sha256: sha256Hex(fromVfs) });
+    this.deps.record(caller, 'artifact.refused', { reason: UNSIGNED_VFS_MODULE, sha256: sha256Hex(fromVfs) });
     return GUEST_ERR.DENIED;
   }
 
