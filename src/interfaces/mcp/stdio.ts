@@ -5,10 +5,11 @@
  * session instead of growing a buffer without bound), logging of protocol-level junk (a line that
  * is not JSON-RPC is logged on stderr by kind and skipped — the server keeps serving), and the
  * orderly end: stop taking requests, wait until every request already read has had its answer
- * written (each call is bounded by its grant's timeout; the wait by SHUTDOWN_GRACE_MS), close.
+ * written (each call is bounded by its grant's timeout; the wait by SHUTDOWN_GRACE_MS) — a request
+ * the client cancelled is never answered, so it is not waited for — then close.
  * Invariant: stdout carries only protocol messages — this module writes nothing else there, and
  * the engine's guests and lanes never write to the host's stdout (guest output is captured); a
- * request read before shutdown is answered before the process ends.
+ * request read before shutdown and not cancelled is answered before the process ends.
  *
  * Does not protect against: a client that sends a request and never reads the answer (stdout
  * back-pressure stalls that answer only); the client is the local program that spawned us.
@@ -41,6 +42,12 @@ type Id = string | number;
 
 function requestId(m: JSONRPCMessage): Id | undefined {
   return 'method' in m && 'id' in m ? m.id : undefined;
+}
+
+function cancelledId(m: JSONRPCMessage): Id | undefined {
+  if (!('method' in m) || m.method !== 'notifications/cancelled' || 'id' in m) return undefined;
+  const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
 }
 
 function responseId(m: JSONRPCMessage): Id | undefined {
@@ -98,6 +105,10 @@ export async function serveStdio(ctx: McpContext, io: { stdin: Readable; stdout:
       if (closing) return; // shutting down: no new work
       pending.add(id);
     }
+    // A cancelled request is never answered (the protocol says so, and the SDK drops its result):
+    // it is no longer one shutdown waits for.
+    const cancelled = cancelledId(m);
+    if (cancelled !== undefined && pending.delete(cancelled)) answered?.();
     deliver?.(m);
   };
   const send = transport.send.bind(transport);
