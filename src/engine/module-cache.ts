@@ -16,7 +16,9 @@
  * cached, in memory or on disk — the disk entry is produced only after the rewritten module
  * compiled; a disk entry that fails to read back or compile is discarded and rebuilt. On the
  * main thread a prepare costs at most one HASH_CHUNK_BYTES step of hashing between yields, plus
- * the async file I/O; an in-memory hit of a module ≤ INLINE_HASH_BYTES is one synchronous hash.
+ * the async file I/O; an in-memory hit of a module ≤ INLINE_HASH_BYTES is one synchronous hash,
+ * or — for a buffer the caller passed before — one compare with a private copy of the bytes that
+ * were hashed (kept beside the buffer while the caller keeps it: a module's size again).
  *
  * Does not protect against: hash collisions in SHA-256; a local user who can write the cache
  * directory (it must be private to the engine's user, like `$MEMBRANE_HOME` itself); the
@@ -85,6 +87,8 @@ export class ModuleCache {
   private readonly entries = new Map<string, { readonly p: Promise<PreparedModule>; touchedAt: number }>();
   /** Engine-owned buffers (trust()) → their hash, or null until first hashed. */
   private readonly trusted = new WeakMap<Uint8Array, string | null>();
+  /** Callers' buffers (≤ INLINE_HASH_BYTES) → a private copy of what they held when hashed, and its hash. */
+  private readonly seen = new WeakMap<Uint8Array, { readonly copy: Uint8Array<ArrayBuffer>; readonly hash: string }>();
   private readonly disk: BoundedCacheDir | null;
   private readonly rewriter: RewritePool;
   private readonly ownsRewriter: boolean;
@@ -111,7 +115,16 @@ export class ModuleCache {
     if (isComponent(bytes)) return Promise.reject(new SandboxError('POLICY_INVALID', 'a WebAssembly component runs with engine.run (the component lane); persistent instances, kernels and commands take core modules only'));
     const known = this.trusted.get(bytes);
     if (typeof known === 'string') return this.lookup(known, bytes, opts, true);
-    if (bytes.byteLength <= INLINE_HASH_BYTES) return this.lookup(ModuleCache.hash(bytes), bytes, opts);
+    if (bytes.byteLength <= INLINE_HASH_BYTES) {
+      // A caller's buffer seen before: its hash again only if it still holds, byte for byte, the
+      // copy that hash was taken of (a compare is ~20x cheaper than SHA-256); else hashed afresh.
+      const seen = this.seen.get(bytes);
+      if (seen !== undefined && sameBytes(seen.copy, bytes)) return this.lookup(seen.hash, seen.copy, opts);
+      const copy = new Uint8Array(bytes);
+      const hash = ModuleCache.hash(copy);
+      this.seen.set(bytes, { copy, hash });
+      return this.lookup(hash, copy, opts);
+    }
     if (known === null) {
       // Hashed once, kept by identity: a buffer the engine owns and never changes.
       return copyAndHash(bytes).then(({ hash }) => {
@@ -215,6 +228,10 @@ function parseMeta(text: string, key: string): EntryMeta | null {
   } catch {
     return null;
   }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 }
 
 /** Copy (so the caller can't change the bytes under us) and hash, one chunk per event-loop turn. */
