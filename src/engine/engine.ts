@@ -172,7 +172,7 @@ export class Engine {
       const { entry, isCommand } = entryOf(frame, prepared, opts);
       if (opts.signal?.aborted) throw cancelled();
       mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
-      let spec = buildSpec(this.config, prepared, frame.plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0, frame.spec);
+      let spec = buildSpec(this.config, prepared, frame.plan, policy, inherited ? { id, tenant, argv0: inherited.argv0 } : { id, tenant }, opts, inherited?.depth ?? 0, frame.spec);
       if (inherited?.port) spec = laneSpec(spec, this.config);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
       else if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
@@ -193,7 +193,7 @@ export class Engine {
       const sink = StreamSink.for(jobId, opts, this.config.outputLimitBytes);
       handle.postRun(prepared.module, { job: jobId, spec, entry, budget: budgetOf(policy), stream: sink !== null });
       let awaited;
-      const job = this.services.job({ tenant, instance: id, policy, spec, ...(inherited?.port ? { port: inherited.port } : {}) });
+      const job = this.services.job(inherited?.port ? { tenant, instance: id, policy, spec, port: inherited.port } : { tenant, instance: id, policy, spec });
       try {
         awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), watch.signal, sink);
       } catch (e) {

@@ -119,7 +119,7 @@ export function buildSpec(
     growFailedExport: frame.growFailedExport,
     poolMemory: frame.poolMemory,
     output: frame.output,
-    wasi: { argv: [who.argv0 ?? opts.argv0 ?? who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
+    wasi: { argv: opts.argv === undefined ? [who.argv0 ?? opts.argv0 ?? who.id] : [who.argv0 ?? opts.argv0 ?? who.id, ...opts.argv.map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
     logSink: frame.logSink,
     hostWaitMs: frame.hostWaitMs,
     fuel: frame.fuel,

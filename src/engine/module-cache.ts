@@ -88,7 +88,9 @@ export class ModuleCache {
   /** Engine-owned buffers (trust()) → their hash, or null until first hashed. */
   private readonly trusted = new WeakMap<Uint8Array, string | null>();
   /** Callers' buffers (≤ INLINE_HASH_BYTES) → a private copy of what they held when hashed, and its hash. */
-  private readonly seen = new WeakMap<Uint8Array, { readonly copy: Uint8Array<ArrayBuffer>; readonly hash: string }>();
+  private readonly seen = new WeakMap<Uint8Array, Seen>();
+  /** The key looked up last (the most recently used entry): found again, it needs no reordering. */
+  private newest: string | null = null;
   private readonly disk: BoundedCacheDir | null;
   private readonly rewriter: RewritePool;
   private readonly ownsRewriter: boolean;
@@ -119,11 +121,12 @@ export class ModuleCache {
       // A caller's buffer seen before: its hash again only if it still holds, byte for byte, the
       // copy that hash was taken of (a compare is ~20x cheaper than SHA-256); else hashed afresh.
       const seen = this.seen.get(bytes);
-      if (seen !== undefined && sameBytes(seen.copy, bytes)) return this.lookup(seen.hash, seen.copy, opts);
+      if (seen !== undefined && sameBytes(seen.copy, bytes)) return this.lookup(seen.hash, seen.copy, opts, false, seen);
       const copy = new Uint8Array(bytes);
       const hash = ModuleCache.hash(copy);
-      this.seen.set(bytes, { copy, hash });
-      return this.lookup(hash, copy, opts);
+      const fresh: Seen = { copy, hash, last: null };
+      this.seen.set(bytes, fresh);
+      return this.lookup(hash, copy, opts, false, fresh);
     }
     if (known === null) {
       // Hashed once, kept by identity: a buffer the engine owns and never changes.
@@ -148,12 +151,17 @@ export class ModuleCache {
     if (this.ownsRewriter) await this.rewriter.close();
   }
 
-  private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions, shared = false): Promise<PreparedModule> {
-    const key = `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}:${CACHE_ENTRY_FORMAT}`;
+  private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions, shared = false, seen: Seen | null = null): Promise<PreparedModule> {
+    const last = seen?.last;
+    const key = last && sameSettings(last.opts, opts) ? last.key : cacheKey(hash, opts);
+    if (seen && last?.key !== key) seen.last = { key, opts: { ...opts } };
     const hit = this.entries.get(key);
     if (hit) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
+      if (key !== this.newest) {
+        this.entries.delete(key);
+        this.entries.set(key, hit);
+        this.newest = key;
+      }
       const now = Date.now();
       if (this.disk && opts.metered && now - hit.touchedAt >= TOUCH_INTERVAL_MS) {
         hit.touchedAt = now;
@@ -164,6 +172,7 @@ export class ModuleCache {
     const p = this.build(hash, key, shared ? new Uint8Array(bytes) : bytes, opts);
     const entry = { p, touchedAt: Date.now() };
     this.entries.set(key, entry);
+    this.newest = key;
     p.catch(() => {
       if (this.entries.get(key) === entry) this.entries.delete(key);
     });
@@ -228,6 +237,22 @@ function parseMeta(text: string, key: string): EntryMeta | null {
   } catch {
     return null;
   }
+}
+
+/** A caller's buffer as last hashed: a private copy of its bytes then, their hash, and the last cache key it was looked up under. */
+interface Seen {
+  readonly copy: Uint8Array<ArrayBuffer>;
+  readonly hash: string;
+  last: { readonly key: string; readonly opts: PrepareOptions } | null;
+}
+
+/** The in-memory (and disk) key: the content hash, every wall setting, both rewriters' versions and the entry format. */
+function cacheKey(hash: string, opts: PrepareOptions): string {
+  return `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}:${CACHE_ENTRY_FORMAT}`;
+}
+
+function sameSettings(a: PrepareOptions, b: PrepareOptions): boolean {
+  return a.maxMemoryPages === b.maxMemoryPages && a.maxTableElements === b.maxTableElements && a.trapOnGrowFailure === b.trapOnGrowFailure && a.metered === b.metered;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
