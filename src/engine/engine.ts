@@ -161,8 +161,9 @@ export class Engine {
     try {
       this.assertOpen();
       policy = inherited?.policy ?? this.memo.policy(opts);
-      const id = checkName('id', opts.id ?? `run-${++this.runs}`);
-      const tenant = checkName('tenant', opts.tenant ?? 'default');
+      // A name the engine makes itself (`run-N`, `default`) is well-formed: only a caller's is checked.
+      const id = opts.id === undefined || opts.id === null ? `run-${++this.runs}` : checkName('id', opts.id);
+      const tenant = opts.tenant === undefined || opts.tenant === null ? 'default' : checkName('tenant', opts.tenant);
       if (opts.signal?.aborted) return notRun(policy, t0);
       checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
@@ -171,7 +172,7 @@ export class Engine {
       const frame = inherited ? runFrame(this.config, prepared, policy, inherited.port ? laneCaps(policy) : policy.caps) : this.memo.frame(prepared, policy); // fresh-run.ts
       const { entry, isCommand } = entryOf(frame, prepared, opts);
       if (opts.signal?.aborted) throw cancelled();
-      mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
+      mounted = opts.mounts === undefined || opts.mounts === null ? null : mountForRun(opts.mounts, opts.vfs, policy, id, this.config.maxMountFiles);
       let spec = buildSpec(this.config, prepared, frame.plan, policy, inherited ? { id, tenant, argv0: inherited.argv0 } : { id, tenant }, opts, inherited?.depth ?? 0, frame.spec);
       if (inherited?.port) spec = laneSpec(spec, this.config);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };

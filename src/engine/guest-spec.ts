@@ -172,6 +172,8 @@ export function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry
   });
 }
 
+const PROCESS_SPAWN = importKey(MEMBRANE_MODULE, 'process_spawn');
+
 export function spawnsProcesses(spec: GuestSpec): boolean {
-  return spec.link.includes(importKey(MEMBRANE_MODULE, 'process_spawn'));
+  return spec.link.includes(PROCESS_SPAWN);
 }

@@ -162,10 +162,12 @@ export class ModuleCache {
         this.entries.set(key, hit);
         this.newest = key;
       }
-      const now = Date.now();
-      if (this.disk && opts.metered && now - hit.touchedAt >= TOUCH_INTERVAL_MS) {
-        hit.touchedAt = now;
-        this.disk.touch(entryName(key));
+      if (this.disk && opts.metered) {
+        const now = Date.now();
+        if (now - hit.touchedAt >= TOUCH_INTERVAL_MS) {
+          hit.touchedAt = now;
+          this.disk.touch(entryName(key));
+        }
       }
       return hit.p;
     }
