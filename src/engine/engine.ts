@@ -18,7 +18,7 @@
  */
 
 import { SandboxError, toSandboxError } from '../errors.ts';
-import { memoryPages, resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
+import { resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
 import { planLinks } from './linker.ts';
 import { ModuleCache, type PreparedModule } from './module-cache.ts';
 import { resolveEngine, type EngineConfig, type EngineOptions } from './options.ts';
@@ -432,12 +432,7 @@ export class Engine {
   private prepare(bytes: Uint8Array, policy: PolicyConfig): Promise<PreparedModule> {
     if (!(bytes instanceof Uint8Array)) throw new SandboxError('INVALID_MODULE', 'module bytes must be a Uint8Array');
     if (this.commands.isToolchainModule(bytes)) this.modules.trust(bytes);
-    return this.modules.prepare(bytes, {
-      maxMemoryPages: memoryPages(policy),
-      maxTableElements: this.config.maxTableElements,
-      trapOnGrowFailure: this.config.trapOnGrowFailure,
-      metered: this.config.fuel,
-    });
+    return this.modules.prepare(bytes, this.memo.prepareOptions(policy));
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * What a fresh run (`engine.run`) decides before a worker sees it, remembered between runs: the
- * policy a call's limit options resolve to, and per prepared module and policy the link plan, the
- * spec's fixed part and whether `_start` is the entry.
+ * policy a call's limit options resolve to, the load-time walls per policy, and per prepared
+ * module and policy the link plan, the spec's fixed part and whether `_start` is the entry.
  *
  * Owns: `RunMemo` — policies keyed by the exact values of a call's `profile`, `caps`,
  * `memoryBytes`, `timeoutMs` and `fuel` (read once, and resolved from that same reading), at most
@@ -18,10 +18,10 @@
  */
 
 import type { PolicyConfig, PolicyOptions } from '../policy/resolve.ts';
-import { resolvePolicy } from '../policy/resolve.ts';
+import { memoryPages, resolvePolicy } from '../policy/resolve.ts';
 import type { CapWord } from '../policy/profiles.ts';
 import { planLinks, type LinkPlan } from './linker.ts';
-import type { PreparedModule } from './module-cache.ts';
+import type { PreparedModule, PrepareOptions } from './module-cache.ts';
 import type { EngineConfig } from './options.ts';
 import { chooseEntry, specFrame, type RunOptions, type SpecFrame } from './guest-spec.ts';
 import type { Entry } from './bridge/protocol.ts';
@@ -44,6 +44,7 @@ const START = Object.freeze({ entry: Object.freeze({ kind: 'start' as const }), 
 export class RunMemo {
   private readonly policies = new Map<string, PolicyConfig>();
   private readonly frames = new WeakMap<PreparedModule, WeakMap<PolicyConfig, RunFrame>>();
+  private readonly walls = new WeakMap<PolicyConfig, PrepareOptions>();
 
   constructor(private readonly config: EngineConfig) {}
 
@@ -60,6 +61,16 @@ export class RunMemo {
     if (this.policies.size >= MAX_MEMO_POLICIES) this.policies.delete(this.policies.keys().next().value!);
     this.policies.set(key, policy);
     return policy;
+  }
+
+  /** The load-time walls a module is prepared under for `policy` (frozen; one object per policy). */
+  prepareOptions(policy: PolicyConfig): PrepareOptions {
+    let o = this.walls.get(policy);
+    if (!o) {
+      o = Object.freeze({ maxMemoryPages: memoryPages(policy), maxTableElements: this.config.maxTableElements, trapOnGrowFailure: this.config.trapOnGrowFailure, metered: this.config.fuel });
+      this.walls.set(policy, o);
+    }
+    return o;
   }
 
   /** The frame of `prepared` under `policy` and its own caps (a top-level run's). */

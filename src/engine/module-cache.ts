@@ -153,8 +153,8 @@ export class ModuleCache {
 
   private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions, shared = false, seen: Seen | null = null): Promise<PreparedModule> {
     const last = seen?.last;
-    const key = last && sameSettings(last.opts, opts) ? last.key : cacheKey(hash, opts);
-    if (seen && last?.key !== key) seen.last = { key, opts: { ...opts } };
+    const key = last && (last.opts === opts || sameSettings(last.opts, opts)) ? last.key : cacheKey(hash, opts);
+    if (seen && last?.key !== key) seen.last = { key, opts: Object.isFrozen(opts) ? opts : { ...opts } };
     const hit = this.entries.get(key);
     if (hit) {
       if (key !== this.newest) {
