@@ -22,16 +22,24 @@ export class CallWatch {
   /** What the job's wait honours: aborting it is a deadline that came early. */
   readonly signal: AbortSignal | undefined;
   private abortedAt: number | null = null;
-  private readonly onAbort = (): void => {
-    this.abortedAt ??= performance.now();
-  };
+  private readonly onAbort: (() => void) | null = null;
+
+  /** The watch of a call: one shared, inert watch when there is no signal at all (nothing to listen to, nothing to remember). */
+  static of(own: AbortSignal | undefined, inherited?: AbortSignal): CallWatch {
+    return own === undefined && inherited === undefined ? UNWATCHED : new CallWatch(own, inherited);
+  }
 
   constructor(
     private readonly own: AbortSignal | undefined,
     inherited?: AbortSignal,
   ) {
     this.signal = own && inherited ? AbortSignal.any([own, inherited]) : (own ?? inherited);
-    own?.addEventListener('abort', this.onAbort, { once: true });
+    if (own) {
+      this.onAbort = (): void => {
+        this.abortedAt ??= performance.now();
+      };
+      own.addEventListener('abort', this.onAbort, { once: true });
+    }
   }
 
   /** Whether the caller's own signal aborted before `deadline` (`performance.now()` time). */
@@ -40,9 +48,11 @@ export class CallWatch {
   }
 
   dispose(): void {
-    this.own?.removeEventListener('abort', this.onAbort);
+    if (this.onAbort) this.own?.removeEventListener('abort', this.onAbort);
   }
 }
+
+const UNWATCHED = new CallWatch(undefined);
 
 /** A call whose signal aborted before it ran: CANCELLED, nothing ran. */
 export function notRun(ctx: { profile: string; warnings: readonly string[] }, t0: number): RunResult {

@@ -18,7 +18,7 @@
  */
 
 import { SandboxError, toSandboxError } from '../errors.ts';
-import { memoryPages, resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
+import { resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
 import { planLinks } from './linker.ts';
 import { ModuleCache, type PreparedModule } from './module-cache.ts';
 import { resolveEngine, type EngineConfig, type EngineOptions } from './options.ts';
@@ -31,7 +31,7 @@ import { mountForRun } from './mounts.ts';
 import { failure, type RunResult } from './results.ts';
 import { locateRewriteWorker, locateWorker } from './worker-file.ts';
 import { RewritePool } from './rewrite/pool.ts';
-import { buildSpec, chooseEntry, spawnsProcesses, type GuestOptions, type RunOptions, type StartOptions } from './guest-spec.ts';
+import { buildSpec, spawnsProcesses, type GuestOptions, type RunOptions, type StartOptions } from './guest-spec.ts';
 export type { GuestOptions, RunOptions, StartOptions };
 import { checkName } from '../policy/names.ts';
 import { Instance, type InstanceInfo } from './instance.ts';
@@ -48,6 +48,7 @@ import { auditInDatabase } from './audit-sink.ts';
 import { callReceipts, execWithReceipt, runWithReceipt } from './receipts.ts';
 import { cancelled, unlessAborted } from '../lanes/controls.ts';
 import { CallWatch, notRun, settledRun } from './call-controls.ts';
+import { RunMemo, entryOf, runFrame } from './fresh-run.ts';
 import { StreamSink } from './bridge/stream-sink.ts';
 import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
@@ -90,6 +91,7 @@ export class Engine {
   private readonly lanes: Lanes;
   private readonly kernels: KernelLane;
   private readonly fair: TenantScheduler;
+  private readonly memo: RunMemo;
   private readonly starting = new Set<string>();
   private runs = 0;
   private jobs = 0;
@@ -105,6 +107,7 @@ export class Engine {
     this.modules = new ModuleCache(this.config.cacheDir, { maxDiskBytes: this.config.cacheMaxBytes, rewriter: this.rewriter });
     this.pool = new WorkerPool(poolConfigFor(this.config, locateWorker));
     this.pool.warm();
+    this.memo = new RunMemo(this.config);
     this.fair = new TenantScheduler({ slots: this.config.maxWorkers, perTenant: this.config.maxWorkersPerTenant });
     this.brokers = new Brokers(options.brokers ?? {}, auditInDatabase, resolveHostFunctions(options.hostFunctions), options.onHostFunctionError ?? null);
     this.lanes = new Lanes(this.config, laneRunner({ config: this.config, pool: this.pool, services: { job: (c) => this.services.job(c) }, prepare: (b, p) => this.prepare(b, p), runResolved: this.runResolved.bind(this) }));
@@ -153,23 +156,24 @@ export class Engine {
     let mounted: ReturnType<typeof mountForRun> = null;
     // The caller's signal (and a spawned process's caller's): aborted before a worker is handed
     // out, nothing runs (CANCELLED, fuelUsed 0); during the run it stops like a timeout, CANCELLED.
-    const watch = new CallWatch(opts.signal, inherited?.signal);
+    const watch = CallWatch.of(opts.signal, inherited?.signal);
     let admitted: (() => void) | null = null;
     try {
       this.assertOpen();
-      policy = inherited?.policy ?? resolvePolicy(opts, this.config);
-      const id = checkName('id', opts.id ?? `run-${++this.runs}`);
-      const tenant = checkName('tenant', opts.tenant ?? 'default');
+      policy = inherited?.policy ?? this.memo.policy(opts);
+      // A name the engine makes itself (`run-N`, `default`) is well-formed: only a caller's is checked.
+      const id = opts.id === undefined || opts.id === null ? `run-${++this.runs}` : checkName('id', opts.id);
+      const tenant = opts.tenant === undefined || opts.tenant === null ? 'default' : checkName('tenant', opts.tenant);
       if (opts.signal?.aborted) return notRun(policy, t0);
       checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
       if (!inherited) await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await unlessAborted(this.prepare(bytes, policy), opts.signal); // a first compile can take seconds: an abort answers at once (the compile goes on into the cache)
-      const plan = planLinks(prepared.desc, inherited?.port ? laneCaps(policy) : policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps });
-      const { entry, isCommand } = chooseEntry(prepared, opts);
+      const frame = inherited ? runFrame(this.config, prepared, policy, inherited.port ? laneCaps(policy) : policy.caps) : this.memo.frame(prepared, policy); // fresh-run.ts
+      const { entry, isCommand } = entryOf(frame, prepared, opts);
       if (opts.signal?.aborted) throw cancelled();
-      mounted = mountForRun(opts.mounts ?? [], opts.vfs, policy, id, this.config.maxMountFiles);
-      let spec = buildSpec(this.config, prepared, plan, policy, { id, tenant, ...(inherited ? { argv0: inherited.argv0 } : {}) }, opts, inherited?.depth ?? 0);
+      mounted = opts.mounts === undefined || opts.mounts === null ? null : mountForRun(opts.mounts, opts.vfs, policy, id, this.config.maxMountFiles);
+      let spec = buildSpec(this.config, prepared, frame.plan, policy, inherited ? { id, tenant, argv0: inherited.argv0 } : { id, tenant }, opts, inherited?.depth ?? 0, frame.spec);
       if (inherited?.port) spec = laneSpec(spec, this.config);
       if (mounted && spec.vfs) spec = { ...spec, vfs: { ...spec.vfs, file: mounted.file } };
       else if (spec.vfs?.file === ':memory:' && spawnsProcesses(spec)) {
@@ -178,8 +182,8 @@ export class Engine {
         spec = { ...spec, vfs: { ...spec.vfs, file: scratch } };
       }
       // Waiting for a turn (top-level calls, fair across tenants) and a worker is bounded by the call's own timeout: then OVERLOADED, nothing ran.
-      if (!inherited) admitted = await this.fair.admit(tenant, policy.timeoutMs, opts.signal);
-      const handle = await this.pool.acquire(policy.timeoutMs, opts.signal);
+      if (!inherited) admitted = this.fair.tryAdmit(tenant, opts.signal) ?? (await this.fair.admit(tenant, policy.timeoutMs, opts.signal));
+      const handle = this.pool.takeReady(opts.signal) ?? (await this.pool.acquire(policy.timeoutMs, opts.signal));
       if (opts.signal?.aborted) {
         this.pool.release(handle);
         throw cancelled();
@@ -190,7 +194,7 @@ export class Engine {
       const sink = StreamSink.for(jobId, opts, this.config.outputLimitBytes);
       handle.postRun(prepared.module, { job: jobId, spec, entry, budget: budgetOf(policy), stream: sink !== null });
       let awaited;
-      const job = this.services.job({ tenant, instance: id, policy, spec, ...(inherited?.port ? { port: inherited.port } : {}) });
+      const job = this.services.job(inherited?.port ? { tenant, instance: id, policy, spec, port: inherited.port } : { tenant, instance: id, policy, spec });
       try {
         awaited = await handle.awaitDone(deadline, job.handle, graceFor(prepared), watch.signal, sink);
       } catch (e) {
@@ -428,12 +432,7 @@ export class Engine {
   private prepare(bytes: Uint8Array, policy: PolicyConfig): Promise<PreparedModule> {
     if (!(bytes instanceof Uint8Array)) throw new SandboxError('INVALID_MODULE', 'module bytes must be a Uint8Array');
     if (this.commands.isToolchainModule(bytes)) this.modules.trust(bytes);
-    return this.modules.prepare(bytes, {
-      maxMemoryPages: memoryPages(policy),
-      maxTableElements: this.config.maxTableElements,
-      trapOnGrowFailure: this.config.trapOnGrowFailure,
-      metered: this.config.fuel,
-    });
+    return this.modules.prepare(bytes, this.memo.prepareOptions(policy));
   }
 }
 

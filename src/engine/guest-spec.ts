@@ -77,6 +77,23 @@ export interface RunOptions extends GuestOptions, CallControls {
 
 export type StartOptions = GuestOptions;
 
+/** The part of a spec fixed by the module, its link plan, the policy and the engine: the same for every run of them. */
+export type SpecFrame = Omit<GuestSpec, 'session' | 'wasi' | 'vfs' | 'depth'>;
+
+export function specFrame(config: EngineConfig, prepared: PreparedModule, plan: LinkPlan, policy: PolicyConfig): SpecFrame {
+  return {
+    link: prepared.metered ? [...plan.link, importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name)] : plan.link,
+    maxMemoryPages: prepared.maxMemoryPages,
+    importedMemory: plan.importedMemory,
+    growFailedExport: prepared.limits.growFailedExport,
+    poolMemory: prepared.limits.poolMemory ?? null,
+    output: { limitBytes: config.outputLimitBytes, failOnLimit: config.failOnOutputLimit },
+    logSink: config.onLog ? 'host' : 'stderr',
+    hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
+    fuel: { metered: prepared.metered, chunk: config.fuelChunk },
+  };
+}
+
 export function buildSpec(
   config: EngineConfig,
   prepared: PreparedModule,
@@ -85,30 +102,33 @@ export function buildSpec(
   who: { id: string; tenant: string; argv0?: string },
   opts: GuestOptions,
   depth = 0,
+  frame: SpecFrame = specFrame(config, prepared, plan, policy),
 ): GuestSpec {
-  const env = Object.entries(opts.env ?? {});
+  const env = opts.env === undefined ? [] : Object.entries(opts.env);
   for (const [k, v] of env) {
     if (k.includes('=') || k.includes('\0') || String(v).includes('\0')) {
       throw new SandboxError('POLICY_INVALID', 'environment names may not contain "=" or NUL, values may not contain NUL');
     }
   }
-  const stdin = typeof opts.stdin === 'string' ? new TextEncoder().encode(opts.stdin) : (opts.stdin ?? new Uint8Array(0));
+  const stdin = typeof opts.stdin === 'string' ? encoder.encode(opts.stdin) : (opts.stdin ?? new Uint8Array(0));
   return {
     session: { id: who.id, tenant: who.tenant, profile: policy.profile },
-    link: prepared.metered ? [...plan.link, importKey(FUEL_REFILL_IMPORT.module, FUEL_REFILL_IMPORT.name)] : plan.link,
-    maxMemoryPages: prepared.maxMemoryPages,
-    importedMemory: plan.importedMemory,
-    growFailedExport: prepared.limits.growFailedExport,
-    poolMemory: prepared.limits.poolMemory ?? null,
-    output: { limitBytes: config.outputLimitBytes, failOnLimit: config.failOnOutputLimit },
-    wasi: { argv: [who.argv0 ?? opts.argv0 ?? who.id, ...(opts.argv ?? []).map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
-    logSink: config.onLog ? 'host' : 'stderr',
-    hostWaitMs: policy.timeoutMs + HOST_WAIT_GRACE_MS,
-    fuel: { metered: prepared.metered, chunk: config.fuelChunk },
+    link: frame.link,
+    maxMemoryPages: frame.maxMemoryPages,
+    importedMemory: frame.importedMemory,
+    growFailedExport: frame.growFailedExport,
+    poolMemory: frame.poolMemory,
+    output: frame.output,
+    wasi: { argv: opts.argv === undefined ? [who.argv0 ?? opts.argv0 ?? who.id] : [who.argv0 ?? opts.argv0 ?? who.id, ...opts.argv.map(String)], env: env.map(([k, v]) => [k, String(v)] as const), stdin },
+    logSink: frame.logSink,
+    hostWaitMs: frame.hostWaitMs,
+    fuel: frame.fuel,
     vfs: policy.caps.includes('vfs') ? withImages(vfsSpec(opts.vfs, opts.vfsFile, config), opts.images) : null,
     depth,
   };
 }
+
+const encoder = new TextEncoder();
 
 function withImages(spec: VfsSpec, images: readonly ImageMount[] | undefined): VfsSpec {
   return images && images.length > 0 ? { ...spec, images } : spec;
@@ -116,10 +136,20 @@ function withImages(spec: VfsSpec, images: readonly ImageMount[] | undefined): V
 
 /** The guest's VFS spec: `/` is the workspace volume, `/tmp` and `/memory` the other two. */
 export function vfsSpec(name: string | undefined, file: string | undefined, limits: { vfsMaxBytes: number; vfsMaxInodes: number }): VfsSpec {
+  if (name === undefined && file === undefined) {
+    // The common case, a fresh in-memory VFS: the same (frozen) spec for the same limits.
+    const known = memoryVfs.get(limits);
+    if (known && known.maxBytes === limits.vfsMaxBytes && known.maxInodes === limits.vfsMaxInodes) return known;
+  }
   const where = file !== undefined ? { file } : name === undefined ? { file: ':memory:' } : { name };
   const config = resolveVfs({ ...where, maxBytes: limits.vfsMaxBytes, maxInodes: limits.vfsMaxInodes });
-  return { file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes };
+  const spec: VfsSpec = Object.freeze({ file: config.file, preopens: DEFAULT_PREOPENS, readOnly: false, maxBytes: config.maxBytes, maxInodes: config.maxInodes });
+  if (name === undefined && file === undefined) memoryVfs.set(limits, spec);
+  return spec;
 }
+
+/** In-memory VFS specs by the limits object they were made from (an engine's frozen config). */
+const memoryVfs = new WeakMap<object, VfsSpec>();
 
 export function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry: Entry; isCommand: boolean } {
   const exports = prepared.desc.exports;
@@ -142,6 +172,8 @@ export function chooseEntry(prepared: PreparedModule, opts: RunOptions): { entry
   });
 }
 
+const PROCESS_SPAWN = importKey(MEMBRANE_MODULE, 'process_spawn');
+
 export function spawnsProcesses(spec: GuestSpec): boolean {
-  return spec.link.includes(importKey(MEMBRANE_MODULE, 'process_spawn'));
+  return spec.link.includes(PROCESS_SPAWN);
 }

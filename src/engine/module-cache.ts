@@ -16,7 +16,9 @@
  * cached, in memory or on disk — the disk entry is produced only after the rewritten module
  * compiled; a disk entry that fails to read back or compile is discarded and rebuilt. On the
  * main thread a prepare costs at most one HASH_CHUNK_BYTES step of hashing between yields, plus
- * the async file I/O; an in-memory hit of a module ≤ INLINE_HASH_BYTES is one synchronous hash.
+ * the async file I/O; an in-memory hit of a module ≤ INLINE_HASH_BYTES is one synchronous hash,
+ * or — for a buffer the caller passed before — one compare with a private copy of the bytes that
+ * were hashed (kept beside the buffer while the caller keeps it: a module's size again).
  *
  * Does not protect against: hash collisions in SHA-256; a local user who can write the cache
  * directory (it must be private to the engine's user, like `$MEMBRANE_HOME` itself); the
@@ -85,6 +87,10 @@ export class ModuleCache {
   private readonly entries = new Map<string, { readonly p: Promise<PreparedModule>; touchedAt: number }>();
   /** Engine-owned buffers (trust()) → their hash, or null until first hashed. */
   private readonly trusted = new WeakMap<Uint8Array, string | null>();
+  /** Callers' buffers (≤ INLINE_HASH_BYTES) → a private copy of what they held when hashed, and its hash. */
+  private readonly seen = new WeakMap<Uint8Array, Seen>();
+  /** The key looked up last (the most recently used entry): found again, it needs no reordering. */
+  private newest: string | null = null;
   private readonly disk: BoundedCacheDir | null;
   private readonly rewriter: RewritePool;
   private readonly ownsRewriter: boolean;
@@ -111,7 +117,17 @@ export class ModuleCache {
     if (isComponent(bytes)) return Promise.reject(new SandboxError('POLICY_INVALID', 'a WebAssembly component runs with engine.run (the component lane); persistent instances, kernels and commands take core modules only'));
     const known = this.trusted.get(bytes);
     if (typeof known === 'string') return this.lookup(known, bytes, opts, true);
-    if (bytes.byteLength <= INLINE_HASH_BYTES) return this.lookup(ModuleCache.hash(bytes), bytes, opts);
+    if (bytes.byteLength <= INLINE_HASH_BYTES) {
+      // A caller's buffer seen before: its hash again only if it still holds, byte for byte, the
+      // copy that hash was taken of (a compare is ~20x cheaper than SHA-256); else hashed afresh.
+      const seen = this.seen.get(bytes);
+      if (seen !== undefined && sameBytes(seen.copy, bytes)) return this.lookup(seen.hash, seen.copy, opts, false, seen);
+      const copy = new Uint8Array(bytes);
+      const hash = ModuleCache.hash(copy);
+      const fresh: Seen = { copy, hash, last: null };
+      this.seen.set(bytes, fresh);
+      return this.lookup(hash, copy, opts, false, fresh);
+    }
     if (known === null) {
       // Hashed once, kept by identity: a buffer the engine owns and never changes.
       return copyAndHash(bytes).then(({ hash }) => {
@@ -135,22 +151,30 @@ export class ModuleCache {
     if (this.ownsRewriter) await this.rewriter.close();
   }
 
-  private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions, shared = false): Promise<PreparedModule> {
-    const key = `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}:${CACHE_ENTRY_FORMAT}`;
+  private lookup(hash: string, bytes: Uint8Array, opts: PrepareOptions, shared = false, seen: Seen | null = null): Promise<PreparedModule> {
+    const last = seen?.last;
+    const key = last && (last.opts === opts || sameSettings(last.opts, opts)) ? last.key : cacheKey(hash, opts);
+    if (seen && last?.key !== key) seen.last = { key, opts: Object.isFrozen(opts) ? opts : { ...opts } };
     const hit = this.entries.get(key);
     if (hit) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      const now = Date.now();
-      if (this.disk && opts.metered && now - hit.touchedAt >= TOUCH_INTERVAL_MS) {
-        hit.touchedAt = now;
-        this.disk.touch(entryName(key));
+      if (key !== this.newest) {
+        this.entries.delete(key);
+        this.entries.set(key, hit);
+        this.newest = key;
+      }
+      if (this.disk && opts.metered) {
+        const now = Date.now();
+        if (now - hit.touchedAt >= TOUCH_INTERVAL_MS) {
+          hit.touchedAt = now;
+          this.disk.touch(entryName(key));
+        }
       }
       return hit.p;
     }
     const p = this.build(hash, key, shared ? new Uint8Array(bytes) : bytes, opts);
     const entry = { p, touchedAt: Date.now() };
     this.entries.set(key, entry);
+    this.newest = key;
     p.catch(() => {
       if (this.entries.get(key) === entry) this.entries.delete(key);
     });
@@ -215,6 +239,26 @@ function parseMeta(text: string, key: string): EntryMeta | null {
   } catch {
     return null;
   }
+}
+
+/** A caller's buffer as last hashed: a private copy of its bytes then, their hash, and the last cache key it was looked up under. */
+interface Seen {
+  readonly copy: Uint8Array<ArrayBuffer>;
+  readonly hash: string;
+  last: { readonly key: string; readonly opts: PrepareOptions } | null;
+}
+
+/** The in-memory (and disk) key: the content hash, every wall setting, both rewriters' versions and the entry format. */
+function cacheKey(hash: string, opts: PrepareOptions): string {
+  return `${hash}:${opts.maxMemoryPages}:${opts.maxTableElements}:${opts.trapOnGrowFailure ? 1 : 0}:${opts.metered ? FUEL_REWRITER_VERSION : 0}:${LIMITS_REWRITER_VERSION}:${CACHE_ENTRY_FORMAT}`;
+}
+
+function sameSettings(a: PrepareOptions, b: PrepareOptions): boolean {
+  return a.maxMemoryPages === b.maxMemoryPages && a.maxTableElements === b.maxTableElements && a.trapOnGrowFailure === b.trapOnGrowFailure && a.metered === b.metered;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 }
 
 /** Copy (so the caller can't change the bytes under us) and hash, one chunk per event-loop turn. */

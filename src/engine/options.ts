@@ -208,7 +208,7 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     maxWorkersPerTenant: Math.floor(count('maxWorkersPerTenant', o.maxWorkersPerTenant, defaultPerTenant(Math.floor(count('maxWorkers', o.maxWorkers, 8))))),
     maxInstances: Math.floor(count('maxInstances', o.maxInstances, 64)),
     strictProfiles: o.strictProfiles === true,
-    operatorLimits: o.operatorLimits ?? {},
+    operatorLimits: frozenLimits(o.operatorLimits),
     outputLimitBytes: Math.floor(count('outputLimitBytes', o.outputLimitBytes, DEFAULT_OUTPUT_LIMIT_BYTES, 0)),
     failOnOutputLimit: o.failOnOutputLimit === true,
     trapOnGrowFailure: o.trapOnGrowFailure !== false,
@@ -230,6 +230,13 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     didResolver: o.requireSigned === undefined ? null : new DidResolver({ documents: o.didDocuments ?? {}, fetch: o.didWebFetch === true, net: { ...(o.brokers?.net?.allowCidrs ? { allowCidrs: o.brokers.net.allowCidrs } : {}), ...(o.brokers?.net?.resolver ? { resolver: o.brokers.net.resolver } : {}), ...(o.brokers?.net?.ca ? { ca: o.brokers.net.ca } : {}) } }),
     remote: resolveRemote(o.remote),
   });
+}
+
+/** The operator's limits as they were at construction: a later change of the caller's object does not reach a running engine. */
+function frozenLimits(limits: OperatorLimits | undefined): OperatorLimits {
+  const out: Record<string, object> = {};
+  for (const [profile, l] of Object.entries(limits ?? {})) out[profile] = Object.freeze({ ...l });
+  return Object.freeze(out) as OperatorLimits;
 }
 
 function resolveRemote(r: RemoteOptions | undefined): RemoteOptions | null {

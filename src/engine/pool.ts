@@ -88,6 +88,23 @@ export class WorkerPool {
   }
 
   /**
+   * A worker for one fresh run at once, without waiting: an idle one that has finished its last
+   * job's housekeeping (newest first, as `acquire` takes them), or null — then `acquire`.
+   */
+  takeReady(signal?: AbortSignal): WorkerHandle | null {
+    if (this.closed || signal?.aborted) return null;
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const h = this.idle[i]!;
+      if (h.alive && h.channel.isHousekept) {
+        this.idle.splice(i, 1);
+        this.warm();
+        return h;
+      }
+    }
+    return null;
+  }
+
+  /**
    * `h` once it has finished the housekeeping of its last job (closing that job's file VFS, see
    * worker/main.ts), so a job's deadline never includes it; waits at most `boundMs` (the call's
    * own timeout, or `acquireTimeoutMs`), after which the job is posted anyway (the worker takes

@@ -81,6 +81,10 @@ export function fromAwaited(a: Awaited, ctx: ResultContext): RunResult {
   const o = frame.outcome.ok || frame.outcome.error.code !== 'TIMEOUT' ? frame.outcome : { ...frame.outcome, error: stopped(ctx, durationMs).toPublic() };
   const stdout = decode(a.stdout, frame.stdoutTruncated, 'stdout', ctx.outputLimitBytes, warnings);
   const stderr = decode(a.stderr, frame.stderrTruncated, 'stderr', ctx.outputLimitBytes, warnings);
+  if (o.ok && ctx.isCommand) {
+    // The common fresh run, a command that finished: the shape below, built at once.
+    return { ok: true, exitCode: o.exitCode !== null ? o.exitCode : 0, stdout, stderr, fuelUsed: frame.fuelUsed, durationMs, memoryBytes: frame.memoryBytes, profile: ctx.profile, warnings };
+  }
   const base = {
     stdout,
     stderr,
@@ -107,10 +111,23 @@ function timeoutError(timeoutMs: number, elapsedMs: number): SandboxError {
 }
 
 function decode(bytes: Uint8Array, truncated: boolean, name: string, limit: number, warnings: string[]): string {
-  const text = bytes.length === 0 ? '' : decoder.decode(bytes);
+  const text = bytes.length === 0 ? '' : (shortAscii(bytes) ?? decoder.decode(bytes));
   if (!truncated) return text;
   warnings.push(`${name} truncated at ${limit} bytes`);
   return `${text}\n[membrane: ${name} truncated at ${limit} bytes]\n`;
+}
+
+/** Output this short is often plain ASCII (a line or two): read as it is, it is what UTF-8 decoding gives; null otherwise. */
+const SHORT_ASCII_BYTES = 64;
+function shortAscii(bytes: Uint8Array): string | null {
+  if (bytes.length > SHORT_ASCII_BYTES) return null;
+  let text = '';
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b >= 0x80) return null;
+    text += String.fromCharCode(b);
+  }
+  return text;
 }
 
 function round(ms: number): number {

@@ -62,6 +62,17 @@ export class TenantScheduler {
     return n;
   }
 
+  /**
+   * A turn now, without waiting: the release function, or null when `admit` must decide (the
+   * engine is closed, the signal aborted, the tenant has calls waiting, or a cap is reached) —
+   * the same test as `admit`'s own first step, so a caller that falls back to `admit` is
+   * admitted exactly as `admit` alone would.
+   */
+  tryAdmit(tenant: string, signal?: AbortSignal): (() => void) | null {
+    if (this.closed || signal?.aborted) return null;
+    return !this.queues.has(tenant) && this.canRun(tenant) ? this.take(tenant) : null;
+  }
+
   /** Wait for a turn; resolves with the release function. */
   admit(tenant: string, waitMs: number, signal?: AbortSignal): Promise<() => void> {
     if (this.closed) return Promise.reject(new SandboxError('INSTANCE_DEAD', 'the engine is closed'));
@@ -130,7 +141,10 @@ export class TenantScheduler {
    */
   private canRun(tenant: string): boolean {
     if (this.inFlight >= this.limits.slots) return false;
-    const present = new Set([...this.active.keys(), ...this.queues.keys(), tenant]).size;
+    // Tenants present: running, waiting, and this one (counted once each).
+    let present = this.active.size;
+    for (const t of this.queues.keys()) if (!this.active.has(t)) present++;
+    if (!this.active.has(tenant) && !this.queues.has(tenant)) present++;
     const share = Math.max(1, Math.ceil(this.limits.slots / present));
     return (this.active.get(tenant) ?? 0) < Math.min(this.limits.perTenant, share);
   }

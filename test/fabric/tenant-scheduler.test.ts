@@ -81,3 +81,24 @@ test('a tenant alone may use its whole cap; once others are present it is admitt
   for (const f of [a[2]!, r4, r5]) f();
   assert.equal(s.running(), 0);
 });
+
+test('tryAdmit admits at once only where admit would, and never past a waiting call of the same tenant', async () => {
+  const s = new TenantScheduler({ slots: 2, perTenant: 1 });
+  const a = s.tryAdmit('a');
+  assert.ok(a);
+  assert.equal(s.tryAdmit('a'), null, 'a is at its cap');
+  const queued = s.admit('a', 1000);
+  const ac = new AbortController();
+  ac.abort();
+  assert.equal(s.tryAdmit('b', ac.signal), null, 'an aborted call is left to admit (CANCELLED)');
+  const b = s.tryAdmit('b');
+  assert.ok(b);
+  assert.equal(s.running(), 2);
+  a();
+  const a2 = await queued;
+  assert.equal(s.tryAdmit('c'), null, 'no free slot');
+  b();
+  a2();
+  s.close();
+  assert.equal(s.tryAdmit('a'), null, 'closed');
+});

@@ -37,9 +37,10 @@ import { UNSIGNED_VFS_MODULE, sha256Hex } from '../../provenance/artifact.ts';
 import { PROTOCOL_VERSION, encodeStart, type GuestSpec, type HostReply, type HostRequest } from './protocol.ts';
 import type { CommandRegistry } from '../registry.ts';
 import { responseOf, type RunResult } from '../results.ts';
-import { PARKED, type HostCall, type HostHandler, type WorkerHandle } from './worker-handle.ts';
+import { PARKED, type HostCall, type WorkerHandle } from './worker-handle.ts';
 import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
+import { LazyJob, type JobHost, type ServeSlot } from './job-host.ts';
 
 /** DESIGN §4: the exec cap's per-principal limits. */
 
@@ -109,24 +110,7 @@ interface Process {
   response: Uint8Array | null;
 }
 
-/** The inbound HTTP request an instance is serving right now (engine.serve), and its answer. */
-export interface ServeSlot {
-  request: Uint8Array | null;
-  response: Uint8Array | null;
-}
-
-/** One job's host calls; `end()` when the job is over, whatever way it ended. */
-export interface JobHost {
-  readonly handle: HostHandler;
-  readonly serving: ServeSlot;
-  end(): void;
-  /**
-   * A persistent instance's call was stopped (its deadline, a cancel): what that call started
-   * stops too — brokered calls in flight are aborted, its processes killed, its exec slots
-   * released — and the job serves the instance's next call.
-   */
-  interrupt(): void;
-}
+export type { JobHost, ServeSlot };
 
 /** The largest answer a served guest may give (serve_respond). */
 export const MAX_SERVE_RESPONSE_BYTES = 1024 * 1024;
@@ -172,13 +156,17 @@ export class HostServices {
     return counter;
   }
 
+  /** The host side of one job as `caller` (made in full at its first host call: job-host.ts). */
   job(caller: Caller): JobHost {
+    return new LazyJob((serving) => this.fullJob(caller, serving));
+  }
+
+  private fullJob(caller: Caller, serving: ServeSlot): JobHost {
     const slots = new Set<number>();
     const processes = new Map<number, Process>();
     let nextSlot = 1;
     let nextPid = 1;
     let ended = false;
-    const serving: ServeSlot = { request: null, response: null };
     // Made at the first host call that needs it (most jobs make none): aborted when the job ends or is interrupted.
     let stop: AbortController | null = null;
     const stopSignal = (): AbortSignal => (ended ? AbortSignal.abort(JOB_ENDED) : (stop ??= new AbortController()).signal);
