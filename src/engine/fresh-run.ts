@@ -57,7 +57,7 @@ export class RunMemo {
     if (key === null) return resolvePolicy(read, this.config);
     const hit = this.policies.get(key);
     if (hit) return hit;
-    const policy = resolvePolicy(read, this.config);
+    const policy = deepFreeze(resolvePolicy(read, this.config)); // shared by every run with this key: nobody may change it
     if (this.policies.size >= MAX_MEMO_POLICIES) this.policies.delete(this.policies.keys().next().value!);
     this.policies.set(key, policy);
     return policy;

@@ -65,7 +65,7 @@ export function failure(err: SandboxError, ctx: Pick<ResultContext, 'profile' | 
     durationMs,
     memoryBytes: 0,
     profile: ctx.profile,
-    warnings: ctx.warnings,
+    warnings: [...ctx.warnings], // a copy: the caller's to change, never the (shared) policy's
     error: err.toPublic(),
   };
 }

@@ -100,3 +100,19 @@ test('an operator\'s limits object changed after the engine started does not rea
   operatorLimits.compute.fuel = 1e12;
   assert.equal((await engine.run(count, { invoke: 'count', args: [100_000n] })).error?.code, 'FUEL_EXHAUSTED');
 });
+
+test("a caller changing one result's warnings changes no later result (the remembered policy is shared, and frozen)", async () => {
+  const engine = testEngine({ poolSize: 1 });
+  const kv = await watText(KV_LINKED);
+  // An unknown profile falls back with a warning; the second call resolves to the same remembered policy.
+  const opts = { invoke: 'run', profile: 'no-such-profile', caps: ['kv'] };
+  const failed = await engine.run(kv, { ...opts, caps: ['vfs'] });
+  const ok = await engine.run(kv, opts);
+  for (const r of [failed, ok]) (r.warnings as string[]).push('planted by the caller');
+  for (const r of [await engine.run(kv, { ...opts, caps: ['vfs'] }), await engine.run(kv, opts)]) {
+    assert.ok(!r.warnings.includes('planted by the caller'), JSON.stringify(r.warnings));
+  }
+  const memo = new RunMemo(resolveEngine({}));
+  const p = memo.policy({ profile: 'compute' });
+  assert.ok(Object.isFrozen(p) && Object.isFrozen(p.caps) && Object.isFrozen(p.warnings));
+});
