@@ -72,7 +72,7 @@ export async function runComponent(parts: ComponentLaneParts, bytes: Uint8Array,
     if (opts.receipt) throw new SandboxError('POLICY_INVALID', 'signed receipts are not supported for components yet');
     parts.fallback(policy, tenant, id);
     // `requireSigned` holds for components as for modules: an unsigned one is NOT_CAPABLE, audited, before anything else.
-    await admitSigned(config, bytes, opts.artifact, (d) => parts.record(tenant, id, 'artifact.refused', d));
+    bytes = await admitSigned(config, bytes, opts.artifact, (d) => parts.record(tenant, id, 'artifact.refused', d));
     // Granted means linked: the world check comes first; a refused component is never transpiled.
     const linked = checkComponent(bytes, policy.caps);
     const t = await transpileCached(bytes, config);

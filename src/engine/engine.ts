@@ -167,7 +167,7 @@ export class Engine {
       if (opts.signal?.aborted) return notRun(policy, t0);
       checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
-      if (!inherited) await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
+      if (!inherited) bytes = await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await unlessAborted(this.prepare(bytes, policy), opts.signal); // a first compile can take seconds: an abort answers at once (the compile goes on into the cache)
       const frame = inherited ? runFrame(this.config, prepared, policy, inherited.port ? laneCaps(policy) : policy.caps) : this.memo.frame(prepared, policy); // fresh-run.ts
       const { entry, isCommand } = entryOf(frame, prepared, opts);
@@ -250,7 +250,7 @@ export class Engine {
       const policy = resolvePolicy(opts, this.config);
       const tenant = checkName('tenant', opts.tenant ?? 'default');
       this.auditFallback(policy, tenant, id);
-      await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
+      bytes = await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const component = bytes instanceof Uint8Array && isComponent(bytes) ? await prepareComponentStart(this.componentParts, bytes, policy, { id, tenant }, opts) : null; // component-instance.ts
       const prepared = component?.prepared ?? (await this.prepare(bytes, policy));
       let spec = component?.spec ?? buildSpec(this.config, prepared, planLinks(prepared.desc, policy.caps, { defined: this.config.hostFunctions, granted: policy.hostCaps }), policy, { id, tenant }, opts);

@@ -106,7 +106,7 @@ export class KernelLane {
     const entry = String(opts.entry ?? 'process');
     const arena = resolveArena(opts);
     // `requireSigned` holds for kernels as for runs: an unsigned module is NOT_CAPABLE, audited, before it is prepared.
-    await admitSigned(this.deps.config, bytes, opts.artifact, (d) => this.deps.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
+    bytes = await admitSigned(this.deps.config, bytes, opts.artifact, (d) => this.deps.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
     const prepared = await this.deps.prepare(bytes, policy);
     const fn = prepared.desc.exports.find((e) => e.kind === 'func' && e.name === entry);
     if (!fn?.signature || fn.signature.params.join() !== 'i32' || fn.signature.results.join() !== 'i32') {

@@ -71,7 +71,7 @@ export class RemoteLane {
       const id = opts.id ?? `remote-${++this.n}`;
       const stdin = typeof opts.stdin === 'string' ? new TextEncoder().encode(opts.stdin) : (opts.stdin ?? new Uint8Array(0));
       // `requireSigned` is this engine's gate, on the bytes it hands the queue (a worker has no trusted DIDs of its own).
-      await admitSigned(this.config, bytes, opts.artifact, (d) => this.record({ tenant, instance: id, kind: 'artifact.refused', detail: { ...d, tier: 'remote' } }));
+      bytes = await admitSigned(this.config, bytes, opts.artifact, (d) => this.record({ tenant, instance: id, kind: 'artifact.refused', detail: { ...d, tier: 'remote' } }));
       release = await this.fair.admit(tenant, this.o.queueWaitMs ?? 60_000, opts.signal);
       const job: RemoteJob = {
         v: REMOTE_VERSION,

@@ -42,13 +42,21 @@ async function documentsFor(gate: SignedGate, artifact: unknown): Promise<Readon
   return 'doc' in r ? new Map([[signer, r.doc]]) : r.reason;
 }
 
-/** Throw NOT_CAPABLE (after recording it) unless `bytes` may run under the gate's trusted DIDs. */
-export async function admitSigned(gate: SignedGate, bytes: Uint8Array, artifact: unknown, record: RecordRefusal): Promise<void> {
-  if (gate.requireSigned === null || gate.operatorModule?.(bytes) === true) return;
+/**
+ * Throw NOT_CAPABLE (after recording it) unless `bytes` may run under the gate's trusted DIDs;
+ * otherwise the bytes to run from now on. Under the gate that is a private copy, taken before the
+ * first await: a caller who changes its buffer while the signature is checked (an in-process
+ * embedder, a view of memory something else writes) changes nothing that runs — the bytes
+ * verified are the bytes prepared. Without the gate (or for the operator's own module) it is
+ * `bytes` itself.
+ */
+export async function admitSigned(gate: SignedGate, bytes: Uint8Array, artifact: unknown, record: RecordRefusal): Promise<Uint8Array> {
+  if (gate.requireSigned === null || gate.operatorModule?.(bytes) === true) return bytes;
+  const own = bytes.slice();
   const documents = await documentsFor(gate, artifact);
-  const reason = typeof documents === 'string' ? documents : signedModuleRefusal(bytes, artifact, gate.requireSigned, documents);
-  if (reason === null) return;
-  const sha256 = sha256Hex(bytes);
+  const reason = typeof documents === 'string' ? documents : signedModuleRefusal(own, artifact, gate.requireSigned, documents);
+  if (reason === null) return own;
+  const sha256 = sha256Hex(own);
   record({ reason, sha256 });
   throw new SandboxError('NOT_CAPABLE', `refusing to run the module: ${reason}`, { reason, sha256 });
 }

@@ -152,7 +152,7 @@ export async function osRun(deps: OsProcessDeps, bytes: Uint8Array, opts: RunOpt
   try {
     // `requireSigned` is the parent's gate: checked here, on the bytes the child will get (it has no trusted DIDs of its own).
     const who = { tenant: typeof opts.tenant === 'string' ? opts.tenant : 'default', instance: typeof opts.id === 'string' ? opts.id : 'os-run' };
-    await admitSigned(deps.config, bytes, opts.artifact, (d) => deps.record({ ...who, kind: 'artifact.refused', detail: { ...d, tier: 'os_process' } }));
+    bytes = await admitSigned(deps.config, bytes, opts.artifact, (d) => deps.record({ ...who, kind: 'artifact.refused', detail: { ...d, tier: 'os_process' } }));
     delete o['artifact'];
     const { result, warnings } = await call(deps, 'run', o, { module: toB64(bytes) });
     const r = result as unknown as RunResult & { stdoutBytes?: string };
