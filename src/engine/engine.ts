@@ -53,7 +53,7 @@ import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
 import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
-import { checkTier, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
+import { checkTier, closeOsProcess, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
 import { isComponent, prepareComponentStart, runComponent, type ComponentLaneParts } from './component-instance.ts';
 
@@ -402,7 +402,7 @@ export class Engine {
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
-    await Promise.all([this.kernels.close(), closeRemote(this)]);
+    await Promise.all([this.kernels.close(), closeRemote(this), closeOsProcess(this.config)]);
     this.fair.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();

@@ -47,6 +47,8 @@ export interface RemoteOptions {
 export interface EngineOptions {
   /** Warm workers kept for fresh runs. Default 2. */
   poolSize?: number;
+  /** Pre-started children kept per configuration for the os_process tier (src/engine/os-process/pool.ts). Default 2; 0 turns the pool off. */
+  osProcessPool?: number;
   /** Live worker threads for fresh runs. Default 8. */
   maxWorkers?: number;
   /**
@@ -146,6 +148,7 @@ export const DEFAULT_FUEL_CHUNK = 1_000_000;
 
 export interface EngineConfig {
   readonly poolSize: number;
+  readonly osProcessPool: number;
   readonly maxWorkers: number;
   readonly maxWorkersPerTenant: number;
   readonly maxInstances: number;
@@ -204,6 +207,7 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
 
   return Object.freeze({
     poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),
+    osProcessPool: Math.floor(count('osProcessPool', o.osProcessPool, 2, 0)),
     maxWorkers: Math.floor(count('maxWorkers', o.maxWorkers, 8)),
     maxWorkersPerTenant: Math.floor(count('maxWorkersPerTenant', o.maxWorkersPerTenant, defaultPerTenant(Math.floor(count('maxWorkers', o.maxWorkers, 8))))),
     maxInstances: Math.floor(count('maxInstances', o.maxInstances, 64)),

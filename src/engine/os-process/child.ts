@@ -1,56 +1,83 @@
 /**
- * The `os_process` tier's child: the entry of `dist/os-child.mjs`, started by runner.ts with an
- * empty environment under Node's permission model (and bubblewrap when present). Reads one
- * request from stdin, runs it on a local engine with the parent's settings (walls, operator
- * limits, fuel), writes one reply to stdout and exits.
+ * The `os_process` tier's child: the entry of `dist/os-child.mjs`, started by spawn.ts with an
+ * empty environment under Node's permission model (and bubblewrap when present). Reads its boot
+ * line (the engine settings) from stdin and builds a one-call engine (a guest worker warming),
+ * writes the ready line, then reads its one request (to the end of stdin), runs it, writes one
+ * reply to stdout and exits. A pooled child waits between the ready line and the request; it has
+ * seen no call before its own and serves no call after it.
  *
  * Owns: the child's side of the protocol (protocol.ts) and its one-call engine.
- * Invariant: the child's engine is configured only from the request, whose limits the parent
- * already resolved against its own operator limits: a child never gets more than its call.
- * Audit records go to the reply (the parent merges them into its chain), never to a database here.
- * Does not protect against: anything the process boundary itself does not stop — see runner.ts.
+ * Invariant: the child's engine is configured only from the boot line, whose limits are the
+ * parent engine's (operator limits, fuel, output cap), and runs only the request, whose limits
+ * the parent already resolved against them: a child never gets more than its call. Audit records
+ * go to the reply (the parent merges them into its chain), never to a database here. End of
+ * stdin before a request (the parent closed the pool, or died) → the child exits.
+ * Does not protect against: anything the process boundary itself does not stop — see spawn.ts.
  */
 
 import { createEngine } from '../engine.ts';
 import type { ExecOptions } from '../../lanes/exec.ts';
-import { decode, encode, fromB64, toB64, type ChildReply, type ChildRequest } from './protocol.ts';
+import { decode, encode, fromB64, READY_LINE, toB64, type ChildBoot, type ChildReply, type ChildRequest } from './protocol.ts';
 
-async function readStdin(): Promise<string> {
+/** The first line of stdin, then the rest of it (to its end). */
+async function readInput(onLine: (line: string) => void): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  let lineDone = false;
+  for await (const c of process.stdin) {
+    chunks.push(c as Buffer);
+    if (!lineDone) {
+      const all = Buffer.concat(chunks);
+      const nl = all.indexOf(10);
+      if (nl >= 0) {
+        lineDone = true;
+        chunks.length = 0;
+        chunks.push(all.subarray(nl + 1));
+        onLine(all.subarray(0, nl).toString('utf8'));
+      }
+    }
+  }
+  if (!lineDone) throw new Error('no boot line');
   return Buffer.concat(chunks).toString('utf8');
 }
 
 async function main(): Promise<void> {
-  const req = decode(await readStdin()) as ChildRequest;
   const audit: { kind: string; detail?: unknown }[] = [];
-  const s = req.engine;
-  const engine = createEngine({
-    poolSize: 0,
-    maxWorkers: 2,
-    operatorLimits: s.operatorLimits,
-    strictProfiles: s.strictProfiles,
-    fuel: s.fuel,
-    fuelChunk: s.fuelChunk,
-    outputLimitBytes: s.outputLimitBytes,
-    cacheDir: s.cacheDir ?? false,
-    onLog: () => {},
-    brokers: { audit: () => ({ append: (e) => void audit.push({ kind: e.kind, detail: e.detail }) }) },
+  let engine: ReturnType<typeof createEngine> | null = null;
+  const rest = await readInput((line) => {
+    const boot = decode(line) as ChildBoot;
+    const s = boot.engine;
+    engine = createEngine({
+      osProcessPool: 0,
+      poolSize: 1, // one guest worker warms while a pooled child waits for its request
+      maxWorkers: 2,
+      operatorLimits: s.operatorLimits,
+      strictProfiles: s.strictProfiles,
+      fuel: s.fuel,
+      fuelChunk: s.fuelChunk,
+      outputLimitBytes: s.outputLimitBytes,
+      cacheDir: s.cacheDir ?? false,
+      onLog: () => {},
+      brokers: { audit: () => ({ append: (e) => void audit.push({ kind: e.kind, detail: e.detail }) }) },
+    });
+    process.stdout.write(READY_LINE);
   });
+  const e = engine as ReturnType<typeof createEngine> | null;
+  if (e === null || rest.length === 0) process.exit(0); // no request: the pool was closed (or the parent died)
+  const req = decode(rest) as ChildRequest;
   let result: Record<string, unknown>;
   try {
     if (req.kind === 'run') {
       const opts = { ...req.opts };
       const stdin = opts['stdin'] as { b64?: unknown } | undefined;
       if (typeof stdin === 'object' && stdin !== null && typeof stdin.b64 === 'string') opts['stdin'] = fromB64(stdin.b64);
-      const r = await engine.run(fromB64(req.module), opts);
+      const r = await e.run(fromB64(req.module), opts);
       const { stdoutBytes, ...rest } = r;
       result = { ...rest, ...(stdoutBytes ? { stdoutBytes: toB64(stdoutBytes) } : {}) };
     } else {
-      result = { ...(await engine.exec(req.opts as unknown as ExecOptions)) };
+      result = { ...(await e.exec(req.opts as unknown as ExecOptions)) };
     }
   } finally {
-    await engine.close();
+    await e.close();
   }
   const reply: ChildReply = { result, audit };
   process.stdout.write(encode(reply), () => process.exit(0));

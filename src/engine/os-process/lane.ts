@@ -24,8 +24,9 @@ import { builtFiles } from '../../storage/package-root.ts';
 import type { EngineConfig } from '../options.ts';
 import type { RunOptions } from '../guest-spec.ts';
 import type { RunResult } from '../results.ts';
-import { decode, encode, fromB64, toB64, type ChildEngineSettings, type ChildReply } from './protocol.ts';
-import { bwrapStatus, runChild } from './spawn.ts';
+import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEngineSettings, type ChildReply } from './protocol.ts';
+import { ChildPool } from './pool.ts';
+import { bwrapStatus, startChild } from './spawn.ts';
 
 export interface OsProcessDeps {
   readonly config: EngineConfig;
@@ -79,6 +80,42 @@ function settings(c: EngineConfig): ChildEngineSettings {
   return { operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'], strictProfiles: c.strictProfiles, fuel: c.fuel, fuelChunk: c.fuelChunk, outputLimitBytes: c.outputLimitBytes, cacheDir: c.cacheDir };
 }
 
+const bootLine = (c: EngineConfig): string => `${encode({ kind: 'boot', engine: settings(c) } satisfies ChildBoot)}\n`;
+
+/** One pool of pre-started children per engine (its config), made on the first os_process call. */
+const pools = new WeakMap<EngineConfig, ChildPool>();
+
+function poolFor(c: EngineConfig): ChildPool | null {
+  if (c.osProcessPool <= 0) return null;
+  let pool = pools.get(c);
+  if (!pool) pools.set(c, (pool = new ChildPool({ size: c.osProcessPool, boot: bootLine(c) }, async () => (await builtFiles()).osChild)));
+  return pool;
+}
+
+/** Engine close: kill the engine's waiting children (and wait for them). */
+export async function closeOsProcess(c: EngineConfig): Promise<void> {
+  const pool = pools.get(c);
+  pools.delete(c);
+  await pool?.close();
+}
+
+/** The pids of an engine's waiting children (tests look for leftovers and kill one). */
+export function pooledChildren(c: EngineConfig): number[] {
+  return pools.get(c)?.pids() ?? [];
+}
+
+function parseReply(out: string): ChildReply {
+  const text = replyText(out);
+  let reply: ChildReply | null = null;
+  try {
+    reply = text === null ? null : (decode(text) as ChildReply);
+  } catch {
+    reply = null;
+  }
+  if (typeof reply !== 'object' || reply === null || typeof reply.result !== 'object' || !Array.isArray(reply.audit)) throw new SandboxError('INSTANCE_DEAD', 'the os_process child sent a malformed reply');
+  return reply;
+}
+
 /** The call's limits as resolved here: the child resolves the same numbers, never larger ones. */
 function limits(policy: PolicyConfig, caps: readonly string[]): Record<string, unknown> {
   return { profile: policy.profile, timeoutMs: policy.timeoutMs, fuel: policy.fuel, memoryBytes: policy.memoryBytes, caps: [...caps] };
@@ -109,25 +146,25 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
-    const entry = (await builtFiles()).osChild;
-    const request = encode({ kind, engine: settings(deps.config), ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
-    const text = await runChild(
-      {
-        entry,
-        readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
-        bwrap: status.bwrap,
-        shareNet: false,
-        // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
-        addons: granted.caps.includes('vfs'),
-        killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
-        maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
-        signal: o.signal,
-        onSpawn: o.onChildSpawn,
-      },
-      request,
-    );
-    const reply = decode(text) as ChildReply;
-    if (typeof reply !== 'object' || reply === null || typeof reply.result !== 'object' || !Array.isArray(reply.audit)) throw new SandboxError('INSTANCE_DEAD', 'the os_process child sent a malformed reply');
+    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
+    const plan = {
+      readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
+      bwrap: status.bwrap,
+      shareNet: false,
+      // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
+      addons: granted.caps.includes('vfs'),
+    };
+    // A pooled child of exactly this configuration, or a fresh one (no pool, none of this kind, or the pool is failing).
+    const pool = deps.closed() ? null : poolFor(deps.config);
+    const child = (await pool?.take(plan, o.signal)) ?? startChild({ ...plan, entry: (await builtFiles()).osChild }, bootLine(deps.config));
+    if (child.pid > 0) o.onChildSpawn?.(child.pid);
+    const out = await child.call(request, {
+      // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
+      killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
+      maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
+      signal: o.signal,
+    });
+    const reply = parseReply(out);
     for (const a of reply.audit) {
       const detail = typeof a.detail === 'object' && a.detail !== null ? (a.detail as Record<string, unknown>) : {};
       deps.record({ tenant, instance, kind: String(a.kind).slice(0, 64), detail: { ...detail, tier: 'os_process' } });
