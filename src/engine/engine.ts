@@ -304,6 +304,8 @@ export class Engine {
     this.assertOpen();
     await this.prepare(bytes, resolvePolicy(opts, this.config));
   }
+  /** Boot the JS/TS lane's interpreter pool ahead of any exec (an os_process tier's pooled child). */
+  async warmExec(): Promise<void> { this.assertOpen(); await this.lanes.get('js'); }
 
   /** Internal to the build lane (src/build) and the CPython lane: run under a policy they resolved; `port` is a lane's (src/wasi/port.ts). */
   runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig, port?: PortHandler): Promise<RunResult> {

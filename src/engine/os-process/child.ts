@@ -40,15 +40,18 @@ async function readInput(onLine: (line: string) => void): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The smallest module (magic and version): preparing it starts the rewriter and the compile path. */
+const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
+
 async function main(): Promise<void> {
   const audit: { kind: string; detail?: unknown }[] = [];
   let engine: ReturnType<typeof createEngine> | null = null;
   const rest = await readInput((line) => {
     const boot = decode(line) as ChildBoot;
     const s = boot.engine;
-    engine = createEngine({
+    const e = createEngine({
       osProcessPool: 0,
-      poolSize: 1, // one guest worker warms while a pooled child waits for its request
+      poolSize: boot.warm === 'run' ? 1 : 0, // a pooled child for a run warms one guest worker while it waits
       maxWorkers: 2,
       operatorLimits: s.operatorLimits,
       strictProfiles: s.strictProfiles,
@@ -57,30 +60,31 @@ async function main(): Promise<void> {
       outputLimitBytes: s.outputLimitBytes,
       cacheDir: s.cacheDir ?? false,
       onLog: () => {},
-      brokers: { audit: () => ({ append: (e) => void audit.push({ kind: e.kind, detail: e.detail }) }) },
+      brokers: { audit: () => ({ append: (x) => void audit.push({ kind: x.kind, detail: x.detail }) }) },
     });
-    process.stdout.write(READY_LINE);
+    engine = e;
+    // Nothing of a call is here yet: what warms is the engine's own (an empty module; the interpreters' boot).
+    const warmed = boot.warm === 'run' ? e.warm(EMPTY_MODULE) : boot.warm === 'js' ? e.warmExec() : Promise.resolve();
+    // A failed warm-up is not the call's: the call then does the work itself (and reports its own errors).
+    void warmed.catch(() => {}).then(() => process.stdout.write(READY_LINE));
   });
   const e = engine as ReturnType<typeof createEngine> | null;
   if (e === null || rest.length === 0) process.exit(0); // no request: the pool was closed (or the parent died)
   const req = decode(rest) as ChildRequest;
   let result: Record<string, unknown>;
-  try {
-    if (req.kind === 'run') {
-      const opts = { ...req.opts };
-      const stdin = opts['stdin'] as { b64?: unknown } | undefined;
-      if (typeof stdin === 'object' && stdin !== null && typeof stdin.b64 === 'string') opts['stdin'] = fromB64(stdin.b64);
-      const r = await e.run(fromB64(req.module), opts);
-      const { stdoutBytes, ...rest } = r;
-      result = { ...rest, ...(stdoutBytes ? { stdoutBytes: toB64(stdoutBytes) } : {}) };
-    } else {
-      result = { ...(await e.exec(req.opts as unknown as ExecOptions)) };
-    }
-  } finally {
-    await e.close();
+  if (req.kind === 'run') {
+    const opts = { ...req.opts };
+    const stdin = opts['stdin'] as { b64?: unknown } | undefined;
+    if (typeof stdin === 'object' && stdin !== null && typeof stdin.b64 === 'string') opts['stdin'] = fromB64(stdin.b64);
+    const r = await e.run(fromB64(req.module), opts);
+    const { stdoutBytes, ...out } = r;
+    result = { ...out, ...(stdoutBytes ? { stdoutBytes: toB64(stdoutBytes) } : {}) };
+  } else {
+    result = { ...(await e.exec(req.opts as unknown as ExecOptions)) };
   }
+  // No engine.close: the process exits now, its threads with it (and the parent kills its group).
   const reply: ChildReply = { result, audit };
-  process.stdout.write(encode(reply), () => process.exit(0));
+  process.stdout.write(`${encode(reply)}\n`, () => process.exit(0));
 }
 
 main().catch(() => {

@@ -24,7 +24,7 @@ import { builtFiles } from '../../storage/package-root.ts';
 import type { EngineConfig } from '../options.ts';
 import type { RunOptions } from '../guest-spec.ts';
 import type { RunResult } from '../results.ts';
-import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEngineSettings, type ChildReply } from './protocol.ts';
+import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEngineSettings, type ChildReply, type WarmKind } from './protocol.ts';
 import { ChildPool } from './pool.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
 
@@ -80,7 +80,7 @@ function settings(c: EngineConfig): ChildEngineSettings {
   return { operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'], strictProfiles: c.strictProfiles, fuel: c.fuel, fuelChunk: c.fuelChunk, outputLimitBytes: c.outputLimitBytes, cacheDir: c.cacheDir };
 }
 
-const bootLine = (c: EngineConfig): string => `${encode({ kind: 'boot', engine: settings(c) } satisfies ChildBoot)}\n`;
+const bootLine = (c: EngineConfig, warm: WarmKind | null): string => `${encode({ kind: 'boot', engine: settings(c), warm } satisfies ChildBoot)}\n`;
 
 /** One pool of pre-started children per engine (its config), made on the first os_process call. */
 const pools = new WeakMap<EngineConfig, ChildPool>();
@@ -88,7 +88,7 @@ const pools = new WeakMap<EngineConfig, ChildPool>();
 function poolFor(c: EngineConfig): ChildPool | null {
   if (c.osProcessPool <= 0) return null;
   let pool = pools.get(c);
-  if (!pool) pools.set(c, (pool = new ChildPool({ size: c.osProcessPool, boot: bootLine(c) }, async () => (await builtFiles()).osChild)));
+  if (!pool) pools.set(c, (pool = new ChildPool({ size: c.osProcessPool, boot: (w) => bootLine(c, w) }, async () => (await builtFiles()).osChild)));
   return pool;
 }
 
@@ -99,9 +99,9 @@ export async function closeOsProcess(c: EngineConfig): Promise<void> {
   await pool?.close();
 }
 
-/** The pids of an engine's waiting children (tests look for leftovers and kill one). */
-export function pooledChildren(c: EngineConfig): number[] {
-  return pools.get(c)?.pids() ?? [];
+/** An engine's waiting children (tests look for leftovers and kill one; the benchmark waits for a full pool). */
+export function pooledChildren(c: EngineConfig): { pid: number; ready: boolean }[] {
+  return pools.get(c)?.children() ?? [];
 }
 
 function parseReply(out: string): ChildReply {
@@ -156,13 +156,16 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     };
     // A pooled child of exactly this configuration, or a fresh one (no pool, none of this kind, or the pool is failing).
     const pool = deps.closed() ? null : poolFor(deps.config);
-    const child = (await pool?.take(plan, o.signal)) ?? startChild({ ...plan, entry: (await builtFiles()).osChild }, bootLine(deps.config));
+    // A JS/TS exec takes a child with its interpreters booted; a run (and Python: CPython boots on the engine's workers) one with a guest worker warm.
+    const warm: WarmKind = kind === 'exec' && o['language'] !== 'python' ? 'js' : 'run';
+    const child = (await pool?.take({ ...plan, warm }, o.signal)) ?? startChild({ ...plan, entry: (await builtFiles()).osChild }, bootLine(deps.config, null));
     if (child.pid > 0) o.onChildSpawn?.(child.pid);
     const out = await child.call(request, {
       // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
       killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
       maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
       signal: o.signal,
+      lines: 2, // the ready line, then the reply's
     });
     const reply = parseReply(out);
     for (const a of reply.audit) {

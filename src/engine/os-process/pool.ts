@@ -16,10 +16,11 @@
  * a pooled child's storage dir exists from its spawn (empty: nothing runs before its request).
  */
 
+import type { WarmKind } from './protocol.ts';
 import { startChild, type BootPlan, type Child } from './spawn.ts';
 
-/** Configurations kept warm at once (bwrap × addons has four; an engine mostly uses one or two). */
-export const MAX_KEYS = 2;
+/** Configurations kept warm at once (bwrap × addons × run/js has eight; an engine mostly uses one to three). */
+export const MAX_KEYS = 3;
 /** A pooled child not ready after this long is killed (a boot failure). */
 export const POOL_BOOT_MS = 15_000;
 /** Consecutive boot failures (or idle deaths) before refilling pauses; the pause doubles, up to the max. */
@@ -30,13 +31,15 @@ const MAX_PAUSE_MS = 60_000;
 export interface PoolOptions {
   /** Children kept waiting per configuration (0: no pool). */
   readonly size: number;
-  /** The boot line every child gets at spawn (protocol.ts `ChildBoot` + newline). */
-  readonly boot: string;
+  /** The boot line a child gets at spawn (protocol.ts `ChildBoot` + newline), by what it warms. */
+  readonly boot: (warm: WarmKind) => string;
   /** Boot deadline; default POOL_BOOT_MS. */
   readonly bootMs?: number;
 }
 
-type Plan = Omit<BootPlan, 'entry'>;
+/** A configuration: the child's flags, and what it warms (the kind of call it is for). */
+export type PoolPlan = Omit<BootPlan, 'entry'> & { readonly warm: WarmKind };
+type Plan = PoolPlan;
 
 interface Slot {
   readonly child: Child;
@@ -44,7 +47,7 @@ interface Slot {
   taken: boolean;
 }
 
-const keyOf = (p: Plan): string => JSON.stringify([p.bwrap, p.addons, p.shareNet, p.readDirs]);
+const keyOf = (p: Plan): string => JSON.stringify([p.bwrap, p.addons, p.shareNet, p.readDirs, p.warm]);
 
 export class ChildPool {
   private readonly slots = new Map<string, Slot[]>();
@@ -93,9 +96,9 @@ export class ChildPool {
     return n;
   }
 
-  /** The pids of the children waiting (tests). */
-  pids(): number[] {
-    return [...this.slots.values()].flat().map((s) => s.child.pid);
+  /** The children waiting, and whether each is ready (tests, the benchmark). */
+  children(): { pid: number; ready: boolean }[] {
+    return [...this.slots.values()].flat().map((s) => ({ pid: s.child.pid, ready: s.ready }));
   }
 
   /** Kill every waiting child and wait for their exits (bounded); no refill after. */
@@ -144,7 +147,7 @@ export class ChildPool {
         const list = this.slots.get(key) ?? [];
         this.slots.set(key, list);
         while (list.length < this.o.size) {
-          const slot = this.start(key, { ...plan, entry });
+          const slot = this.start(key, plan, entry);
           if (slot === null) return;
           list.push(slot);
         }
@@ -153,10 +156,10 @@ export class ChildPool {
     );
   }
 
-  private start(key: string, plan: BootPlan): Slot | null {
+  private start(key: string, plan: Plan, entry: string): Slot | null {
     let child: Child;
     try {
-      child = startChild(plan, this.o.boot);
+      child = startChild({ entry, bwrap: plan.bwrap, addons: plan.addons, shareNet: plan.shareNet, readDirs: plan.readDirs }, this.o.boot(plan.warm));
     } catch {
       this.failed(); // e.g. no storage dir: calls start fresh children and report it themselves
       return null;
@@ -179,7 +182,7 @@ export class ChildPool {
       const list = this.slots.get(key);
       if (list?.includes(slot)) list.splice(list.indexOf(slot), 1);
       this.failed();
-      this.fill(key, { bwrap: plan.bwrap, addons: plan.addons, shareNet: plan.shareNet, readDirs: plan.readDirs });
+      this.fill(key, plan);
     });
     return slot;
   }

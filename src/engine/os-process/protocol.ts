@@ -1,8 +1,8 @@
 /**
  * The `os_process` tier's wire format. On the child's stdin: a boot line (the engine settings,
  * one JSON document and a newline), then the request (one JSON document, then end of input). On
- * its stdout: a ready line (`READY_LINE`, once its engine is built), then the reply (one JSON
- * document). Bytes cross as base64. A pooled child gets its boot line at spawn and its request
+ * its stdout: a ready line (`READY_LINE`, once its engine is built and warm), then the reply (one
+ * JSON document and a newline: JSON text holds no raw newline, so the reply ends there). Bytes cross as base64. A pooled child gets its boot line at spawn and its request
  * when a call takes it; a fresh child gets both at once. Shared by the parent (lane.ts, pool.ts)
  * and the child (child.ts).
  *
@@ -27,7 +27,15 @@ export interface ChildEngineSettings {
 export interface ChildBoot {
   readonly kind: 'boot';
   readonly engine: ChildEngineSettings;
+  /**
+   * What a pooled child readies before its ready line: `run` a guest worker and the rewriter (a
+   * built-in empty module), `js` the JS/TS interpreter pool; null (a fresh child): nothing, its
+   * request is already there.
+   */
+  readonly warm: WarmKind | null;
 }
+
+export type WarmKind = 'run' | 'js';
 
 export type ChildRequest =
   | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown> }
@@ -38,7 +46,7 @@ export const READY_LINE = 'ready\n';
 
 /** The reply text after the ready line (a child that never sent one has no reply). */
 export function replyText(out: string): string | null {
-  return out.startsWith(READY_LINE) ? out.slice(READY_LINE.length) : null;
+  return out.startsWith(READY_LINE) && out.endsWith('\n') ? out.slice(READY_LINE.length, -1) : null;
 }
 
 export interface ChildReply {

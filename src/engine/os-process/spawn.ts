@@ -76,6 +76,12 @@ export interface CallLimits {
   /** Largest reply accepted on stdout, in bytes. */
   readonly maxReplyBytes: number;
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The reply is complete once stdout holds this many lines (the ready line and the reply line):
+   * the child's group is killed then, rather than waiting for it to exit by itself. Either way the
+   * call ends once the child is gone.
+   */
+  readonly lines?: number;
 }
 
 export interface SpawnPlan extends BootPlan, CallLimits {
@@ -163,6 +169,8 @@ export function startChild(plan: BootPlan, boot = ''): Child {
   let alive = true;
   let failure: SandboxError | null = null;
   let exitCode: number | null = null;
+  let lines = 0;
+  let onLine: (() => void) | null = null;
   const exits: (() => void)[] = [];
   let readyDone: { resolve: () => void; reject: (e: Error) => void } | null = null;
   const ready = new Promise<void>((resolve, reject) => (readyDone = { resolve, reject }));
@@ -182,10 +190,12 @@ export function startChild(plan: BootPlan, boot = ''): Child {
     size += c.length;
     if (size > cap) return kill(new SandboxError('OUTPUT_LIMIT', "the os_process child's reply is larger than its output cap"));
     chunks.push(c);
-    if (readyDone !== null && c.includes(10)) {
+    for (let at = c.indexOf(10); at >= 0; at = c.indexOf(10, at + 1)) lines += 1;
+    if (readyDone !== null && lines > 0) {
       readyDone.resolve();
       readyDone = null;
     }
+    onLine?.();
   });
   child.stdin!.on('error', () => {}); // a child that dies before reading: reported on exit
   if (boot !== '') child.stdin!.write(boot);
@@ -222,11 +232,21 @@ export function startChild(plan: BootPlan, boot = ''): Child {
       if (called) throw new SandboxError('INTERNAL', 'an os_process child serves one call');
       called = true;
       return new Promise<string>((resolve, reject) => {
+        let settled = false;
         const settle = (): void => {
+          if (settled) return;
+          settled = true;
+          onLine = null;
           clearTimeout(timer);
           limits.signal?.removeEventListener('abort', onAbort);
           hold(false);
           if (failure) reject(failure);
+          else if (limits.lines !== undefined && lines >= limits.lines) {
+            const all = Buffer.concat(chunks);
+            let end = -1;
+            for (let i = 0; i < limits.lines; i++) end = all.indexOf(10, end + 1);
+            resolve(all.subarray(0, end + 1).toString('utf8'));
+          }
           else if (exitCode !== 0) reject(new SandboxError('INSTANCE_DEAD', `the os_process child exited without a reply (status ${exitCode ?? 'signal'})`));
           else resolve(Buffer.concat(chunks).toString('utf8'));
         };
@@ -238,6 +258,8 @@ export function startChild(plan: BootPlan, boot = ''): Child {
         else limits.signal?.addEventListener('abort', onAbort, { once: true });
         if (size > cap) kill(new SandboxError('OUTPUT_LIMIT', "the os_process child's reply is larger than its output cap"));
         if (!alive) return settle();
+        // Its one call is answered: the group is killed (nothing it does after counts), and the call ends at its exit.
+        if (limits.lines !== undefined) onLine = () => void (lines >= limits.lines! && killGroup());
         exits.push(settle);
         child.stdin!.end(request);
       });
