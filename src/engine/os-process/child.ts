@@ -40,8 +40,14 @@ async function readInput(onLine: (line: string) => void): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** The smallest module (magic and version): preparing it starts the rewriter and the compile path. */
-const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
+/** A module whose `_start` does nothing: running it once starts the rewriter, the compile path and the guest worker's first run. */
+const NOOP_MODULE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+  0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: () -> ()
+  0x03, 0x02, 0x01, 0x00, // one function of that type
+  0x07, 0x0a, 0x01, 0x06, 0x5f, 0x73, 0x74, 0x61, 0x72, 0x74, 0x00, 0x00, // export "_start"
+  0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b, // its body: end
+]);
 
 async function main(): Promise<void> {
   const audit: { kind: string; detail?: unknown }[] = [];
@@ -63,8 +69,8 @@ async function main(): Promise<void> {
       brokers: { audit: () => ({ append: (x) => void audit.push({ kind: x.kind, detail: x.detail }) }) },
     });
     engine = e;
-    // Nothing of a call is here yet: what warms is the engine's own (an empty module; the interpreters' boot).
-    const warmed = boot.warm === 'run' ? e.warm(EMPTY_MODULE) : boot.warm === 'js' ? e.warmExec() : Promise.resolve();
+    // Nothing of a call is here yet: what warms is the engine's own (a no-op module's run; the interpreters' boot).
+    const warmed = boot.warm === 'run' ? e.run(NOOP_MODULE).then((r) => void r) : boot.warm === 'js' ? e.warmExec() : Promise.resolve();
     // A failed warm-up is not the call's: the call then does the work itself (and reports its own errors).
     void warmed.catch(() => {}).then(() => process.stdout.write(READY_LINE));
   });

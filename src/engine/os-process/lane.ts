@@ -1,17 +1,21 @@
 /**
  * The `os_process` tier's engine side: `engine.run(bytes, { tier: 'os_process' })`,
  * `engine.exec({ ..., tier: 'os_process' })` and each `engine.fanout` input with that tier run
- * in a child process of their own (spawn.ts), one call per child.
+ * in a child process of their own (spawn.ts), one call per child: a pre-started one from the
+ * engine's pool (pool.ts) when one of the call's configuration is there, else a fresh one.
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
  * call); refusing what this tier cannot do yet (brokered powers, mounts, persistent VFS, receipts,
  * streaming callbacks) with NOT_CAPABLE saying why; the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
- * records into this engine's log, each marked `tier: 'os_process'`.
- * Invariant: a call asked for `os_process` runs in a child or does not run — never in process.
+ * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
+ * first os_process call, closed with the engine).
+ * Invariant: a call asked for `os_process` runs in a child or does not run — never in process;
+ * the child it gets was started with exactly its call's flags (pool.ts keys).
  * Does not protect against: see spawn.ts (the boundary) — and a child's reply is taken as its
- * call's result (its size is capped, its shape is not trusted beyond that).
+ * call's result (its size is capped, its shape is not trusted beyond that). A pooled child that
+ * dies in the instant after it was handed out is its call's INSTANCE_DEAD, as a fresh one would be.
  */
 
 import { admitSigned } from '../signed.ts';

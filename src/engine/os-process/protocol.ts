@@ -28,9 +28,9 @@ export interface ChildBoot {
   readonly kind: 'boot';
   readonly engine: ChildEngineSettings;
   /**
-   * What a pooled child readies before its ready line: `run` a guest worker and the rewriter (a
-   * built-in empty module), `js` the JS/TS interpreter pool; null (a fresh child): nothing, its
-   * request is already there.
+   * What a pooled child readies before its ready line: `run` a guest worker, the rewriter and the
+   * compile path (it runs a built-in no-op module once), `js` the JS/TS interpreter pool; null (a
+   * fresh child): nothing, its request is already there.
    */
   readonly warm: WarmKind | null;
 }
