@@ -47,11 +47,16 @@ test('boots that keep failing pause the refill: no spawn loop, and take() says "
   // An entry that exits at once (Node cannot load it): every boot fails.
   const pool = new ChildPool({ size: 2, boot: () => 'x\n', bootMs: 5_000 }, async () => (spawned++, join(FIXTURES, 'no-such-entry.mjs')));
   const plan = { readDirs: [], bwrap: null, addons: false, shareNet: false, warm: 'run' } as const;
-  for (let i = 0; i < 5; i++) assert.equal(await pool.take(plan), null);
+  for (let i = 0; i < 5; i++) {
+    assert.equal(await pool.take(plan), null);
+    pool.refill(plan); // as the lane does when its (fresh) call ends
+  }
+  assert.ok(spawned > 0, 'the pool never tried to boot');
   for (let i = 0; i < 100 && pool.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
   const after = spawned;
   await new Promise((r) => setTimeout(r, 600));
   assert.equal(await pool.take(plan), null);
+  pool.refill(plan);
   await new Promise((r) => setTimeout(r, 300));
   assert.ok(spawned - after <= 1, `the pool kept respawning: ${after} → ${spawned}`);
   assert.ok(spawned <= 8, `too many boots for 3 failures: ${spawned}`);

@@ -37,7 +37,8 @@ test('the pool hands out a child only for the exact configuration it was started
   const others = [{ ...plain, addons: true }, { ...plain, bwrap: '/usr/bin/bwrap' }, { ...plain, shareNet: true }, { ...plain, warm: 'js' as const }, { ...plain, readDirs: ['/tmp'] }];
   for (const other of others) {
     const pool = new ChildPool({ size: 1, boot: () => 'x\n' }, async () => READY);
-    assert.equal(await pool.take(plain), null); // starts the pool of `plain`
+    assert.equal(await pool.take(plain), null);
+    pool.refill(plain); // starts the pool of `plain`, as the lane does after a call
     for (let i = 0; i < 400 && !pool.children().some((c) => c.ready); i++) await new Promise((r) => setTimeout(r, 25));
     const [waiting] = pool.children();
     assert.equal(waiting?.ready, true);

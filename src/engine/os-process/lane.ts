@@ -164,13 +164,18 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     const warm: WarmKind = kind === 'exec' && o['language'] !== 'python' ? 'js' : 'run';
     const child = (await pool?.take({ ...plan, warm }, o.signal)) ?? startChild({ ...plan, entry: (await builtFiles()).osChild }, bootLine(deps.config, null));
     if (child.pid > 0) o.onChildSpawn?.(child.pid);
-    const out = await child.call(request, {
-      // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
-      killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
-      maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
-      signal: o.signal,
-      lines: 2, // the ready line, then the reply's
-    });
+    let out: string;
+    try {
+      out = await child.call(request, {
+        // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
+        killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
+        maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
+        signal: o.signal,
+        lines: 2, // the ready line, then the reply's
+      });
+    } finally {
+      if (!deps.closed()) pool?.refill({ ...plan, warm }); // the replacement boots once this call is done
+    }
     const reply = parseReply(out);
     for (const a of reply.audit) {
       const detail = typeof a.detail === 'object' && a.detail !== null ? (a.detail as Record<string, unknown>) : {};

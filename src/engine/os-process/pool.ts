@@ -64,7 +64,8 @@ export class ChildPool {
 
   /**
    * A child for a call with this plan: a ready one, else the one furthest into its boot (waited
-   * for; its boot is not the call's), else null — the caller starts a fresh child. Starts the refill.
+   * for; its boot is not the call's), else null — the caller starts a fresh child. The caller
+   * calls `refill` when its call ends (boots then do not compete with the call for the cores).
    */
   async take(plan: Plan, signal?: AbortSignal): Promise<Child | null> {
     if (this.closed || this.o.size <= 0) return null;
@@ -75,7 +76,6 @@ export class ChildPool {
       slot.taken = true;
       list.splice(list.indexOf(slot), 1);
     }
-    this.fill(key, plan);
     if (!slot) return null;
     if (!slot.ready && signal?.aborted !== true) {
       slot.child.hold();
@@ -87,6 +87,11 @@ export class ChildPool {
     }
     // Dead by now (killed while idle): never handed out.
     return slot.child.alive ? slot.child : null;
+  }
+
+  /** Bring this plan's children back to `size` (after a call of it ended). */
+  refill(plan: Plan): void {
+    if (this.o.size > 0) this.fill(keyOf(plan), plan);
   }
 
   /** Idle and booting children (tests, stats). */
