@@ -47,7 +47,7 @@ export interface RemoteOptions {
 export interface EngineOptions {
   /** Warm workers kept for fresh runs. Default 2. */
   poolSize?: number;
-  /** Pre-started children kept per configuration for the os_process tier (src/engine/os-process/pool.ts). Default 2; 0 turns the pool off. */
+  /** Pre-started children kept per configuration for the os_process tier (src/engine/os-process/pool.ts). Default 2, at most 16; 0 turns the pool off. */
   osProcessPool?: number;
   /** Live worker threads for fresh runs. Default 8. */
   maxWorkers?: number;
@@ -136,6 +136,8 @@ export interface EngineOptions {
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
 export const MAX_TABLE_ELEMENTS = 100_000;
 export const DEFAULT_OUTPUT_LIMIT_BYTES = 1024 * 1024;
+/** Most pre-started os_process children per configuration (each is a Node process: tens of MB). */
+export const MAX_OS_PROCESS_POOL = 16;
 /** Grace past a call's budget before a worker waiting on the host gives up on its own. */
 export const HOST_WAIT_GRACE_MS = 1_000;
 /**
@@ -204,6 +206,9 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     throw new SandboxError('POLICY_INVALID', 'onTimeout must be "retire" or "restart"');
   }
   resolveStoreQuotas(o.brokers?.quotas); // refused here, before any worker starts
+  if (o.osProcessPool !== undefined && o.osProcessPool > MAX_OS_PROCESS_POOL) {
+    throw new SandboxError('POLICY_INVALID', `engine option osProcessPool must be ≤ ${MAX_OS_PROCESS_POOL}`, { option: 'osProcessPool' });
+  }
 
   return Object.freeze({
     poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),

@@ -28,6 +28,16 @@ test('close with children pooled leaves no process and no storage dir', async ()
   assert.deepEqual(pooledChildren(engine.config), []);
 });
 
+test('a pool large enough to exhaust the host is refused at engine creation; 0 turns it off', async () => {
+  assert.throws(() => createEngine({ poolSize: 0, osProcessPool: 17 }), /osProcessPool must be ≤ 16/);
+  assert.throws(() => createEngine({ poolSize: 0, osProcessPool: -1 }), /osProcessPool/);
+  const off = createEngine({ poolSize: 0, osProcessPool: 0, cacheDir: TEST_CACHE });
+  assert.equal((await off.run(await wat('noop'), { ...OS, invoke: 'noop' })).ok, true);
+  await new Promise((res) => setTimeout(res, 200));
+  assert.deepEqual(pooledChildren(off.config), []);
+  await off.close();
+});
+
 test('a call after close does not start a pool again', async () => {
   const engine = createEngine({ poolSize: 0, osProcessPool: 2, cacheDir: TEST_CACHE });
   await engine.close();
