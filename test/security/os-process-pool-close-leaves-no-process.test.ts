@@ -47,7 +47,7 @@ test('a call after close does not start a pool again', async () => {
   assert.deepEqual(pooledChildren(engine.config), []);
 });
 
-test('idle pooled children do not keep the host process alive, and do not outlive it', async () => {
+test('idle pooled children do not keep the host process alive, and neither they nor their storage dirs outlive it', async () => {
   const host = spawn(process.execPath, ['--import', 'tsx', HOST], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   host.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -55,7 +55,9 @@ test('idle pooled children do not keep the host process alive, and do not outliv
   const code = await new Promise<number | null>((resolve) => host.on('close', resolve));
   assert.equal(code, 0);
   assert.ok(Date.now() - t0 < 60_000);
-  const pids = JSON.parse(out.trim()) as number[];
-  assert.equal(pids.length, 2);
-  assert.deepEqual(await waitGone(pids), [], 'pooled children outlived their host');
+  const kids = JSON.parse(out.trim()) as { pid: number; home: string }[];
+  assert.equal(kids.length, 2);
+  assert.ok(kids.every((k) => k.home.includes('membrane-osproc-')));
+  assert.deepEqual(await waitGone(kids.map((k) => k.pid)), [], 'pooled children outlived their host');
+  assert.deepEqual(kids.map((k) => k.home).filter(existsSync), [], 'their storage dirs outlived their host');
 });

@@ -8,7 +8,10 @@
  * deadline + grace after its request → TIMEOUT), the reply cap (a larger reply → the child is
  * killed, OUTPUT_LIMIT; before its call it may write only its ready line), a silent or crashed
  * child → INSTANCE_DEAD, and the private storage dir (created at spawn, removed when it exits).
- * A started child is idle (unref'd: it never keeps the host alive) until its one call.
+ * A started child is idle (unref'd: it never keeps the host alive) until its one call; a host
+ * that exits with children still there kills their groups and removes their storage dirs on its
+ * way out (a host killed by a signal cannot: its idle children then read end-of-input and exit,
+ * and their storage dirs stay behind in the temp dir).
  * Invariant: the child can read only the package (its dist/, src/), the node_modules its imports
  * resolve through (its own and any above it, where an installed package's dependencies sit), Node itself
  * and the module cache; it can write only its storage dir; it cannot spawn processes (no
@@ -152,6 +155,22 @@ export interface Child {
   hold(): void;
 }
 
+/** Live children (their group and storage dir): killed and removed if the host exits with them still there. */
+const live = new Map<number, string>();
+let exitHook = false;
+
+function onHostExit(): void {
+  for (const [pid, home] of live) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    rmSync(home, { recursive: true, force: true });
+  }
+  live.clear();
+}
+
 /**
  * Start a child: its private storage dir, its command line, its process group. `boot` is written
  * on its stdin at once (stdin stays open for the request). The storage dir is removed when it exits.
@@ -163,6 +182,11 @@ export function startChild(plan: BootPlan, boot = ''): Child {
   const node = [real(process.execPath), ...permissionFlags([...reads, home], [home]), ...(plan.addons ? ['--allow-addons'] : []), plan.entry];
   const argv = plan.bwrap ? [...bwrapArgs(plan.bwrap, reads, home, plan.shareNet), ...node] : node;
   const child = spawn(argv[0]!, argv.slice(1), { env: { MEMBRANE_HOME: home }, cwd: home, stdio: ['pipe', 'pipe', process.env['MEMBRANE_OS_PROCESS_STDERR'] === '1' ? 'inherit' : 'ignore'], detached: true });
+  if (child.pid !== undefined) live.set(child.pid, home);
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', onHostExit); // a host that ends without engine.close() (its idle children are unref'd)
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   let cap = IDLE_OUTPUT_BYTES;
@@ -206,6 +230,7 @@ export function startChild(plan: BootPlan, boot = ''): Child {
     // The whole group goes, whatever the child left behind (its engine's threads die with it).
     killGroup();
     rmSync(home, { recursive: true, force: true });
+    if (child.pid !== undefined) live.delete(child.pid);
     readyDone?.reject(new SandboxError('INSTANCE_DEAD', 'the os_process child exited before it was ready'));
     readyDone = null;
     for (const fn of exits.splice(0)) fn();
