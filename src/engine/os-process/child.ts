@@ -1,10 +1,11 @@
 /**
  * The `os_process` tier's child: the entry of `dist/os-child.mjs`, started by spawn.ts with an
  * empty environment under Node's permission model (and bubblewrap when present). Reads its boot
- * line (the engine settings) from stdin and builds a one-call engine (a guest worker warming),
- * writes the ready line, then reads its one request (to the end of stdin), runs it, writes one
- * reply to stdout and exits. A pooled child waits between the ready line and the request; it has
- * seen no call before its own and serves no call after it.
+ * line (the engine settings) from stdin, builds a one-call engine and warms what the boot line
+ * says (a no-op module's run, or the JS/TS interpreters), writes the ready line, then reads its
+ * one request (to the end of stdin), runs it, writes one reply line to stdout and exits. A pooled
+ * child waits between the ready line and the request; it has seen no call before its own (the
+ * warm-up is the engine's own constant work, its audit records dropped) and serves none after.
  *
  * Owns: the child's side of the protocol (protocol.ts) and its one-call engine.
  * Invariant: the child's engine is configured only from the boot line, whose limits are the
@@ -77,6 +78,7 @@ async function main(): Promise<void> {
   const e = engine as ReturnType<typeof createEngine> | null;
   if (e === null || rest.length === 0) process.exit(0); // no request: the pool was closed (or the parent died)
   const req = decode(rest) as ChildRequest;
+  audit.length = 0; // what the warm-up recorded (if anything) is not the call's
   let result: Record<string, unknown>;
   if (req.kind === 'run') {
     const opts = { ...req.opts };
