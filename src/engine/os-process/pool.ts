@@ -83,7 +83,10 @@ export class ChildPool {
       const aborted = new Promise<void>((resolve) => signal?.addEventListener('abort', (onAbort = () => resolve()), { once: true }));
       const ok = await Promise.race([slot.child.ready.then(() => true, () => false), aborted.then(() => true)]);
       signal?.removeEventListener('abort', onAbort);
-      if (!ok) return null; // it died booting: the call starts a fresh one (its exit counted the failure)
+      if (!ok) {
+        this.failed(); // it died booting: counted, and the call starts a fresh one
+        return null;
+      }
     }
     // Dead by now (killed while idle): never handed out.
     return slot.child.alive ? slot.child : null;
