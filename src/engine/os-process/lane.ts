@@ -163,7 +163,12 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     // A JS/TS exec takes a child with its interpreters booted; a run (and Python: CPython boots on the engine's workers) one with a guest worker warm.
     const warm: WarmKind = kind === 'exec' && o['language'] !== 'python' ? 'js' : 'run';
     const child = (await pool?.take({ ...plan, warm }, o.signal)) ?? startChild({ ...plan, entry: (await builtFiles()).osChild }, bootLine(deps.config, null));
-    if (child.pid > 0) o.onChildSpawn?.(child.pid);
+    try {
+      if (child.pid > 0) o.onChildSpawn?.(child.pid);
+    } catch (e) {
+      child.kill(); // a throwing callback does not leave the child waiting for a request
+      throw e;
+    }
     let out: string;
     try {
       out = await child.call(request, {
