@@ -76,6 +76,11 @@ export interface BrokerOptions {
   readonly quotas?: StoreQuotaOptions;
   /** Where audit records go; default the tamper-evident log in the engine database. */
   readonly audit?: (db: () => Database) => AuditSink;
+  /**
+   * Told each record after its sink took it (a remote worker copies a job's records into its
+   * reply). Unlike replacing `audit`, the log stays the engine's own: started with the database.
+   */
+  readonly auditCopy?: (event: AnchoredEvent) => void;
 }
 
 /** The engine's default sink: an AuditSink that can also anchor a receipt in its keyed log. */
@@ -93,6 +98,18 @@ function describeTarget(name: string, first: Uint8Array | undefined): string {
     }
   }
   return text.slice(0, 512);
+}
+
+/** `sink`, telling `copy` each record it took (`append` or `seal`). */
+function teeSink(sink: AuditSink, copy: (event: AnchoredEvent) => void): AuditSink {
+  const seal = sink.seal?.bind(sink);
+  return {
+    append(e) {
+      sink.append(e);
+      copy(e);
+    },
+    ...(seal ? { seal: (e: AnchoredEvent) => { const at = seal(e); copy(e); return at; } } : {}),
+  };
 }
 
 export class Brokers {
@@ -115,8 +132,10 @@ export class Brokers {
     const db = (): Database => this.db();
     this.secrets = new SecretStore(options.secrets ?? {});
     const sink = options.audit ? options.audit(db) : defaultAudit(db);
-    this.audit = sink;
-    this.builtinAnchor = options.audit ? null : (sink as BuiltinSink).anchor;
+    const copy = options.auditCopy;
+    this.audit = copy ? teeSink(sink, copy) : sink;
+    const builtin = options.audit ? null : (sink as BuiltinSink).anchor;
+    this.builtinAnchor = builtin && copy ? (e) => { const at = builtin(e); copy(e); return at; } : builtin;
     // A host cap's own rate joins the per-broker table (its name can never be a built-in word's).
     const hostRates = Object.fromEntries([...hostCaps.values()].filter((c) => c.rate !== undefined).map((c) => [c.cap, c.rate!]));
     const rate = options.rate || Object.keys(hostRates).length > 0 ? { ...options.rate, perBroker: { ...options.rate?.perBroker, ...hostRates } } : undefined;

@@ -54,7 +54,7 @@ import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
 import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
-import { checkTier, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
+import { checkTier, closeOsProcess, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
 import { isComponent, prepareComponentStart, runComponent, type ComponentLaneParts } from './component-instance.ts';
 
@@ -308,6 +308,8 @@ export class Engine {
     this.assertOpen();
     await this.prepare(bytes, resolvePolicy(opts, this.config));
   }
+  /** Boot the JS/TS lane's interpreter pool ahead of any exec (an os_process tier's pooled child). */
+  async warmExec(): Promise<void> { this.assertOpen(); await this.lanes.get('js'); }
 
   /** Internal to the build lane (src/build) and the CPython lane: run under a policy they resolved; `port` is a lane's (src/wasi/port.ts). */
   runResolved(bytes: Uint8Array, opts: RunOptions, policy: PolicyConfig, port?: PortHandler): Promise<RunResult> {
@@ -406,7 +408,7 @@ export class Engine {
     this.closed = true;
     await Promise.all([...this.servers].map((h) => h.close()));
     await this.lanes.close();
-    await Promise.all([this.kernels.close(), closeRemote(this)]);
+    await Promise.all([this.kernels.close(), closeRemote(this), closeOsProcess(this.config)]);
     this.fair.close();
     await Promise.all([...this.instances.values()].map((i) => i.stop()));
     await this.pool.close();

@@ -19,7 +19,7 @@ import { fanMap, resolveWidth, type FanOutcome } from '../fabric/fanout.ts';
 import { checkTier, type Tier } from '../fabric/tiers.ts';
 
 export { checkTier };
-export { osExec, osRun, type OsProcessCall, type OsProcessDeps } from './os-process/lane.ts';
+export { closeOsProcess, osExec, osRun, type OsProcessCall, type OsProcessDeps } from './os-process/lane.ts';
 export { closeRemote, remoteRun } from './remote-lane.ts'; // for engine.ts (one import line there)
 import type { PolicyOptions } from '../policy/resolve.ts';
 import type { KernelHandle, KernelOptions } from './kernel-lane.ts';

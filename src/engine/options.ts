@@ -47,6 +47,8 @@ export interface RemoteOptions {
 export interface EngineOptions {
   /** Warm workers kept for fresh runs. Default 2. */
   poolSize?: number;
+  /** Pre-started children kept per configuration for the os_process tier (src/engine/os-process/pool.ts). Default 2, at most 16; 0 turns the pool off. */
+  osProcessPool?: number;
   /** Live worker threads for fresh runs. Default 8. */
   maxWorkers?: number;
   /**
@@ -134,6 +136,8 @@ export interface EngineOptions {
 /** 100 000 table elements (~0.8 MB of host memory per table in V8): ample for QuickJS or CPython. */
 export const MAX_TABLE_ELEMENTS = 100_000;
 export const DEFAULT_OUTPUT_LIMIT_BYTES = 1024 * 1024;
+/** Most pre-started os_process children per configuration (each is a Node process: tens of MB). */
+export const MAX_OS_PROCESS_POOL = 16;
 /** Grace past a call's budget before a worker waiting on the host gives up on its own. */
 export const HOST_WAIT_GRACE_MS = 1_000;
 /**
@@ -146,6 +150,7 @@ export const DEFAULT_FUEL_CHUNK = 1_000_000;
 
 export interface EngineConfig {
   readonly poolSize: number;
+  readonly osProcessPool: number;
   readonly maxWorkers: number;
   readonly maxWorkersPerTenant: number;
   readonly maxInstances: number;
@@ -201,9 +206,13 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     throw new SandboxError('POLICY_INVALID', 'onTimeout must be "retire" or "restart"');
   }
   resolveStoreQuotas(o.brokers?.quotas); // refused here, before any worker starts
+  if (o.osProcessPool !== undefined && o.osProcessPool > MAX_OS_PROCESS_POOL) {
+    throw new SandboxError('POLICY_INVALID', `engine option osProcessPool must be ≤ ${MAX_OS_PROCESS_POOL}`, { option: 'osProcessPool' });
+  }
 
   return Object.freeze({
     poolSize: Math.floor(count('poolSize', o.poolSize, 2, 0)),
+    osProcessPool: Math.floor(count('osProcessPool', o.osProcessPool, 2, 0)),
     maxWorkers: Math.floor(count('maxWorkers', o.maxWorkers, 8)),
     maxWorkersPerTenant: Math.floor(count('maxWorkersPerTenant', o.maxWorkersPerTenant, defaultPerTenant(Math.floor(count('maxWorkers', o.maxWorkers, 8))))),
     maxInstances: Math.floor(count('maxInstances', o.maxInstances, 64)),

@@ -19,7 +19,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { Engine } from './engine.ts';
-import { auditInDatabase } from './audit-sink.ts';
 import { serveQueue } from '../fabric/remote/queue.ts';
 import { MAX_REPLY_RECORDS, REMOTE_VERSION, retrySafe, type RemoteRecord, type RemoteReply } from '../fabric/remote/protocol.ts';
 import type { EngineOptions } from './options.ts';
@@ -37,29 +36,32 @@ export interface RemoteWorker {
   close(): Promise<void>;
 }
 
-export async function startRemoteWorker(o: RemoteWorkerOptions): Promise<RemoteWorker> {
-  const id = `${hostname().slice(0, 64)}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const captures = new Map<string, RemoteRecord[]>();
-  const engine = new Engine({
+/**
+ * The worker's engine options: the operator's, room for `concurrency` jobs, and a copy of each
+ * job's audit records into `captures` (keyed by the job's run id). The worker's own log stays the
+ * engine's log (`auditCopy`, not a replaced sink): started with its database like any engine's.
+ */
+export function workerEngineOptions(o: Pick<RemoteWorkerOptions, 'concurrency' | 'engine'>, captures: Map<string, RemoteRecord[]>): EngineOptions {
+  return {
     ...o.engine,
     maxWorkers: Math.max(o.engine?.maxWorkers ?? 8, o.concurrency),
     maxWorkersPerTenant: Math.max(o.engine?.maxWorkersPerTenant ?? 1, o.concurrency),
     brokers: {
       ...o.engine?.brokers,
-      // The worker's own log as usual, and a copy of each job's records for its reply.
-      audit: (db) => {
-        const inner = auditInDatabase(db);
-        return {
-          append(e) {
-            const key = [...captures.keys()].find((k) => e.instance === k || e.instance.startsWith(`${k}.`) || e.instance.startsWith(`${k}-`));
-            const list = key !== undefined ? captures.get(key) : undefined;
-            if (list && list.length < MAX_REPLY_RECORDS) list.push({ instance: e.instance, kind: e.kind, time: new Date().toISOString(), detail: e.detail });
-            inner.append(e);
-          },
-        };
+      auditCopy: (e) => {
+        const key = [...captures.keys()].find((k) => e.instance === k || e.instance.startsWith(`${k}.`) || e.instance.startsWith(`${k}-`));
+        const list = key !== undefined ? captures.get(key) : undefined;
+        if (list && list.length < MAX_REPLY_RECORDS) list.push({ instance: e.instance, kind: e.kind, time: new Date().toISOString(), detail: e.detail });
+        o.engine?.brokers?.auditCopy?.(e);
       },
     },
-  });
+  };
+}
+
+export async function startRemoteWorker(o: RemoteWorkerOptions): Promise<RemoteWorker> {
+  const id = `${hostname().slice(0, 64)}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const captures = new Map<string, RemoteRecord[]>();
+  const engine = new Engine(workerEngineOptions(o, captures));
   const served = await serveQueue(
     { redis: o.redis, concurrency: o.concurrency, worker: id, ...(o.queue ? { queue: o.queue } : {}) },
     async (job, bytes, meta): Promise<RemoteReply> => {

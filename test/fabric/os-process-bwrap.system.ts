@@ -7,6 +7,7 @@ import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { bwrapStatus } from '../../src/engine/os-process/spawn.ts';
 import { wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { poolFull, waitGone } from '../helpers/os-pool.ts';
 
 const engine = testEngine({ poolSize: 1 });
 
@@ -87,4 +88,27 @@ test('inside bubblewrap the child has its own network namespace, an empty enviro
   // namespace's init reaps it) asynchronously, so give it a moment.
   for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
   assert.equal(alive(), false, 'the sandboxed node process outlived its call');
+});
+
+test('pooled children run inside bubblewrap too: a strict call takes one, a call without bwrap never does, close leaves none', async () => {
+  const pooled = testEngine({ poolSize: 1, osProcessPool: 2 });
+  const noop = await wat('noop');
+  const argvOf = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  const strict = { tier: 'os_process', strictIsolation: true, invoke: 'noop' } as const;
+  assert.equal((await pooled.run(noop, strict)).ok, true); // makes the pool of bwrap children
+  const boxed = await poolFull(pooled, 2);
+  assert.ok(boxed.every((p) => argvOf(p)[0]!.endsWith('bwrap')));
+  let took = 0;
+  const r = await pooled.run(noop, { ...strict, onChildSpawn: (p) => (took = p) });
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.deepEqual(r.warnings, []);
+  assert.ok(boxed.includes(took), 'the strict call did not take a pooled child');
+  let plain: string[] = [];
+  const p = await pooled.run(noop, { tier: 'os_process', bwrapPath: '', invoke: 'noop', onChildSpawn: (pid) => (plain = argvOf(pid)) });
+  assert.equal(p.ok, true, JSON.stringify(p.error));
+  assert.ok(!plain[0]!.endsWith('bwrap'));
+  const waiting = await poolFull(pooled, 3);
+  const inside = waiting.flatMap((w) => descendants(w));
+  await pooled.close();
+  assert.deepEqual(await waitGone([...waiting, ...inside]), []);
 });

@@ -1,59 +1,98 @@
 /**
- * The `os_process` tier's child: the entry of `dist/os-child.mjs`, started by runner.ts with an
- * empty environment under Node's permission model (and bubblewrap when present). Reads one
- * request from stdin, runs it on a local engine with the parent's settings (walls, operator
- * limits, fuel), writes one reply to stdout and exits.
+ * The `os_process` tier's child: the entry of `dist/os-child.mjs`, started by spawn.ts with an
+ * empty environment under Node's permission model (and bubblewrap when present). Reads its boot
+ * line (the engine settings) from stdin, builds a one-call engine and warms what the boot line
+ * says (a no-op module's run, or the JS/TS interpreters), writes the ready line, then reads its
+ * one request (to the end of stdin), runs it, writes one reply line to stdout and exits. A pooled
+ * child waits between the ready line and the request; it has seen no call before its own (the
+ * warm-up is the engine's own constant work, its audit records dropped) and serves none after.
  *
  * Owns: the child's side of the protocol (protocol.ts) and its one-call engine.
- * Invariant: the child's engine is configured only from the request, whose limits the parent
- * already resolved against its own operator limits: a child never gets more than its call.
- * Audit records go to the reply (the parent merges them into its chain), never to a database here.
- * Does not protect against: anything the process boundary itself does not stop — see runner.ts.
+ * Invariant: the child's engine is configured only from the boot line, whose limits are the
+ * parent engine's (operator limits, fuel, output cap), and runs only the request, whose limits
+ * the parent already resolved against them: a child never gets more than its call. Audit records
+ * go to the reply (the parent merges them into its chain), never to a database here. End of
+ * stdin before a request (the parent closed the pool, or died) → the child exits.
+ * Does not protect against: anything the process boundary itself does not stop — see spawn.ts.
  */
 
 import { createEngine } from '../engine.ts';
 import type { ExecOptions } from '../../lanes/exec.ts';
-import { decode, encode, fromB64, toB64, type ChildReply, type ChildRequest } from './protocol.ts';
+import { decode, encode, fromB64, READY_LINE, toB64, type ChildBoot, type ChildReply, type ChildRequest } from './protocol.ts';
 
-async function readStdin(): Promise<string> {
+/** The first line of stdin, then the rest of it (to its end). */
+async function readInput(onLine: (line: string) => void): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  let lineDone = false;
+  for await (const c of process.stdin) {
+    chunks.push(c as Buffer);
+    if (!lineDone) {
+      const all = Buffer.concat(chunks);
+      const nl = all.indexOf(10);
+      if (nl >= 0) {
+        lineDone = true;
+        chunks.length = 0;
+        chunks.push(all.subarray(nl + 1));
+        onLine(all.subarray(0, nl).toString('utf8'));
+      }
+    }
+  }
+  if (!lineDone) throw new Error('no boot line');
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** A module whose `_start` does nothing: running it once starts the rewriter, the compile path and the guest worker's first run. */
+const NOOP_MODULE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+  0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: () -> ()
+  0x03, 0x02, 0x01, 0x00, // one function of that type
+  0x07, 0x0a, 0x01, 0x06, 0x5f, 0x73, 0x74, 0x61, 0x72, 0x74, 0x00, 0x00, // export "_start"
+  0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b, // its body: end
+]);
+
 async function main(): Promise<void> {
-  const req = decode(await readStdin()) as ChildRequest;
   const audit: { kind: string; detail?: unknown }[] = [];
-  const s = req.engine;
-  const engine = createEngine({
-    poolSize: 0,
-    maxWorkers: 2,
-    operatorLimits: s.operatorLimits,
-    strictProfiles: s.strictProfiles,
-    fuel: s.fuel,
-    fuelChunk: s.fuelChunk,
-    outputLimitBytes: s.outputLimitBytes,
-    cacheDir: s.cacheDir ?? false,
-    onLog: () => {},
-    brokers: { audit: () => ({ append: (e) => void audit.push({ kind: e.kind, detail: e.detail }) }) },
+  let engine: ReturnType<typeof createEngine> | null = null;
+  const rest = await readInput((line) => {
+    const boot = decode(line) as ChildBoot;
+    const s = boot.engine;
+    const e = createEngine({
+      osProcessPool: 0,
+      poolSize: boot.warm === 'run' ? 1 : 0, // a pooled child for a run warms one guest worker while it waits
+      maxWorkers: 2,
+      operatorLimits: s.operatorLimits,
+      strictProfiles: s.strictProfiles,
+      fuel: s.fuel,
+      fuelChunk: s.fuelChunk,
+      outputLimitBytes: s.outputLimitBytes,
+      cacheDir: s.cacheDir ?? false,
+      onLog: () => {},
+      brokers: { audit: () => ({ append: (x) => void audit.push({ kind: x.kind, detail: x.detail }) }) },
+    });
+    engine = e;
+    // Nothing of a call is here yet: what warms is the engine's own (a no-op module's run; the interpreters' boot).
+    const warmed = boot.warm === 'run' ? e.run(NOOP_MODULE).then((r) => void r) : boot.warm === 'js' ? e.warmExec() : Promise.resolve();
+    // A failed warm-up is not the call's: the call then does the work itself (and reports its own errors).
+    void warmed.catch(() => {}).then(() => process.stdout.write(READY_LINE));
   });
+  const e = engine as ReturnType<typeof createEngine> | null;
+  if (e === null || rest.length === 0) process.exit(0); // no request: the pool was closed (or the parent died)
+  const req = decode(rest) as ChildRequest;
+  audit.length = 0; // what the warm-up recorded (if anything) is not the call's
   let result: Record<string, unknown>;
-  try {
-    if (req.kind === 'run') {
-      const opts = { ...req.opts };
-      const stdin = opts['stdin'] as { b64?: unknown } | undefined;
-      if (typeof stdin === 'object' && stdin !== null && typeof stdin.b64 === 'string') opts['stdin'] = fromB64(stdin.b64);
-      const r = await engine.run(fromB64(req.module), opts);
-      const { stdoutBytes, ...rest } = r;
-      result = { ...rest, ...(stdoutBytes ? { stdoutBytes: toB64(stdoutBytes) } : {}) };
-    } else {
-      result = { ...(await engine.exec(req.opts as unknown as ExecOptions)) };
-    }
-  } finally {
-    await engine.close();
+  if (req.kind === 'run') {
+    const opts = { ...req.opts };
+    const stdin = opts['stdin'] as { b64?: unknown } | undefined;
+    if (typeof stdin === 'object' && stdin !== null && typeof stdin.b64 === 'string') opts['stdin'] = fromB64(stdin.b64);
+    const r = await e.run(fromB64(req.module), opts);
+    const { stdoutBytes, ...out } = r;
+    result = { ...out, ...(stdoutBytes ? { stdoutBytes: toB64(stdoutBytes) } : {}) };
+  } else {
+    result = { ...(await e.exec(req.opts as unknown as ExecOptions)) };
   }
+  // No engine.close: the process exits now, its threads with it (and the parent kills its group).
   const reply: ChildReply = { result, audit };
-  process.stdout.write(encode(reply), () => process.exit(0));
+  process.stdout.write(`${encode(reply)}\n`, () => process.exit(0));
 }
 
 main().catch(() => {

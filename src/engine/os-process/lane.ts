@@ -1,17 +1,21 @@
 /**
  * The `os_process` tier's engine side: `engine.run(bytes, { tier: 'os_process' })`,
  * `engine.exec({ ..., tier: 'os_process' })` and each `engine.fanout` input with that tier run
- * in a child process of their own (spawn.ts), one call per child.
+ * in a child process of their own (spawn.ts), one call per child: a pre-started one from the
+ * engine's pool (pool.ts) when one of the call's configuration is there, else a fresh one.
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
  * call); refusing what this tier cannot do yet (brokered powers, mounts, persistent VFS, receipts,
  * streaming callbacks) with NOT_CAPABLE saying why; the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
- * records into this engine's log, each marked `tier: 'os_process'`.
- * Invariant: a call asked for `os_process` runs in a child or does not run — never in process.
+ * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
+ * first os_process call, closed with the engine).
+ * Invariant: a call asked for `os_process` runs in a child or does not run — never in process;
+ * the child it gets was started with exactly its call's flags (pool.ts keys).
  * Does not protect against: see spawn.ts (the boundary) — and a child's reply is taken as its
- * call's result (its size is capped, its shape is not trusted beyond that).
+ * call's result (its size is capped, its shape is not trusted beyond that). A pooled child that
+ * dies in the instant after it was handed out is its call's INSTANCE_DEAD, as a fresh one would be.
  */
 
 import { admitSigned } from '../signed.ts';
@@ -24,8 +28,9 @@ import { builtFiles } from '../../storage/package-root.ts';
 import type { EngineConfig } from '../options.ts';
 import type { RunOptions } from '../guest-spec.ts';
 import type { RunResult } from '../results.ts';
-import { decode, encode, fromB64, toB64, type ChildEngineSettings, type ChildReply } from './protocol.ts';
-import { bwrapStatus, runChild } from './spawn.ts';
+import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEngineSettings, type ChildReply, type WarmKind } from './protocol.ts';
+import { ChildPool } from './pool.ts';
+import { bwrapStatus, startChild } from './spawn.ts';
 
 export interface OsProcessDeps {
   readonly config: EngineConfig;
@@ -79,6 +84,42 @@ function settings(c: EngineConfig): ChildEngineSettings {
   return { operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'], strictProfiles: c.strictProfiles, fuel: c.fuel, fuelChunk: c.fuelChunk, outputLimitBytes: c.outputLimitBytes, cacheDir: c.cacheDir };
 }
 
+const bootLine = (c: EngineConfig, warm: WarmKind | null): string => `${encode({ kind: 'boot', engine: settings(c), warm } satisfies ChildBoot)}\n`;
+
+/** One pool of pre-started children per engine (its config), made on the first os_process call. */
+const pools = new WeakMap<EngineConfig, ChildPool>();
+
+function poolFor(c: EngineConfig): ChildPool | null {
+  if (c.osProcessPool <= 0) return null;
+  let pool = pools.get(c);
+  if (!pool) pools.set(c, (pool = new ChildPool({ size: c.osProcessPool, boot: (w) => bootLine(c, w) }, async () => (await builtFiles()).osChild)));
+  return pool;
+}
+
+/** Engine close: kill the engine's waiting children (and wait for them). */
+export async function closeOsProcess(c: EngineConfig): Promise<void> {
+  const pool = pools.get(c);
+  pools.delete(c);
+  await pool?.close();
+}
+
+/** An engine's waiting children (tests look for leftovers and kill one; the benchmark waits for a full pool). */
+export function pooledChildren(c: EngineConfig): { pid: number; ready: boolean }[] {
+  return pools.get(c)?.children() ?? [];
+}
+
+function parseReply(out: string): ChildReply {
+  const text = replyText(out);
+  let reply: ChildReply | null = null;
+  try {
+    reply = text === null ? null : (decode(text) as ChildReply);
+  } catch {
+    reply = null;
+  }
+  if (typeof reply !== 'object' || reply === null || typeof reply.result !== 'object' || !Array.isArray(reply.audit)) throw new SandboxError('INSTANCE_DEAD', 'the os_process child sent a malformed reply');
+  return reply;
+}
+
 /** The call's limits as resolved here: the child resolves the same numbers, never larger ones. */
 function limits(policy: PolicyConfig, caps: readonly string[]): Record<string, unknown> {
   return { profile: policy.profile, timeoutMs: policy.timeoutMs, fuel: policy.fuel, memoryBytes: policy.memoryBytes, caps: [...caps] };
@@ -109,25 +150,38 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
-    const entry = (await builtFiles()).osChild;
-    const request = encode({ kind, engine: settings(deps.config), ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
-    const text = await runChild(
-      {
-        entry,
-        readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
-        bwrap: status.bwrap,
-        shareNet: false,
-        // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
-        addons: granted.caps.includes('vfs'),
+    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
+    const plan = {
+      readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
+      bwrap: status.bwrap,
+      shareNet: false,
+      // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
+      addons: granted.caps.includes('vfs'),
+    };
+    // A pooled child of exactly this configuration, or a fresh one (no pool, none of this kind, or the pool is failing).
+    const pool = deps.closed() ? null : poolFor(deps.config);
+    // A JS/TS exec takes a child with its interpreters booted; a run (and Python: CPython boots on the engine's workers) one with a guest worker warm.
+    const warm: WarmKind = kind === 'exec' && o['language'] !== 'python' ? 'js' : 'run';
+    const child = (await pool?.take({ ...plan, warm }, o.signal)) ?? startChild({ ...plan, entry: (await builtFiles()).osChild }, bootLine(deps.config, null));
+    try {
+      if (child.pid > 0) o.onChildSpawn?.(child.pid);
+    } catch (e) {
+      child.kill(); // a throwing callback does not leave the child waiting for a request
+      throw e;
+    }
+    let out: string;
+    try {
+      out = await child.call(request, {
+        // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
         killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
         maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
         signal: o.signal,
-        onSpawn: o.onChildSpawn,
-      },
-      request,
-    );
-    const reply = decode(text) as ChildReply;
-    if (typeof reply !== 'object' || reply === null || typeof reply.result !== 'object' || !Array.isArray(reply.audit)) throw new SandboxError('INSTANCE_DEAD', 'the os_process child sent a malformed reply');
+        lines: 2, // the ready line, then the reply's
+      });
+    } finally {
+      if (!deps.closed()) pool?.refill({ ...plan, warm }); // the replacement boots once this call is done
+    }
+    const reply = parseReply(out);
     for (const a of reply.audit) {
       const detail = typeof a.detail === 'object' && a.detail !== null ? (a.detail as Record<string, unknown>) : {};
       deps.record({ tenant, instance, kind: String(a.kind).slice(0, 64), detail: { ...detail, tier: 'os_process' } });

@@ -5,9 +5,13 @@
  * when bubblewrap is installed and can create namespaces here.
  *
  * Owns: the child's command line (permission flags, bwrap binds), its deadline (SIGKILL at
- * deadline + grace → TIMEOUT), the reply cap (a larger reply → the child is killed,
- * OUTPUT_LIMIT), a silent or crashed child → INSTANCE_DEAD, and the private storage dir (created
- * per call, removed after it).
+ * deadline + grace after its request → TIMEOUT), the reply cap (a larger reply → the child is
+ * killed, OUTPUT_LIMIT; before its call it may write only its ready line), a silent or crashed
+ * child → INSTANCE_DEAD, and the private storage dir (created at spawn, removed when it exits).
+ * A started child is idle (unref'd: it never keeps the host alive) until its one call; a host
+ * that exits with children still there kills their groups and removes their storage dirs on its
+ * way out (a host killed by a signal cannot: its idle children then read end-of-input and exit,
+ * and their storage dirs stay behind in the temp dir).
  * Invariant: the child can read only the package (its dist/, src/), the node_modules its imports
  * resolve through (its own and any above it, where an installed package's dependencies sit), Node itself
  * and the module cache; it can write only its storage dir; it cannot spawn processes (no
@@ -54,7 +58,8 @@ export function bwrapStatus(path = process.env['PATH'] ?? ''): BwrapStatus {
   return status;
 }
 
-export interface SpawnPlan {
+/** How a child is started: the same for every call of one configuration (a pool key). */
+export interface BootPlan {
   /** The child entry (dist/os-child.mjs). */
   readonly entry: string;
   /** Directories the child may read besides the package and Node (the module cache). */
@@ -65,11 +70,24 @@ export interface SpawnPlan {
   readonly addons: boolean;
   /** Share the host's network namespace under bwrap (only when a net cap is granted). */
   readonly shareNet: boolean;
-  /** SIGKILL this long after the spawn (the call's budget + boot + grace). */
+}
+
+/** What one call sets on the child it is given. */
+export interface CallLimits {
+  /** SIGKILL this long after the request is written (the call's budget + boot + grace). */
   readonly killAfterMs: number;
   /** Largest reply accepted on stdout, in bytes. */
   readonly maxReplyBytes: number;
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The reply is complete once stdout holds this many lines (the ready line and the reply line):
+   * the child's group is killed then, rather than waiting for it to exit by itself. Either way the
+   * call ends once the child is gone.
+   */
+  readonly lines?: number;
+}
+
+export interface SpawnPlan extends BootPlan, CallLimits {
   /** Told the child's pid once it runs (tests look for leftovers). */
   readonly onSpawn?: ((pid: number) => void) | undefined;
 }
@@ -117,54 +135,167 @@ function moduleDirs(root: string): string[] {
   }
 }
 
-/** Run one child on `request`; resolves with its reply text, or throws the call's SandboxError. */
-export async function runChild(plan: SpawnPlan, request: string): Promise<string> {
+/** Most a child may write before its call (the ready line is 6 bytes): more is misbehaviour, and it is killed. */
+const IDLE_OUTPUT_BYTES = 64;
+
+/** A started child: idle until `call`, then one call, then gone. */
+export interface Child {
+  readonly pid: number;
+  /** False once it has exited (or been killed). */
+  readonly alive: boolean;
+  /** Resolves when the first line (the ready line) is on its stdout; rejects if it dies first. */
+  readonly ready: Promise<void>;
+  /** Called once when it exits, however. */
+  onExit(fn: () => void): void;
+  /** Write the request, end stdin, and wait for everything on stdout (the call's deadline starts now). Once. */
+  call(request: string, limits: CallLimits): Promise<string>;
+  /** SIGKILL its process group. */
+  kill(): void;
+  /** Keep the host process alive for it (a call waiting on its boot); an idle child does not. */
+  hold(): void;
+}
+
+/** Live children (their group and storage dir): killed and removed if the host exits with them still there. */
+const live = new Map<number, string>();
+let exitHook = false;
+
+function onHostExit(): void {
+  for (const [pid, home] of live) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    rmSync(home, { recursive: true, force: true });
+  }
+  live.clear();
+}
+
+/**
+ * Start a child: its private storage dir, its command line, its process group. `boot` is written
+ * on its stdin at once (stdin stays open for the request). The storage dir is removed when it exits.
+ */
+export function startChild(plan: BootPlan, boot = ''): Child {
   const home = mkdtempSync(join(tmpdir(), 'membrane-osproc-'));
   const root = packageRoot();
   const reads = [...new Set([root, ...moduleDirs(root), real(dirname(process.execPath)), ...plan.readDirs.map(real)])];
   const node = [real(process.execPath), ...permissionFlags([...reads, home], [home]), ...(plan.addons ? ['--allow-addons'] : []), plan.entry];
   const argv = plan.bwrap ? [...bwrapArgs(plan.bwrap, reads, home, plan.shareNet), ...node] : node;
-  try {
-    return await new Promise<string>((resolve, reject) => {
-      const child = spawn(argv[0]!, argv.slice(1), { env: { MEMBRANE_HOME: home }, cwd: home, stdio: ['pipe', 'pipe', process.env['MEMBRANE_OS_PROCESS_STDERR'] === '1' ? 'inherit' : 'ignore'], detached: true });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let failure: SandboxError | null = null;
-      const kill = (why: SandboxError): void => {
-        failure ??= why;
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
-      };
-      const timer = setTimeout(() => kill(new SandboxError('TIMEOUT', 'the os_process child ran past its deadline and was killed')), plan.killAfterMs);
-      const onAbort = (): void => kill(new SandboxError('CANCELLED', 'the call was cancelled; its child process was killed'));
-      plan.signal?.addEventListener('abort', onAbort, { once: true });
-      if (child.pid !== undefined) plan.onSpawn?.(child.pid);
-      child.stdout!.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > plan.maxReplyBytes) kill(new SandboxError('OUTPUT_LIMIT', 'the os_process child\'s reply is larger than its output cap'));
-        else chunks.push(c);
-      });
-      child.stdin!.on('error', () => {}); // a child that dies before reading: reported by 'close'
-      child.stdin!.end(request);
-      child.on('error', () => kill(new SandboxError('INSTANCE_DEAD', 'the os_process child could not be started')));
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        plan.signal?.removeEventListener('abort', onAbort);
-        // The whole group goes, whatever the child left behind (its engine's threads die with it).
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-        if (failure) reject(failure);
-        else if (code !== 0) reject(new SandboxError('INSTANCE_DEAD', `the os_process child exited without a reply (status ${code ?? 'signal'})`));
-        else resolve(Buffer.concat(chunks).toString('utf8'));
-      });
-    });
-  } finally {
-    rmSync(home, { recursive: true, force: true });
+  const child = spawn(argv[0]!, argv.slice(1), { env: { MEMBRANE_HOME: home }, cwd: home, stdio: ['pipe', 'pipe', process.env['MEMBRANE_OS_PROCESS_STDERR'] === '1' ? 'inherit' : 'ignore'], detached: true });
+  if (child.pid !== undefined) live.set(child.pid, home);
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', onHostExit); // a host that ends without engine.close() (its idle children are unref'd)
   }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let cap = IDLE_OUTPUT_BYTES;
+  let alive = true;
+  let failure: SandboxError | null = null;
+  let exitCode: number | null = null;
+  let lines = 0;
+  let onLine: (() => void) | null = null;
+  const exits: (() => void)[] = [];
+  let readyDone: { resolve: () => void; reject: (e: Error) => void } | null = null;
+  const ready = new Promise<void>((resolve, reject) => (readyDone = { resolve, reject }));
+  ready.catch(() => {}); // a child nobody waits on may die before its ready line
+  const killGroup = (): void => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+  };
+  const kill = (why: SandboxError): void => {
+    failure ??= why;
+    killGroup();
+  };
+  child.stdout!.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size > cap) return kill(new SandboxError('OUTPUT_LIMIT', "the os_process child's reply is larger than its output cap"));
+    chunks.push(c);
+    for (let at = c.indexOf(10); at >= 0; at = c.indexOf(10, at + 1)) lines += 1;
+    if (readyDone !== null && lines > 0) {
+      readyDone.resolve();
+      readyDone = null;
+    }
+    onLine?.();
+  });
+  child.stdin!.on('error', () => {}); // a child that dies before reading: reported on exit
+  if (boot !== '') child.stdin!.write(boot);
+  child.on('error', () => kill(new SandboxError('INSTANCE_DEAD', 'the os_process child could not be started')));
+  child.on('close', (code) => {
+    alive = false;
+    exitCode = code;
+    // The whole group goes, whatever the child left behind (its engine's threads die with it).
+    killGroup();
+    rmSync(home, { recursive: true, force: true });
+    if (child.pid !== undefined) live.delete(child.pid);
+    readyDone?.reject(new SandboxError('INSTANCE_DEAD', 'the os_process child exited before it was ready'));
+    readyDone = null;
+    for (const fn of exits.splice(0)) fn();
+  });
+  // An idle child never keeps the host process alive; a call refs it again.
+  const hold = (on: boolean): void => {
+    for (const h of [child, child.stdin, child.stdout] as unknown as ({ ref(): void; unref(): void } | null)[]) {
+      if (h && on) h.ref();
+      else if (h) h.unref();
+    }
+  };
+  hold(false);
+  let called = false;
+  const handle: Child = {
+    pid: child.pid ?? -1,
+    get alive() {
+      return alive;
+    },
+    ready,
+    onExit: (fn) => (alive ? exits.push(fn) : fn()),
+    kill: () => kill(new SandboxError('CANCELLED', 'the os_process child was killed')),
+    hold: () => hold(true),
+    call(request, limits) {
+      if (called) throw new SandboxError('INTERNAL', 'an os_process child serves one call');
+      called = true;
+      return new Promise<string>((resolve, reject) => {
+        let settled = false;
+        const settle = (): void => {
+          if (settled) return;
+          settled = true;
+          onLine = null;
+          clearTimeout(timer);
+          limits.signal?.removeEventListener('abort', onAbort);
+          hold(false);
+          if (failure) reject(failure);
+          else if (limits.lines !== undefined && lines >= limits.lines) {
+            const all = Buffer.concat(chunks);
+            let end = -1;
+            for (let i = 0; i < limits.lines; i++) end = all.indexOf(10, end + 1);
+            resolve(all.subarray(0, end + 1).toString('utf8'));
+          }
+          else if (exitCode !== 0) reject(new SandboxError('INSTANCE_DEAD', `the os_process child exited without a reply (status ${exitCode ?? 'signal'})`));
+          else resolve(Buffer.concat(chunks).toString('utf8'));
+        };
+        hold(true);
+        cap = limits.maxReplyBytes;
+        const timer = setTimeout(() => kill(new SandboxError('TIMEOUT', 'the os_process child ran past its deadline and was killed')), limits.killAfterMs);
+        const onAbort = (): void => kill(new SandboxError('CANCELLED', 'the call was cancelled; its child process was killed'));
+        if (limits.signal?.aborted) onAbort();
+        else limits.signal?.addEventListener('abort', onAbort, { once: true });
+        if (size > cap) kill(new SandboxError('OUTPUT_LIMIT', "the os_process child's reply is larger than its output cap"));
+        if (!alive) return settle();
+        // Its one call is answered: the group is killed (nothing it does after counts), and the call ends at its exit.
+        if (limits.lines !== undefined) onLine = () => void (lines >= limits.lines! && killGroup());
+        exits.push(settle);
+        child.stdin!.end(request);
+      });
+    },
+  };
+  return handle;
+}
+
+/** Run one fresh child on `request` (nothing written before it); resolves with everything it wrote, or throws the call's SandboxError. */
+export async function runChild(plan: SpawnPlan, request: string): Promise<string> {
+  const child = startChild(plan);
+  if (child.pid > 0) plan.onSpawn?.(child.pid);
+  return child.call(request, plan);
 }
