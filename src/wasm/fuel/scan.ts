@@ -12,7 +12,8 @@
  * block / loop / if count in the block before them; the block after `loop` is its header,
  * charged and checked on every iteration. Records, stride 5 (`kind, offset, end, value, extra`):
  * - ENTRY / CHARGE / LOOP: insert a charge of `value` units at `offset` (entry and loop headers
- *   also check the counter); LOOP_OUT is a loop header whose refill is outlined (body.ts);
+ *   also check the counter); LOOP_OUT is a loop header whose refill is outlined (body.ts; the slow
+ *   path writes it as LOOP);
  * - LOOP_OPEN: wrappers before the `loop` at `[offset, end)` (`extra` 1: written twice, body.ts);
  *   LOOP_CLOSE: its exit and refill path at `offset` (after the `end`); `value`: its header record;
  * - BRANCH: replace `[offset, end)` by `side[value, extra)` (labels renumbered, nesting.ts);
@@ -27,8 +28,7 @@
  * - WRAP: a call that needs the counter spilled before and reloaded after (call_indirect,
  *   call_ref); SPILL: spill before `offset` (return, return_call_indirect/ref, the final end, a
  *   branch that can leave the function; `extra` says which: SPILL_*).
- * The emitter ignores WRAP, SPILL, LOOP_OPEN, LOOP_CLOSE and BRANCH, and treats LOOP_OUT as LOOP,
- * for a body that keeps its counter in the global (the slow path).
+ * A body with its counter in the global (slow path) ignores WRAP, SPILL, LOOP_OPEN/CLOSE, BRANCH.
  *
  * Invariant: records are in non-decreasing offset order, and at one offset a charge precedes
  * the spill, a spill precedes a branch's replacement, and a loop's closing code precedes the
@@ -126,11 +126,11 @@ const { checkBlockType, checkTypeIndex, outOfRange } = indices;
 
 const OP_END = 0x0b;
 const OP_BLOCK = 0x02;
+const OP_BR_TABLE = 0x0e;
+const EMPTY_BLOCK = 0x40;
 /** Depths tracked for loop-ness; deeper constructs (absurd in practice) simply keep their charges. */
 const DEPTH_MASK = 0xffff;
 const isLoop = new Uint8Array(DEPTH_MASK + 1);
-const OP_BR_TABLE = 0x0e;
-const EMPTY_BLOCK = 0x40;
 
 /** `next` (twice as long) holding `a`'s contents. */
 function grownInto<T extends Float64Array | Uint32Array>(a: T, next: T): T {
@@ -235,8 +235,7 @@ export class BodyScanner {
     nesting.reset();
     this.count = 0;
     this.side.len = 0;
-    this.eh = false;
-    this.doubled = 0;
+    this.doubled = 0; // `eh` and the counts are set when the scan ends
     let tail = false;
     let usesEh = 0;
     let loops = 0;
@@ -308,7 +307,7 @@ export class BodyScanner {
           if (op === OP_END) {
             const header = nesting.close(c.depth + 1);
             if (header >= 0) {
-              const open = header - STRIDE; // the LOOP_OPEN record precedes its header's
+              const open = header - STRIDE; // its LOOP_OPEN record: written twice when `doubles`
               if (nesting.doubles(c.depth + 1, c.end - this.recs[open + 1]!)) this.doubled = this.recs[open + 4] = 1;
               this.push(R_LOOP_CLOSE, c.end, c.end, header);
             }
