@@ -9,7 +9,8 @@
  * counter (`entryCheck`): not when every call-like instruction sits inside a loop — control
  * enters a loop only through its header, which checks, so each frame checks before it calls —
  * nor when the body has neither a call nor a loop (a leaf: bounded straight-line work). And which
- * outlined loops body.ts writes twice (`doubles`): innermost ones, without calls, inside another loop. A body
+ * outlined loops body.ts writes twice (`doubles`): innermost ones inside another loop, in a body
+ * without calls (where V8 has spilled around calls anyway, the `$retry` back edge costs little). A body
  * with loops and no call keeps its check: one per call beside the loops' one per iteration buys
  * nothing, and dropping it only shifted V8's code layout (measured: the vm kernel 1.2× → 1.7×).
  *
@@ -76,6 +77,11 @@ export class Nesting {
    */
   doubles(level: number, bytes: number): boolean {
     return level > 1 && level < this.plain.length && this.plain[level] === 1 && this.loopsUpTo[level - 1]! > 0 && bytes <= MAX_DOUBLED_LOOP;
+  }
+
+  /** Whether the body has a call-like instruction (then no loop of it is written twice). */
+  get hasCalls(): boolean {
+    return this.calls;
   }
 
   /** After the scan: whether the entry must check (see the module doc); `loops`: the body has one. */

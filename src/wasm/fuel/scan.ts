@@ -30,10 +30,9 @@
  *   branch that can leave the function; `extra` says which: SPILL_*).
  * A body with its counter in the global (slow path) ignores WRAP, SPILL, LOOP_OPEN/CLOSE, BRANCH.
  *
- * Invariant: records are in non-decreasing offset order, and at one offset a charge precedes
- * the spill, a spill precedes a branch's replacement, and a loop's closing code precedes the
- * charge of the block after it. A block's charge record is reserved when the block starts and
- * its cost filled in when it ends. Every index a body names is checked against the input's (indices.ts).
+ * Invariant: records are in non-decreasing offset order; at one offset a charge precedes the spill,
+ * a spill a branch's replacement, a loop's closing code the charge of the block after it. A block's
+ * charge record is reserved at its start, its cost filled in at its end. Every index is checked (indices.ts).
  *
  * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator: an
  * invalid body gets meaningless records and V8 refuses the output (the input is validated first,
@@ -235,7 +234,7 @@ export class BodyScanner {
     nesting.reset();
     this.count = 0;
     this.side.len = 0;
-    this.doubled = 0; // `eh` and the counts are set when the scan ends
+    let doubled = 0;
     let tail = false;
     let usesEh = 0;
     let loops = 0;
@@ -307,8 +306,8 @@ export class BodyScanner {
           if (op === OP_END) {
             const header = nesting.close(c.depth + 1);
             if (header >= 0) {
-              const open = header - STRIDE; // its LOOP_OPEN record: written twice when `doubles`
-              if (nesting.doubles(c.depth + 1, c.end - this.recs[open + 1]!)) this.doubled = this.recs[open + 4] = 1;
+              const open = header - STRIDE; // its LOOP_OPEN record, `extra` 1 when written twice
+              if (nesting.doubles(c.depth + 1, c.end - this.recs[open + 1]!)) doubled = this.recs[open + 4] = 1;
               this.push(R_LOOP_CLOSE, c.end, c.end, header);
             }
             // Nothing branches to the end of a loop: the code after it is reached only by
@@ -384,6 +383,7 @@ export class BodyScanner {
       charge = next < 0 ? -1 : this.push(next, c.end, c.end, 0);
     }
     this.eh = usesEh !== 0;
+    this.doubled = nesting.hasCalls ? 0 : doubled; // with calls, body.ts writes no loop twice
     this.tail = tail;
     this.entryCheck = this.eh || nesting.entryCheck(loops > 0);
     this.loops = loops;
