@@ -26,7 +26,8 @@
  *             i64.const C; i64.add; local.set $f; br 0          ;; re-enter: re-charges C
  *             end end
  *           which charges and refills exactly as the inline check would. An innermost loop
- *           without calls inside another loop (nesting.ts `doubles`) is written twice instead, so
+ *           inside another loop, in a body without calls (nesting.ts `doubles`, scan.ts
+ *           `doubled`), of at most 2 KiB, in a body of at most 1 MiB, is written twice instead, so
  *           its fast writing has no way back from the refill (the `$retry` back edge cost nbody's
  *           short inner loops ~0.1×: V8 carries every live value around it):
  *             block bt  block  block  loop bt …(as above, check `br_if 1`)… end  br 2  end
