@@ -25,7 +25,19 @@
  *             local.get $f; call $refill_local;
  *             i64.const C; i64.add; local.set $f; br 0          ;; re-enter: re-charges C
  *             end end
- *           which charges and refills exactly as the inline check would. A loop that takes
+ *           which charges and refills exactly as the inline check would. An innermost loop
+ *           inside another loop, in a body without calls (nesting.ts `doubles`, scan.ts
+ *           `doubled`), of at most 2 KiB, in a body of at most 1 MiB, is written twice instead, so
+ *           its fast writing has no way back from the refill (the `$retry` back edge cost nbody's
+ *           short inner loops ~0.1×: V8 carries every live value around it):
+ *             block bt  block  block  loop bt …(as above, check `br_if 1`)… end  br 2  end
+ *               local.get $f; call $refill_local; i64.const C; i64.add; local.set $f
+ *             end  block bt  block bt  loop bt                 ;; the second writing
+ *               local.get $f; i64.const C; i64.sub; local.tee $f; i64.const 0; i64.lt_s;
+ *               if; local.get $f; call $refill_local; local.set $f; end   …   end  end  end end
+ *           Labels count the same in both writings (three levels above the loop), so the same
+ *           records, branch replacements included, are written twice; a refill in the first
+ *           moves on to the second, which re-enters the header: the same charges and checks. A loop that takes
  *           parameters keeps the inline form: `local.get $f; i64.const C; i64.sub; local.tee $f;
  *           i64.const 0; i64.lt_s; if; local.get $f; call $refill_local; local.set $f; end`.
  *   spill   `local.get $f; global.set $fuel` before every call-like instruction, `return`,
@@ -70,6 +82,7 @@ import * as scan from './scan.ts';
 import type { BodyScanner } from './scan.ts';
 import * as sink from './sink.ts';
 import type { Sink } from './sink.ts';
+import { TemplateSet, leb } from './templates.ts';
 import type { ThreadedBody } from './twins.ts';
 
 // Module-local copies: under loaders such as tsx every access to an imported binding is a getter
@@ -100,24 +113,17 @@ const STRIDE = scan.STRIDE;
 
 const LOCAL_GET = 0x20;
 const LOCAL_SET = 0x21;
-const LOCAL_TEE = 0x22;
-const GLOBAL_GET = 0x23;
-const GLOBAL_SET = 0x24;
-const I64_CONST = 0x42;
-const I64_ADD = 0x7c;
-const I64_SUB = 0x7d;
-const I64_LT_S = 0x53;
 const BLOCK = 0x02;
 const LOOP = 0x03;
-const IF = 0x04;
-const BR = 0x0c;
-const BR_IF = 0x0d;
 const EMPTY = 0x40;
 const END = 0x0b;
 const CALL = 0x10;
 const RETURN_CALL = 0x12;
 const REF_FUNC = 0xd2;
 const I64 = 0x7e;
+
+/** Bodies larger than this (bytes) write no loop twice, so none nears V8's body size limit. */
+const MAX_DOUBLING_BODY = 1 << 20;
 
 /** V8's limit on the locals (params included) of one function. */
 export const MAX_FUNCTION_LOCALS = 50000;
@@ -127,100 +133,12 @@ export const MAX_FUNCTION_LOCALS = 50000;
  *  2^48, see cost.ts), is 58. */
 const MAX_INSERT = 64;
 
-/**
- * The inserted sequences for one counter location, split around the cost immediate:
- * `pre` · sleb(C) · `post`.
- */
-interface Templates {
-  readonly entryPre: Uint8Array;
-  readonly loopPre: Uint8Array;
-  readonly checkPost: Uint8Array;
-  readonly chargePre: Uint8Array;
-  readonly chargePost: Uint8Array;
-  readonly spill: Uint8Array;
-  readonly reload: Uint8Array;
-  /** Outlined loop header: `loopPre` · C · `outPost`. */
-  readonly outPost: Uint8Array;
-  /** After an outlined loop's `end`: `closePre` · C · `closePost`. */
-  readonly closePre: Uint8Array;
-  readonly closePost: Uint8Array;
-}
-
-function leb(n: number): number[] {
-  const out: number[] = [];
-  while (n >= 0x80) {
-    out.push((n % 128) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
-
-const bytes = (...parts: (number | number[])[]): Uint8Array => Uint8Array.from(parts.flat());
-
 export class BodyEmitter {
-  private readonly g: number[];
-  private readonly r: number[];
-  private readonly slow: Templates;
-  private readonly fast = new Map<number, Templates>();
-  private readonly threaded = new Map<number, Templates>();
+  private readonly templates: TemplateSet;
 
-  /**
-   * `refillFunction` is the import; `localRefill` the module's own `(i64) -> (i64)` function that
-   * writes its argument to $fuel, then calls the import and returns its result (twins.ts), which the fast paths
-   * call instead, so their cold path needs neither the global's address nor the import's target
-   * (V8 hoists both out of loops and keeps them live, spilled, across every other call).
-   */
+  /** See TemplateSet (templates.ts) for the indices. */
   constructor(fuelGlobal: number, refillFunction: number, localRefill: number) {
-    const g = (this.g = leb(fuelGlobal));
-    const r = leb(refillFunction);
-    this.r = leb(localRefill);
-    const get = [GLOBAL_GET, ...g];
-    const set = [GLOBAL_SET, ...g];
-    this.slow = {
-      entryPre: bytes(get, I64_CONST),
-      loopPre: bytes(get, I64_CONST),
-      chargePre: bytes(get, I64_CONST),
-      chargePost: bytes(I64_SUB, set),
-      checkPost: bytes(I64_SUB, set, get, I64_CONST, 0, I64_LT_S, IF, EMPTY, get, CALL, r, set, END),
-      spill: bytes(),
-      reload: bytes(),
-      outPost: bytes(),
-      closePre: bytes(),
-      closePost: bytes(),
-    };
-  }
-
-  private templates(local: number): Templates {
-    let t = this.fast.get(local);
-    if (t !== undefined) return t;
-    const f = leb(local);
-    const g = this.g;
-    const spill = [LOCAL_GET, ...f, GLOBAL_SET, ...g];
-    t = {
-      entryPre: bytes(GLOBAL_GET, g, I64_CONST),
-      loopPre: bytes(LOCAL_GET, f, I64_CONST),
-      checkPost: bytes(I64_SUB, LOCAL_TEE, f, I64_CONST, 0, I64_LT_S, IF, EMPTY, LOCAL_GET, f, CALL, this.r, LOCAL_SET, f, END),
-      chargePre: bytes(LOCAL_GET, f, I64_CONST),
-      chargePost: bytes(I64_SUB, LOCAL_SET, f),
-      spill: bytes(spill),
-      reload: bytes(GLOBAL_GET, g, LOCAL_SET, f),
-      outPost: bytes(I64_SUB, LOCAL_TEE, f, I64_CONST, 0, I64_LT_S, BR_IF, 1),
-      closePre: bytes(BR, 2, END, LOCAL_GET, f, CALL, this.r, I64_CONST),
-      closePost: bytes(I64_ADD, LOCAL_SET, f, BR, 0, END, END),
-    };
-    this.fast.set(local, t);
-    return t;
-  }
-
-  /** The fast templates with the counter in parameter `param`, which arrives holding it. */
-  private threadedTemplates(param: number): Templates {
-    let t = this.threaded.get(param);
-    if (t !== undefined) return t;
-    const fast = this.templates(param);
-    t = { ...fast, entryPre: bytes(LOCAL_GET, leb(param), I64_CONST) };
-    this.threaded.set(param, t);
-    return t;
+    this.templates = new TemplateSet(fuelGlobal, refillFunction, localRefill);
   }
 
   /**
@@ -234,7 +152,8 @@ export class BodyEmitter {
   write(out: Sink, src: Uint8Array, code: CodeBody, scan: BodyScanner, counterLocal: number, thread?: ThreadedBody): void {
     const threaded = thread !== undefined;
     const fast = threaded || counterLocal >= 0;
-    const t = threaded ? this.threadedTemplates(thread.param) : fast ? this.templates(counterLocal) : this.slow;
+    const tm = this.templates;
+    const t = threaded ? tm.threaded(thread.param) : fast ? tm.fast(counterLocal) : tm.slow;
     const f = threaded ? leb(thread.param) : [];
     const twinOffset = threaded ? thread.twinOffset : 0;
     const recs = scan.recs;
@@ -244,7 +163,10 @@ export class BodyEmitter {
 
     // Room for the largest possible body: the original plus every insertion at its largest.
     // The size prefix gets 5 bytes; once the size is known the body moves back over the spare.
-    out.room(5 + (code.end - code.bodyStart) + (scan.count + 2) * MAX_INSERT + scan.side.len);
+    // A doubled loop's records and side bytes are written twice: at most everything, twice.
+    const mayDouble = fast && scan.doubled > 0 && code.end - code.bodyStart <= MAX_DOUBLING_BODY;
+    const twice = mayDouble ? 2 : 1;
+    out.room(5 + twice * ((code.end - code.bodyStart) + (scan.count + 2) * MAX_INSERT + scan.side.len));
     const buf = out.buf;
     const start = out.len + 5;
     let p = start;
@@ -263,6 +185,11 @@ export class BodyEmitter {
     const pn = threaded ? scan.patchCount : 0;
     let pi = 0;
     let from = code.codeStart;
+    // A doubled loop (scan.ts): its LOOP_OPEN record, and where the first writing started.
+    let doubling = -1;
+    let second = false;
+    let doubleFrom = 0;
+    let doublePi = 0;
     for (let i = 0; i < n; i += STRIDE) {
       let kind = recs[i]!;
       const offset = recs[i + 1]!;
@@ -310,6 +237,13 @@ export class BodyEmitter {
           }
           break;
         case R_LOOP_OUT:
+          if (second) {
+            // The second writing of a doubled loop checks inline (it runs only after a refill).
+            p = put(buf, p, t.loopPre);
+            p = putSleb(buf, p, value);
+            p = put(buf, p, t.checkPost);
+            break;
+          }
           p = put(buf, p, t.loopPre);
           p = putSleb(buf, p, value);
           p = put(buf, p, t.outPost);
@@ -321,17 +255,53 @@ export class BodyEmitter {
           p = put(buf, p, t.chargePost);
           break;
         case R_LOOP_OPEN: {
-          // block bt; loop bt; block — then the original `loop bt` follows
+          // block bt; loop bt; block — then the original `loop bt` follows. A doubled loop's
+          // first writing has `block` in place of `loop bt` (no way back), its second `loop bt; block`.
           const typeEnd = recs[i + 2]!;
+          if (second) {
+            // `block bt; block bt`: the loop's labels count as in the first writing.
+            buf[p++] = BLOCK;
+            p = copy(buf, p, src, offset + 1, typeEnd);
+            buf[p++] = BLOCK;
+            p = copy(buf, p, src, offset + 1, typeEnd);
+            break;
+          }
           buf[p++] = BLOCK;
           p = copy(buf, p, src, offset + 1, typeEnd);
-          buf[p++] = LOOP;
-          p = copy(buf, p, src, offset + 1, typeEnd);
+          if (mayDouble && recs[i + 4] === 1) {
+            doubling = i;
+            doubleFrom = from;
+            doublePi = pi;
+            buf[p++] = BLOCK;
+            buf[p++] = EMPTY;
+          } else {
+            buf[p++] = LOOP;
+            p = copy(buf, p, src, offset + 1, typeEnd);
+          }
           buf[p++] = BLOCK;
           buf[p++] = EMPTY;
           break;
         }
         case R_LOOP_CLOSE:
+          if (doubling >= 0 && !second) {
+            // The first writing's exit and refill, which falls into the second writing.
+            p = put(buf, p, t.closePre);
+            p = putSleb(buf, p, recs[value + 3]!);
+            p = put(buf, p, t.firstPost);
+            second = true;
+            i = doubling - STRIDE;
+            from = doubleFrom;
+            pi = doublePi;
+            continue;
+          }
+          if (second) {
+            buf[p++] = END;
+            buf[p++] = END;
+            buf[p++] = END;
+            doubling = -1;
+            second = false;
+            break;
+          }
           p = put(buf, p, t.closePre);
           p = putSleb(buf, p, recs[value + 3]!);
           p = put(buf, p, t.closePost);

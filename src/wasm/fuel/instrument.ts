@@ -65,7 +65,7 @@ import { assertValidModule } from '../validate.ts';
 export const MAX_FUNCTION_BODY_BYTES = 7_654_321;
 
 /** Bump whenever the output bytes for the same input and options could change. */
-export const FUEL_REWRITER_VERSION = 5; // 5: threaded entries without a call outside a loop do not check
+export const FUEL_REWRITER_VERSION = 6; // 6: inner leaf loops written twice (body.ts); same charges and checks as 5
 /** The names live with the import catalog (policy), the one place engine-internal names are kept. */
 export const FUEL_IMPORT_MODULE = FUEL_REFILL_IMPORT.module;
 /** Type (i64) -> (i64): takes the current counter, returns the new one. */

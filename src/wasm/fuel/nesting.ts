@@ -8,7 +8,9 @@
  * itself or to a block inside it is unchanged. Also whether the function's entry must check the
  * counter (`entryCheck`): not when every call-like instruction sits inside a loop — control
  * enters a loop only through its header, which checks, so each frame checks before it calls —
- * nor when the body has neither a call nor a loop (a leaf: bounded straight-line work). A body
+ * nor when the body has neither a call nor a loop (a leaf: bounded straight-line work). And which
+ * outlined loops body.ts writes twice (`doubles`): innermost ones inside another loop, in a body
+ * without calls (where V8 has spilled around calls anyway, the `$retry` back edge costs little). A body
  * with loops and no call keeps its check: one per call beside the loops' one per iteration buys
  * nothing, and dropping it only shifted V8's code layout (measured: the vm kernel 1.2× → 1.7×).
  *
@@ -22,6 +24,8 @@
 
 /** Blocks added around an outlined loop. */
 export const WRAPPERS = 3;
+/** Loops longer than this (input bytes, `loop` to `end`) are never written twice. */
+export const MAX_DOUBLED_LOOP = 2048;
 
 export class Nesting {
   /** Per level: number of outlined loops at levels 1..level. */
@@ -30,12 +34,17 @@ export class Nesting {
   private header = new Int32Array(64);
   /** Per level: number of loops (outlined or not) at levels 1..level. */
   private loopsUpTo = new Int32Array(64);
+  /** Per level: the level of the innermost loop open at or above it (0: none). */
+  private nearestLoop = new Int32Array(64);
+  /** Per level (a loop's): 1 while it holds neither a loop nor a call-like instruction. */
+  private plain = new Uint8Array(64);
   private calls = false;
   private callOutsideLoops = false;
 
   reset(): void {
     this.outlinedUpTo[0] = 0;
     this.loopsUpTo[0] = 0;
+    this.nearestLoop[0] = 0;
     this.calls = false;
     this.callOutsideLoops = false;
   }
@@ -46,12 +55,33 @@ export class Nesting {
     this.header[level] = header;
     this.outlinedUpTo[level] = this.outlinedUpTo[level - 1]! + (header >= 0 ? 1 : 0);
     this.loopsUpTo[level] = this.loopsUpTo[level - 1]! + (loop ? 1 : 0);
+    const outer = this.nearestLoop[level - 1]!;
+    if (loop) {
+      this.plain[outer] = 0;
+      this.plain[level] = 1;
+      this.nearestLoop[level] = level;
+    } else this.nearestLoop[level] = outer;
   }
 
   /** A call-like instruction at `depth` (the innermost open level). */
   call(depth: number): void {
     this.calls = true;
     if (depth >= this.loopsUpTo.length || this.loopsUpTo[depth] === 0) this.callOutsideLoops = true;
+    else this.plain[this.nearestLoop[depth]!] = 0;
+  }
+
+  /**
+   * Whether the outlined loop at `level`, closing after `bytes` of input, is written twice
+   * (body.ts): it held neither a loop nor a call-like instruction, sits inside another loop (so it
+   * is entered once per iteration of that one, not once per call), and is at most MAX_DOUBLED_LOOP.
+   */
+  doubles(level: number, bytes: number): boolean {
+    return level > 1 && level < this.plain.length && this.plain[level] === 1 && this.loopsUpTo[level - 1]! > 0 && bytes <= MAX_DOUBLED_LOOP;
+  }
+
+  /** Whether the body has a call-like instruction (then no loop of it is written twice). */
+  get hasCalls(): boolean {
+    return this.calls;
   }
 
   /** After the scan: whether the entry must check (see the module doc); `loops`: the body has one. */
@@ -80,6 +110,12 @@ export class Nesting {
     header.set(this.header);
     const loops = new Int32Array(size);
     loops.set(this.loopsUpTo);
+    const nearest = new Int32Array(size);
+    nearest.set(this.nearestLoop);
+    const plain = new Uint8Array(size);
+    plain.set(this.plain);
+    this.nearestLoop = nearest;
+    this.plain = plain;
     this.outlinedUpTo = upTo;
     this.header = header;
     this.loopsUpTo = loops;

@@ -12,35 +12,31 @@
  * block / loop / if count in the block before them; the block after `loop` is its header,
  * charged and checked on every iteration. Records, stride 5 (`kind, offset, end, value, extra`):
  * - ENTRY / CHARGE / LOOP: insert a charge of `value` units at `offset` (entry and loop headers
- *   also check the counter); LOOP_OUT is a loop header whose refill is outlined (body.ts);
- * - LOOP_OPEN: insert the outlined loop's wrappers before the `loop` at `[offset, end)`;
- *   LOOP_CLOSE: insert its exit and refill path at `offset` (after the loop's `end`); `value` is
- *   the position of the header's record, whose cost the refill path needs;
+ *   also check the counter); LOOP_OUT is a loop header whose refill is outlined (body.ts; the slow
+ *   path writes it as LOOP);
+ * - LOOP_OPEN: wrappers before the `loop` at `[offset, end)` (`extra` 1: written twice, body.ts);
+ *   LOOP_CLOSE: its exit and refill path at `offset` (after the `end`); `value`: its header record;
  * - BRANCH: replace `[offset, end)` by `side[value, extra)` (labels renumbered, nesting.ts);
  * - CALL / RETURN_CALL / REF_FUNC: replace `[offset, end)` by the opcode with function index
  *   `value` (already renumbered); a CALL's `extra` is 1 when the callee is a defined function
  *   (a threaded body calls its twin instead, twins.ts);
  * - LOCAL: `local.get/set/tee` (opcode in `extra`) of a declared local whose index + 1 needs a
- *   LEB of another length (rare: 127, 16383, …, or a padded LEB): a threaded body, whose counter
- *   is an extra parameter, replaces `[offset, end)` by the opcode with index `value` (the
- *   original + 1); other bodies ignore it. Every other declared-local access is not a record but
- *   an entry of `patches`, incremented in place (body.ts);
+ *   LEB of another length (rare: 127, 16383, …, or padded): a threaded body (counter = an extra
+ *   parameter) writes the opcode with index `value` (the original + 1) in place of `[offset, end)`;
+ *   other bodies ignore it. Other declared-local accesses are `patches`, incremented in place;
  * - BULK: replace `[offset, end)` by `call value` (a size-charging helper);
  * - WRAP: a call that needs the counter spilled before and reloaded after (call_indirect,
  *   call_ref); SPILL: spill before `offset` (return, return_call_indirect/ref, the final end, a
  *   branch that can leave the function; `extra` says which: SPILL_*).
- * The emitter ignores WRAP, SPILL, LOOP_OPEN, LOOP_CLOSE and BRANCH, and treats LOOP_OUT as LOOP,
- * for a body that keeps its counter in the global (the slow path).
+ * A body with its counter in the global (slow path) ignores WRAP, SPILL, LOOP_OPEN/CLOSE, BRANCH.
  *
- * Invariant: records are in non-decreasing offset order, and at one offset a charge precedes
- * the spill, a spill precedes a branch's replacement, and a loop's closing code precedes the
- * charge of the block after it. A block's charge record is reserved when the block starts and
- * its cost filled in when it ends. Every index a body names is checked against the input's (indices.ts).
+ * Invariant: records are in non-decreasing offset order; at one offset a charge precedes the spill,
+ * a spill a branch's replacement, a loop's closing code the charge of the block after it. A block's
+ * charge record is reserved at its start, its cost filled in at its end. Every index is checked (indices.ts).
  *
- * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator; a
- * body that would not validate otherwise gets records that mean nothing, and V8 refuses the
- * output (the input is validated before this runs, validate.ts). Heap-type indices of typed
- * references (`ref $t`) are checked once per module after every body is decoded (instrument.ts).
+ * Does not protect against: other invalid code. This is a decoder (code.ts), not a validator: an
+ * invalid body gets meaningless records and V8 refuses the output (the input is validated first,
+ * validate.ts). Heap-type indices (`ref $t`) are checked per module, after decoding (instrument.ts).
  */
 
 import { InstructionCursor } from '../code.ts';
@@ -129,11 +125,17 @@ const { checkBlockType, checkTypeIndex, outOfRange } = indices;
 
 const OP_END = 0x0b;
 const OP_BLOCK = 0x02;
+const OP_BR_TABLE = 0x0e;
+const EMPTY_BLOCK = 0x40;
 /** Depths tracked for loop-ness; deeper constructs (absurd in practice) simply keep their charges. */
 const DEPTH_MASK = 0xffff;
 const isLoop = new Uint8Array(DEPTH_MASK + 1);
-const OP_BR_TABLE = 0x0e;
-const EMPTY_BLOCK = 0x40;
+
+/** `next` (twice as long) holding `a`'s contents. */
+function grownInto<T extends Float64Array | Uint32Array>(a: T, next: T): T {
+  next.set(a);
+  return next;
+}
 
 /** Resolves the helper function index for a bulk instruction at `[offset, end)`. */
 export type BulkResolver = (offset: number, end: number) => number;
@@ -171,6 +173,7 @@ export class BodyScanner {
   eh = false;
   /** The body makes a tail call (return_call, return_call_indirect, return_call_ref). */
   tail = false;
+  doubled = 0; // 1 when a LOOP_OPEN has `extra` 1: its loop is written twice (body.ts)
   entryCheck = true; // whether a threaded twin checks its entry (nesting.ts), else its wrapper
   loops = 0;
   chargePoints = 0;
@@ -195,11 +198,7 @@ export class BodyScanner {
 
   private push(kind: number, offset: number, end: number, value: number, extra = 0): number {
     const n = this.count;
-    if ((n + 1) * STRIDE > this.recs.length) {
-      const next = new Float64Array(this.recs.length * 2);
-      next.set(this.recs);
-      this.recs = next;
-    }
+    if ((n + 1) * STRIDE > this.recs.length) this.recs = grownInto(this.recs, new Float64Array(this.recs.length * 2));
     const r = this.recs;
     const i = n * STRIDE;
     r[i] = kind;
@@ -212,11 +211,7 @@ export class BodyScanner {
   }
 
   private patch(n: number, at: number): number {
-    if (n >= this.patches.length) {
-      const next = new Uint32Array(this.patches.length * 2);
-      next.set(this.patches);
-      this.patches = next;
-    }
+    if (n >= this.patches.length) this.patches = grownInto(this.patches, new Uint32Array(this.patches.length * 2));
     this.patches[n] = at;
     return n + 1;
   }
@@ -239,7 +234,7 @@ export class BodyScanner {
     nesting.reset();
     this.count = 0;
     this.side.len = 0;
-    this.eh = false;
+    let doubled = 0;
     let tail = false;
     let usesEh = 0;
     let loops = 0;
@@ -310,7 +305,11 @@ export class BodyScanner {
           }
           if (op === OP_END) {
             const header = nesting.close(c.depth + 1);
-            if (header >= 0) this.push(R_LOOP_CLOSE, c.end, c.end, header);
+            if (header >= 0) {
+              const open = header - STRIDE; // its LOOP_OPEN record, `extra` 1 when written twice
+              if (nesting.doubles(c.depth + 1, c.end - this.recs[open + 1]!)) doubled = this.recs[open + 4] = 1;
+              this.push(R_LOOP_CLOSE, c.end, c.end, header);
+            }
             // Nothing branches to the end of a loop: the code after it is reached only by
             // falling out of the loop's last block, which it joins (charged once, on exit).
             if (isLoop[(c.depth + 1) & DEPTH_MASK] === 1 && c.depth + 1 < DEPTH_MASK) continue;
@@ -384,6 +383,7 @@ export class BodyScanner {
       charge = next < 0 ? -1 : this.push(next, c.end, c.end, 0);
     }
     this.eh = usesEh !== 0;
+    this.doubled = nesting.hasCalls ? 0 : doubled; // with calls, body.ts writes no loop twice
     this.tail = tail;
     this.entryCheck = this.eh || nesting.entryCheck(loops > 0);
     this.loops = loops;
