@@ -26,6 +26,7 @@ import { readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts'
 import { CANCEL_GRACE_MS, TIMEOUT_ERRNO, grace, pastLimit, within } from './wait-bounds.ts';
 import type { StreamSink } from './stream-sink.ts';
 import { HeldModules, runMessage, type HeldRunMessage, type RunJob } from './held-modules.ts';
+import { sendHeld } from './held-frame.ts';
 import {
   PROTOCOL_VERSION,
   parseHostRequest,
@@ -201,14 +202,17 @@ export class WorkerHandle {
 
   post(msg: ControlMessage | HeldRunMessage): void {
     if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.unlisten(); // a worker listening for a held run on the channel takes this message at once
     this.channel.clearInterrupt();
     this.channel.set(State.RUNNING);
     this.worker.postMessage(msg);
   }
 
-  /** Post a fresh run: its module goes only on its first run on this worker (held-modules.ts). */
+  /** Post a fresh run: its module goes only on its first run on this worker (held-modules.ts), on the channel if the worker listens (held-frame.ts). */
   postRun(module: WebAssembly.Module, run: RunJob): void {
-    this.post(runMessage(this.held, module, run));
+    const msg = runMessage(this.held, module, run);
+    if (msg.kind === 'run-held' && this.alive && sendHeld(this.channel, msg)) return;
+    this.post(msg);
   }
 
   /** Post a call to a loaded instance (the worker is in its serve loop). */
@@ -424,6 +428,7 @@ export class WorkerHandle {
   async terminate(): Promise<void> {
     if (this.alive) {
       this.channel.set(State.DEAD);
+      this.channel.unlisten();
       this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the instance was stopped');
     }
     await this.worker.terminate();

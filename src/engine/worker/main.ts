@@ -26,6 +26,7 @@ import {
 } from '../bridge/protocol.ts';
 import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
 import { kernelCall } from './kernel-call.ts';
+import { LISTEN_SPINS, readHeld } from '../bridge/held-frame.ts';
 import { readHeldRun, type RunJob } from './held-run.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
@@ -187,6 +188,7 @@ port.on('message', (msg: unknown) => {
     const module = held.get(run.moduleId);
     if (module) runFresh(module, run, t0);
     else postFailure(run.job, new SandboxError('INTERNAL', 'the worker does not hold the module of this run'));
+    listen();
     return;
   }
   if (!isControlMessage(msg)) {
@@ -220,7 +222,30 @@ port.on('message', (msg: unknown) => {
     held.set(msg.moduleId, msg.module);
   }
   runFresh(msg.module, msg, t0);
+  listen();
 });
+
+const listenSpin = new AdaptiveSpin(boot.spinMs * LISTEN_SPINS);
+
+/**
+ * After a fresh run: take the next held runs from the channel while main posts them there
+ * (bridge/held-frame.ts), then back to the event loop. A frame that is not a well-formed held
+ * run of a module this worker holds is INTERNAL and runs nothing.
+ */
+function listen(): void {
+  while (ch.listenForRun(listenSpin, boot.idleWaitMs)) {
+    const t0 = performance.now();
+    let run;
+    try {
+      run = readHeldRun(readHeld(ch));
+    } catch {
+      run = null;
+    }
+    const module = run ? held.get(run.moduleId) : undefined;
+    if (run && module) runFresh(module, run, t0);
+    else postFailure(run?.job ?? 0, new SandboxError('INTERNAL', run ? 'the worker does not hold the module of this run' : 'malformed held-run frame'));
+  }
+}
 
 function load(msg: ControlMessage & { kind: 'load' }, t0: number): void {
   currentJob = msg.job;
