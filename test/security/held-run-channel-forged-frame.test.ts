@@ -1,6 +1,6 @@
 // Attack: a forged or garbled held-run frame on the channel makes a listening pool worker run
 // another module (or anything at all). After a fresh run a pool worker listens on the channel
-// for its next held run (bridge/held-frame.ts); main claims it and writes the run there instead
+// for its next held run (bridge/frames.ts); main claims it and writes the run there instead
 // of posting a message. A frame that is not a well-formed held run — wrong kind byte, lengths
 // past the frame, bad JSON, a spec whose walls JSON lost, an id the worker was never given —
 // must be INTERNAL and run nothing; a well-formed one runs exactly the module it names.
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { watText } from '../helpers/wat.ts';
 import { moduleId, type HeldRunMessage } from '../../src/engine/bridge/held-modules.ts';
-import { writeHeld } from '../../src/engine/bridge/held-frame.ts';
+import { writeHeld } from '../../src/engine/bridge/frames.ts';
 import { State } from '../../src/engine/bridge/channel.ts';
 import { WorkerHandle, type HostHandler } from '../../src/engine/bridge/worker-handle.ts';
 import { locateWorker } from '../../src/engine/worker-file.ts';

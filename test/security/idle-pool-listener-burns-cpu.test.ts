@@ -1,5 +1,5 @@
 // Attack: make an idle pool burn CPU. After a fresh run a pool worker listens on the channel for
-// its next held run (bridge/held-frame.ts, channel.ts listenForRun): a bounded spin, then asleep on
+// its next held run (bridge/frames.ts, channel.ts listenForRun): a bounded spin, then asleep on
 // the word for at most its idle wait, then back to its event loop. Once runs stop, the process
 // must use next to no CPU — a listener that kept spinning would burn a core per worker.
 import assert from 'node:assert/strict';

@@ -56,7 +56,7 @@ const HOUSEKEEPING_WORD = 3;
  */
 const OUTPUT_ACK_WORD = 4;
 /**
- * A pool worker listening on the channel for its next fresh run (held-frame.ts), so that run
+ * A pool worker listening on the channel for its next fresh run (frames.ts), so that run
  * needs no `postMessage` (whose wake-up of an idle thread costs ~80 µs on a VM): NOT_LISTENING,
  * LISTENING (set by the worker while it spins), CLAIMED (main's compareExchange from LISTENING:
  * the worker takes the next job from the channel). Only one of the two compareExchanges out of
@@ -64,6 +64,11 @@ const OUTPUT_ACK_WORD = 4;
  * never lost nor run twice.
  */
 const LISTEN_WORD = 5;
+/**
+ * How many messages main has posted to the worker (`unlisten`, before each `postMessage`); a
+ * worker that has not received them all yet does not listen — its message is waiting.
+ */
+const POSTED_WORD = 6;
 const NOT_LISTENING = 0;
 const LISTENING = 1;
 const CLAIMED = 2;
@@ -235,9 +240,15 @@ export class Channel {
    * the worker is told to go. A claim whose job does not follow within `sleepMs` (main is between
    * two statements) is given up: that job then ends at its deadline on main's side.
    */
-  listenForRun(spin: AdaptiveSpin, sleepMs: number): boolean {
+  listenForRun(spin: AdaptiveSpin, sleepMs: number, received: number): boolean {
     const w = this.words;
     Atomics.store(w, LISTEN_WORD, LISTENING);
+    // After the store: a message main posts from now on finds LISTENING and clears it (unlisten);
+    // one posted before is counted here. Both atomics are sequentially consistent: no gap.
+    if (Atomics.load(w, POSTED_WORD) !== received) {
+      Atomics.compareExchange(w, LISTEN_WORD, LISTENING, NOT_LISTENING);
+      return false;
+    }
     const ms = spin.next();
     const until = performance.now() + ms;
     let seen = Atomics.load(w, LISTEN_WORD);
@@ -255,7 +266,7 @@ export class Channel {
   }
 
   /**
-   * Main side: claim a listening worker for a job written on the channel (held-frame.ts); true
+   * Main side: claim a listening worker for a job written on the channel (frames.ts); true
    * when claimed (the caller then sets JOB), false when it is not listening (post by message).
    */
   claimListener(): boolean {
@@ -264,8 +275,9 @@ export class Channel {
     return true;
   }
 
-  /** Main side, before any `postMessage` to the worker: a listening worker leaves its spin at once. */
+  /** Main side, before any `postMessage` to the worker: it is counted, and a listening worker leaves at once. */
   unlisten(): void {
+    Atomics.add(this.words, POSTED_WORD, 1);
     if (Atomics.compareExchange(this.words, LISTEN_WORD, LISTENING, NOT_LISTENING) === LISTENING) Atomics.notify(this.words, LISTEN_WORD);
   }
 

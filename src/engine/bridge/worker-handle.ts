@@ -22,11 +22,10 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
-import { readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts';
+import { readDone, sendHeld, writeCall, writeKernel, type KernelFrame } from './frames.ts';
 import { CANCEL_GRACE_MS, TIMEOUT_ERRNO, grace, pastLimit, within } from './wait-bounds.ts';
 import type { StreamSink } from './stream-sink.ts';
 import { HeldModules, runMessage, type HeldRunMessage, type RunJob } from './held-modules.ts';
-import { sendHeld } from './held-frame.ts';
 import {
   PROTOCOL_VERSION,
   parseHostRequest,
@@ -208,7 +207,7 @@ export class WorkerHandle {
     this.worker.postMessage(msg);
   }
 
-  /** Post a fresh run: its module goes only on its first run on this worker (held-modules.ts), on the channel if the worker listens (held-frame.ts). */
+  /** Post a fresh run: its module goes only on its first run on this worker (held-modules.ts), on the channel if the worker listens (frames.ts). */
   postRun(module: WebAssembly.Module, run: RunJob): void {
     const msg = runMessage(this.held, module, run);
     if (msg.kind === 'run-held' && this.alive && sendHeld(this.channel, msg)) return;

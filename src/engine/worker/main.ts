@@ -24,9 +24,8 @@ import {
   type DoneFrame,
   type Outcome,
 } from '../bridge/protocol.ts';
-import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
+import { FRAME_KERNEL, LISTEN_SPINS, readCall, readHeld, readKernel, writeDone } from '../bridge/frames.ts';
 import { kernelCall } from './kernel-call.ts';
-import { LISTEN_SPINS, readHeld } from '../bridge/held-frame.ts';
 import { readHeldRun, type RunJob } from './held-run.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
@@ -181,8 +180,12 @@ function serve(guest: Guest | ComponentGuest): void {
 /** The compiled modules this worker was given, by the id main chose (bridge/held-modules.ts); nothing else is found by id. */
 const held = new Map<number, WebAssembly.Module>();
 
+/** Messages taken off the port so far: the worker listens on the channel only when none is waiting. */
+let received = 0;
+
 port.on('message', (msg: unknown) => {
   const t0 = performance.now();
+  received++;
   const run = readHeldRun(msg);
   if (run) {
     const module = held.get(run.moduleId);
@@ -229,11 +232,11 @@ const listenSpin = new AdaptiveSpin(boot.spinMs * LISTEN_SPINS);
 
 /**
  * After a fresh run: take the next held runs from the channel while main posts them there
- * (bridge/held-frame.ts), then back to the event loop. A frame that is not a well-formed held
+ * (bridge/frames.ts), then back to the event loop. A frame that is not a well-formed held
  * run of a module this worker holds is INTERNAL and runs nothing.
  */
 function listen(): void {
-  while (ch.listenForRun(listenSpin, boot.idleWaitMs)) {
+  while (ch.listenForRun(listenSpin, boot.idleWaitMs, received)) {
     const t0 = performance.now();
     let run;
     try {
