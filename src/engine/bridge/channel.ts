@@ -12,6 +12,8 @@
  * HOST_REP (a host request or the result). Every wait on the state word has a bound.
  *
  * Both sides spin on the state word before they block, for as long as spinning pays (AdaptiveSpin, below).
+ * After a fresh run a pool worker listens for its next one on the LISTEN word (`listenForRun`):
+ * main claims it with a compareExchange, or posts a message (counted, and clearing the word).
  *
  * Does not protect against: a worker that corrupts the buffer deliberately — frames are decoded
  * defensively (lengths checked, JSON validated by protocol.ts), and a bad frame is `INTERNAL`.

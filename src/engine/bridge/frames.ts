@@ -288,7 +288,7 @@ export const FRAME_HELD = 5;
  * on a 2-vCPU VM shared with other work, a worker spinning after its result keeps the core the
  * main thread needs for that result — main's own work between two runs went from ~120 to ~340 µs
  * with a 500 µs spin, and the run was missed anyway; the futex sleep costs no CPU and its wake-up
- * is cheaper than a message's (~25 against ~45 µs, scratch/pm4.mjs). On a host with idle cores a
+ * is cheaper than a message's (~25 against ~45 µs in a two-thread micro-benchmark). On a host with idle cores a
  * spin of a few times spinMicros catches back-to-back runs in ~5 µs.
  */
 export const LISTEN_SPINS = 0;
