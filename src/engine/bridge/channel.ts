@@ -12,6 +12,8 @@
  * HOST_REP (a host request or the result). Every wait on the state word has a bound.
  *
  * Both sides spin on the state word before they block, for as long as spinning pays (AdaptiveSpin, below).
+ * After a fresh run a pool worker listens for its next one on the LISTEN word (`listenForRun`):
+ * main claims it with a compareExchange, or posts a message (counted, and clearing the word).
  *
  * Does not protect against: a worker that corrupts the buffer deliberately — frames are decoded
  * defensively (lengths checked, JSON validated by protocol.ts), and a bad frame is `INTERNAL`.
@@ -55,6 +57,23 @@ const HOUSEKEEPING_WORD = 3;
  * thread costs coalescing, never memory.
  */
 const OUTPUT_ACK_WORD = 4;
+/**
+ * A pool worker listening on the channel for its next fresh run (frames.ts), so that run
+ * needs no `postMessage` (whose wake-up of an idle thread costs ~80 µs on a VM): NOT_LISTENING,
+ * LISTENING (set by the worker while it spins), CLAIMED (main's compareExchange from LISTENING:
+ * the worker takes the next job from the channel). Only one of the two compareExchanges out of
+ * LISTENING succeeds — the worker's give-up (→ NOT_LISTENING) or main's claim — so a run is
+ * never lost nor run twice.
+ */
+const LISTEN_WORD = 5;
+/**
+ * How many messages main has posted to the worker (`unlisten`, before each `postMessage`); a
+ * worker that has not received them all yet does not listen — its message is waiting.
+ */
+const POSTED_WORD = 6;
+const NOT_LISTENING = 0;
+const LISTENING = 1;
+const CLAIMED = 2;
 export const INITIAL_CHANNEL_BYTES = 256 * 1024;
 /** The largest frame either side may send: bounds what a guest can make the host buffer. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -212,6 +231,56 @@ export class Channel {
     const found = s !== State.DONE && s !== State.IDLE;
     spin.record(ms, found);
     if (!found) this.waitWhile(s as 0 | 5, idleWaitMs); // main marks IDLE quietly: a sleeper on DONE wakes at the job's set(JOB)
+  }
+
+  /**
+   * Worker side, after a fresh run: listen for the next one on the channel — spinning for the
+   * adaptive window, then asleep on the word for at most `sleepMs` (a sleeper costs no CPU and
+   * wakes with a futex, about half a `postMessage`'s wake-up) — then back to the event loop.
+   * Returns true when main claimed the worker and posted the job (state JOB, a held-run frame);
+   * false when nothing came, main cleared the word (a message is coming by `postMessage`), or
+   * the worker is told to go. A claim whose job does not follow within `sleepMs` (main is between
+   * two statements) is given up: that job then ends at its deadline on main's side.
+   */
+  listenForRun(spin: AdaptiveSpin, sleepMs: number, received: number): boolean {
+    const w = this.words;
+    Atomics.store(w, LISTEN_WORD, LISTENING);
+    // After the store: a message main posts from now on finds LISTENING and clears it (unlisten);
+    // one posted before is counted here. Both atomics are sequentially consistent: no gap.
+    if (Atomics.load(w, POSTED_WORD) !== received) {
+      Atomics.compareExchange(w, LISTEN_WORD, LISTENING, NOT_LISTENING);
+      return false;
+    }
+    const ms = spin.next();
+    const until = performance.now() + ms;
+    let seen = Atomics.load(w, LISTEN_WORD);
+    while (seen === LISTENING && performance.now() < until) seen = Atomics.load(w, LISTEN_WORD);
+    spin.record(ms, seen === CLAIMED);
+    if (seen === LISTENING && Atomics.load(w, STATE_WORD) !== State.DEAD) {
+      Atomics.wait(w, LISTEN_WORD, LISTENING, sleepMs);
+      seen = Atomics.load(w, LISTEN_WORD);
+    }
+    // Give up: of this and main's claim, exactly one compareExchange out of LISTENING succeeds.
+    if (seen === LISTENING) seen = Atomics.compareExchange(w, LISTEN_WORD, LISTENING, NOT_LISTENING);
+    if (seen !== CLAIMED) return false;
+    Atomics.store(w, LISTEN_WORD, NOT_LISTENING);
+    return this.waitWhile(State.IDLE, sleepMs, ms) === State.JOB;
+  }
+
+  /**
+   * Main side: claim a listening worker for a job written on the channel (frames.ts); true
+   * when claimed (the caller then sets JOB), false when it is not listening (post by message).
+   */
+  claimListener(): boolean {
+    if (Atomics.compareExchange(this.words, LISTEN_WORD, LISTENING, CLAIMED) !== LISTENING) return false;
+    Atomics.notify(this.words, LISTEN_WORD); // a worker past its spin sleeps on the word
+    return true;
+  }
+
+  /** Main side, before any `postMessage` to the worker: it is counted, and a listening worker leaves at once. */
+  unlisten(): void {
+    Atomics.add(this.words, POSTED_WORD, 1);
+    if (Atomics.compareExchange(this.words, LISTEN_WORD, LISTENING, NOT_LISTENING) === LISTENING) Atomics.notify(this.words, LISTEN_WORD);
   }
 
   /** Grow the buffer so the data region holds `size` bytes. */

@@ -22,8 +22,9 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
-import { readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts';
-import { CANCEL_GRACE_MS, TIMEOUT_ERRNO, grace, pastLimit, within } from './wait-bounds.ts';
+import { readDone, sendHeld, writeCall, writeKernel, type KernelFrame } from './frames.ts';
+import { grace, pastLimit, within } from './wait-bounds.ts';
+import { HOST_CALL_GRACE_MS, PARKED, RELEASE_OPS, TIMEOUT_REPLY, type Awaited, type HostCall, type WorkerLimits } from './worker-wait.ts';
 import type { StreamSink } from './stream-sink.ts';
 import { HeldModules, runMessage, type HeldRunMessage, type RunJob } from './held-modules.ts';
 import {
@@ -38,61 +39,10 @@ import {
   type HostRequest,
 } from './protocol.ts';
 
-export interface WorkerLimits {
-  /** JS heap of the worker (guest linear memory is separate and capped by the rewriter). */
-  readonly heapMb: number;
-  /** Thread stack: bounds guest recursion (STACK_OVERFLOW). */
-  readonly stackMb: number;
-  /** Main-thread spin before sleeping, and the worker's, in milliseconds. */
-  readonly spinMs: number;
-  /** How long an idle persistent worker sleeps between checks of its channel. */
-  readonly idleWaitMs: number;
-}
-
-/**
- * The calling call's bound on one host call: `deadline` is its absolute end (a `performance.now()`
- * value), `signal` fires there (or when the call is stopped early). A handler passes both down —
- * its own timeouts can only be shorter — and once `signal` has fired it changes nothing the
- * worker could see (no module posted, no answer kept): its late answer is thrown away.
- */
-export interface HostCall {
-  readonly deadline: number;
-  readonly signal: AbortSignal;
-}
+export { CANCEL_GRACE_MS, HOST_CALL_GRACE_MS, PARKED, type Awaited, type HostCall, type WorkerLimits } from './worker-wait.ts';
 
 /** Serves one host call; `blobs` are the request's byte payloads; `handle` is the calling worker. */
 export type HostHandler = (req: HostRequest, blobs: readonly Uint8Array[], handle: WorkerHandle, call: HostCall) => HostReply | Promise<HostReply>;
-
-/**
- * How long a worker whose host call was cut at the deadline has to post its TIMEOUT (it throws
- * as soon as it reads the reply) before it is terminated and replaced.
- */
-export const HOST_CALL_GRACE_MS = 50;
-
-/**
- * After the caller's signal aborts (a cancel, a killed process), how long the job has to stop by
- * itself (its next fuel refill; a host call it was blocked in is answered at once) before its
- * worker is terminated and replaced: the call settles within this of the abort.
- */
-export { CANCEL_GRACE_MS };
-
-/** Host calls served even past the deadline: they only release what the call holds (an exec slot, a process). */
-const RELEASE_OPS: ReadonlySet<string> = new Set(['command_end', 'process_kill']);
-
-const TIMEOUT_REPLY: HostReply = { v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: TIMEOUT_ERRNO };
-
-/**
- * A host handler's reply that holds the job where it is: its host call stays unanswered and the
- * wait returns `parked`; `answerParked` answers it later and a new wait goes on (a pooled lane
- * interpreter, booted, waiting for its snippet).
- */
-export const PARKED: HostReply = Object.freeze({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: true, value: 0 });
-
-export type Awaited =
-  | { readonly kind: 'done'; readonly frame: DoneFrame; readonly stdout: Uint8Array; readonly stderr: Uint8Array; readonly output?: Uint8Array }
-  | { readonly kind: 'parked' }
-  | { readonly kind: 'timeout' }
-  | { readonly kind: 'dead'; readonly error: SandboxError };
 
 const BOOT_TIMEOUT_MS = 10_000;
 let nextWorkerId = 1;
@@ -201,14 +151,17 @@ export class WorkerHandle {
 
   post(msg: ControlMessage | HeldRunMessage): void {
     if (!this.alive) throw this.deathError ?? new SandboxError('INSTANCE_DEAD');
+    this.channel.unlisten(); // a worker listening for a held run on the channel takes this message at once
     this.channel.clearInterrupt();
     this.channel.set(State.RUNNING);
     this.worker.postMessage(msg);
   }
 
-  /** Post a fresh run: its module goes only on its first run on this worker (held-modules.ts). */
+  /** Post a fresh run: its module goes only on its first run on this worker (held-modules.ts), on the channel if the worker listens (frames.ts). */
   postRun(module: WebAssembly.Module, run: RunJob): void {
-    this.post(runMessage(this.held, module, run));
+    const msg = runMessage(this.held, module, run);
+    if (msg.kind === 'run-held' && this.alive && sendHeld(this.channel, msg)) return;
+    this.post(msg);
   }
 
   /** Post a call to a loaded instance (the worker is in its serve loop). */
@@ -424,6 +377,7 @@ export class WorkerHandle {
   async terminate(): Promise<void> {
     if (this.alive) {
       this.channel.set(State.DEAD);
+      this.channel.unlisten();
       this.deathError ??= new SandboxError('INSTANCE_DEAD', 'the instance was stopped');
     }
     await this.worker.terminate();

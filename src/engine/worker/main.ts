@@ -24,7 +24,7 @@ import {
   type DoneFrame,
   type Outcome,
 } from '../bridge/protocol.ts';
-import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
+import { FRAME_KERNEL, LISTEN_SPINS, readCall, readHeld, readKernel, writeDone } from '../bridge/frames.ts';
 import { kernelCall } from './kernel-call.ts';
 import { readHeldRun, type RunJob } from './held-run.ts';
 import { Guest, type GuestHooks } from './guest.ts';
@@ -180,13 +180,18 @@ function serve(guest: Guest | ComponentGuest): void {
 /** The compiled modules this worker was given, by the id main chose (bridge/held-modules.ts); nothing else is found by id. */
 const held = new Map<number, WebAssembly.Module>();
 
+/** Messages taken off the port so far: the worker listens on the channel only when none is waiting. */
+let received = 0;
+
 port.on('message', (msg: unknown) => {
   const t0 = performance.now();
+  received++;
   const run = readHeldRun(msg);
   if (run) {
     const module = held.get(run.moduleId);
     if (module) runFresh(module, run, t0);
     else postFailure(run.job, new SandboxError('INTERNAL', 'the worker does not hold the module of this run'));
+    listen();
     return;
   }
   if (!isControlMessage(msg)) {
@@ -220,7 +225,30 @@ port.on('message', (msg: unknown) => {
     held.set(msg.moduleId, msg.module);
   }
   runFresh(msg.module, msg, t0);
+  listen();
 });
+
+const listenSpin = new AdaptiveSpin(boot.spinMs * LISTEN_SPINS);
+
+/**
+ * After a fresh run: take the next held runs from the channel while main posts them there
+ * (bridge/frames.ts), then back to the event loop. A frame that is not a well-formed held
+ * run of a module this worker holds is INTERNAL and runs nothing.
+ */
+function listen(): void {
+  while (ch.listenForRun(listenSpin, boot.idleWaitMs, received)) {
+    const t0 = performance.now();
+    let run;
+    try {
+      run = readHeldRun(readHeld(ch));
+    } catch {
+      run = null;
+    }
+    const module = run ? held.get(run.moduleId) : undefined;
+    if (run && module) runFresh(module, run, t0);
+    else postFailure(run?.job ?? 0, new SandboxError('INTERNAL', run ? 'the worker does not hold the module of this run' : 'malformed held-run frame'));
+  }
+}
 
 function load(msg: ControlMessage & { kind: 'load' }, t0: number): void {
   currentJob = msg.job;
