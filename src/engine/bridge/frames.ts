@@ -291,7 +291,7 @@ export const FRAME_HELD = 5;
  * is cheaper than a message's (~25 against ~45 µs in a two-thread micro-benchmark). On a host with idle cores a
  * spin of a few times spinMicros catches back-to-back runs in ~5 µs.
  */
-export const LISTEN_SPINS = 0;
+export const LISTEN_SPINS = 3;
 const F_STREAM = 1;
 const F_STDIN = 2;
 const FIXED = 2 + 8 * 4;
