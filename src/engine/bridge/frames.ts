@@ -284,12 +284,10 @@ export function readKernel(ch: Channel): KernelFrame {
 export const FRAME_HELD = 5;
 /**
  * How long (times the engine's spin) a pool worker spins for its next fresh run before it sleeps
- * on the listening word (AdaptiveSpin: halved after each window that found nothing). 0: measured
- * on a 2-vCPU VM shared with other work, a worker spinning after its result keeps the core the
- * main thread needs for that result — main's own work between two runs went from ~120 to ~340 µs
- * with a 500 µs spin, and the run was missed anyway; the futex sleep costs no CPU and its wake-up
- * is cheaper than a message's (~25 against ~45 µs in a two-thread micro-benchmark). On a host with idle cores a
- * spin of a few times spinMicros catches back-to-back runs in ~5 µs.
+ * on the listening word (AdaptiveSpin: halved after each window that found nothing, down to a
+ * fifth). Measured on a 2-vCPU VM (docs/architecture.md): back-to-back runs p50 ~220 µs with no
+ * spin, ~92 µs with 3 (1: ~200, 5 and 10: ~110); a long spin (500 µs) under heavy load did worse
+ * than none, since the spinning worker keeps the core main needs for the result.
  */
 export const LISTEN_SPINS = 3;
 const F_STREAM = 1;
