@@ -13,11 +13,11 @@ import { HELD_MODULES, HeldModules, moduleId, runMessage, type HeldRunMessage } 
 import { WorkerHandle, type HostHandler } from '../../src/engine/bridge/worker-handle.ts';
 import { locateWorker } from '../../src/engine/worker-file.ts';
 import { PROTOCOL_VERSION } from '../../src/engine/bridge/protocol.ts';
+import { answer, forgedSpec } from '../helpers/forged-run.ts';
 
 // One worker: every run lands on the same thread, the one whose held modules are under attack.
 const engine = testEngine({ poolSize: 1, maxWorkers: 1, maxWorkersPerTenant: 1 });
 
-const answer = (n: number): string => `(module (memory 1) (func (export "run") (result i32) (i32.const ${n})))`;
 
 test('many modules of two tenants on one worker: every run executes its own module', async () => {
   const count = HELD_MODULES + 4;
@@ -64,21 +64,7 @@ test('a run naming an id the worker was never given is INTERNAL, not another mod
   const h = await WorkerHandle.spawn(await locateWorker(), { heapMb: 64, stackMb: 4, spinMs: 0.1, idleWaitMs: 1000 });
   try {
     const mod = new WebAssembly.Module((await watText(answer(42))) as Uint8Array<ArrayBuffer>);
-    const spec = {
-      session: { id: 'forged', tenant: 'mallory', profile: 'compute' },
-      link: [],
-      maxMemoryPages: 16,
-      importedMemory: null,
-      growFailedExport: null,
-      poolMemory: null,
-      output: { limitBytes: 4096, failOnLimit: false },
-      wasi: { argv: ['forged'], env: [], stdin: new Uint8Array(0) },
-      logSink: 'stderr' as const,
-      hostWaitMs: 5000,
-      fuel: { metered: false, chunk: 1000 },
-      vfs: null,
-      depth: 0,
-    };
+    const spec = forgedSpec();
     const run = { spec, entry: { kind: 'invoke' as const, export: 'run', args: [] }, budget: { ms: 5000, fuel: 1e9 } };
     const noHost: HostHandler = () => ({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -1 });
     // The worker is given one module, then asked for an id next to it.

@@ -13,23 +13,9 @@ import { State } from '../../src/engine/bridge/channel.ts';
 import { WorkerHandle, type HostHandler } from '../../src/engine/bridge/worker-handle.ts';
 import { locateWorker } from '../../src/engine/worker-file.ts';
 import { PROTOCOL_VERSION } from '../../src/engine/bridge/protocol.ts';
+import { answer, forgedSpec } from '../helpers/forged-run.ts';
 
-const answer = (n: number): string => `(module (memory 1) (func (export "run") (result i32) (i32.const ${n})))`;
-const spec = {
-  session: { id: 'forged', tenant: 'mallory', profile: 'compute' },
-  link: [],
-  maxMemoryPages: 16,
-  importedMemory: null,
-  growFailedExport: null,
-  poolMemory: null,
-  output: { limitBytes: 4096, failOnLimit: false },
-  wasi: { argv: ['forged'], env: [], stdin: new Uint8Array(0) },
-  logSink: 'stderr' as const,
-  hostWaitMs: 5000,
-  fuel: { metered: false, chunk: 1000 },
-  vfs: null,
-  depth: 0,
-};
+const spec = forgedSpec();
 const entry = { kind: 'invoke' as const, export: 'run', args: [] };
 const budget = { ms: 5000, fuel: 1e9 };
 const noHost: HostHandler = () => ({ v: PROTOCOL_VERSION, kind: 'host-reply', ok: false, errno: -1 });
