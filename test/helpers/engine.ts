@@ -1,6 +1,6 @@
 /** Test helper: one engine per test file, closed when the file's tests end. */
 
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
@@ -8,6 +8,9 @@ import { createEngine, type Engine, type EngineOptions } from '../../src/index.t
 
 /** A private cache directory per test process, so tests never touch ~/.membrane. */
 export const TEST_CACHE = mkdtempSync(join(tmpdir(), 'membrane-test-cache-'));
+// Removed when the test process ends: left behind, one per test file and run (up to a few hundred
+// MB each, rewritten and compiled modules), they once filled this machine's disk.
+process.once('exit', () => rmSync(TEST_CACHE, { recursive: true, force: true }));
 
 export function testEngine(options: EngineOptions = {}): Engine {
   const engine = createEngine({ poolSize: 2, cacheDir: TEST_CACHE, ...options });

@@ -199,9 +199,15 @@ export function startChild(plan: BootPlan, boot = ''): Child {
   let readyDone: { resolve: () => void; reject: (e: Error) => void } | null = null;
   const ready = new Promise<void>((resolve, reject) => (readyDone = { resolve, reject }));
   ready.catch(() => {}); // a child nobody waits on may die before its ready line
+  // Set when the child has exited (and was reaped): from then on its pid may be any other
+  // process's, and its number a new process group's, so it is never signalled again. Nothing of
+  // its group outlives it: it cannot spawn (no --allow-child-process), and under bwrap its PID
+  // namespace ends with it (--die-with-parent).
+  let exited = false;
   const killGroup = (): void => {
+    if (exited || child.pid === undefined) return;
     try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      process.kill(-child.pid, 'SIGKILL');
     } catch {
       child.kill('SIGKILL');
     }
@@ -224,13 +230,14 @@ export function startChild(plan: BootPlan, boot = ''): Child {
   child.stdin!.on('error', () => {}); // a child that dies before reading: reported on exit
   if (boot !== '') child.stdin!.write(boot);
   child.on('error', () => kill(new SandboxError('INSTANCE_DEAD', 'the os_process child could not be started')));
+  child.on('exit', () => {
+    exited = true;
+    if (child.pid !== undefined) live.delete(child.pid); // the host's exit hook must not signal a pid that is no longer this child's
+  });
   child.on('close', (code) => {
     alive = false;
     exitCode = code;
-    // The whole group goes, whatever the child left behind (its engine's threads die with it).
-    killGroup();
     rmSync(home, { recursive: true, force: true });
-    if (child.pid !== undefined) live.delete(child.pid);
     readyDone?.reject(new SandboxError('INSTANCE_DEAD', 'the os_process child exited before it was ready'));
     readyDone = null;
     for (const fn of exits.splice(0)) fn();
