@@ -17,3 +17,13 @@ export function cpuMsDuring(ms: number): Promise<number> {
     }, ms),
   );
 }
+
+/**
+ * CPU this process spends in the quieter of two consecutive `ms` windows. A thread still spinning
+ * burns in both; a start-up's transient work (a JIT tier-up, a GC, a worker's boot on a loaded
+ * machine) seldom fills both, so an idle check through this does not flake on it.
+ */
+export async function quietCpuMs(ms = 500): Promise<number> {
+  const first = await cpuMsDuring(ms);
+  return Math.min(first, await cpuMsDuring(ms));
+}
