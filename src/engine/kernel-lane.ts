@@ -116,6 +116,13 @@ export class KernelLane {
     let h: KernelHandle;
     if (opts.inProcess === true) {
       if (!prepared.metered) throw new SandboxError('POLICY_INVALID', 'an in-process kernel needs fuel metering (the engine has fuel off)');
+      // `memory.atomic.wait` on a shared memory blocks the thread it runs on, and fuel cannot end a
+      // wait: on the host thread it would hang the whole process. Without a shared memory the
+      // instruction traps (the threads proposal), so refusing shared memories closes it.
+      const shared = prepared.limits.memories.find((m) => m.shared);
+      if (shared) {
+        throw new SandboxError('POLICY_INVALID', 'an in-process kernel cannot have a shared memory (an atomic wait would block the host thread); use the worker placement', { memoryIndex: shared.memoryIndex });
+      }
       const k = new InProcessKernel({
         module: prepared.module,
         entry,

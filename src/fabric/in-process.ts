@@ -4,7 +4,9 @@
  *
  * Owns: instantiating a prepared (limits-rewritten, fuel-instrumented) kernel with the only
  * imports an in-process kernel may have — the fuel refill and an imported memory; anything else
- * is LINK_UNSATISFIED, naming it — and the per-call fuel/deadline check at each refill.
+ * is LINK_UNSATISFIED, naming it — and the per-call fuel/deadline check at each refill. A shared
+ * memory is refused (kernel-lane.ts, and here again): an atomic wait on one would block the host
+ * thread, and fuel cannot end a wait.
  * Invariant: the kernel's fuel counter is re-armed before every call; a call that overdraws its
  * budget ends FUEL_EXHAUSTED at its next refill; every host read/write goes through abi/kernel-arena.ts.
  *
@@ -46,7 +48,6 @@ export class InProcessKernel {
   private readonly fuel: WebAssembly.Global;
   private readonly grow: WebAssembly.Global | null;
   private bytes: Uint8Array;
-  private readonly shared: boolean;
   private granted = 0;
   private next = FIRST_CHUNK;
   private budget = 0;
@@ -93,7 +94,8 @@ export class InProcessKernel {
     const g = spec.growFailedExport ? ex[spec.growFailedExport] : undefined;
     this.grow = g instanceof WebAssembly.Global ? g : null;
     this.bytes = new Uint8Array(memory.buffer);
-    this.shared = memory.buffer instanceof SharedArrayBuffer;
+    // kernel-lane.ts refuses shared memories before this; a shared one here would let an atomic wait block the host thread.
+    if (memory.buffer instanceof SharedArrayBuffer) throw new SandboxError('POLICY_INVALID', 'an in-process kernel cannot have a shared memory');
   }
 
   /** One call: input into the arena, `entry(len)`, the output copied out. Throws SandboxError. */
@@ -132,11 +134,10 @@ export class InProcessKernel {
 
   private view(): Uint8Array {
     // A grown memory detaches the old buffer (its view reads 0 bytes): re-make the view only then,
-    // without asking the memory for its buffer per call. A shared memory is not detached when it
-    // grows: its view is re-made when its length is no longer the memory's. Either way a stale
-    // view is only ever shorter than the memory, so every check against it stays inside.
+    // without asking the memory for its buffer per call (memories here are never shared). A stale
+    // view could only be shorter than the memory, so every check against it stays inside.
     const b = this.bytes;
-    if (b.byteLength === 0 || (this.shared && b.byteLength !== this.memory.buffer.byteLength)) this.bytes = new Uint8Array(this.memory.buffer);
+    if (b.byteLength === 0) this.bytes = new Uint8Array(this.memory.buffer);
     return this.bytes;
   }
 
