@@ -6,8 +6,10 @@
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
- * call); refusing what this tier cannot do yet (brokered powers, mounts, persistent VFS, receipts,
- * streaming callbacks) with NOT_CAPABLE saying why; the tenant turn; the bwrap decision (strict →
+ * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel; host
+ * functions, mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
+ * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) here,
+ * through this engine's brokers, as the call (broker-proxy.ts); the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
  * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
  * first os_process call, closed with the engine).
@@ -30,6 +32,7 @@ import type { RunOptions } from '../guest-spec.ts';
 import type { RunResult } from '../results.ts';
 import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEngineSettings, type ChildReply, type WarmKind } from './protocol.ts';
 import { ChildPool } from './pool.ts';
+import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
 
 export interface OsProcessDeps {
@@ -37,6 +40,8 @@ export interface OsProcessDeps {
   readonly fair: TenantScheduler;
   readonly record: (event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }) => void;
   readonly closed: () => boolean;
+  /** This engine's brokers: the child's brokered powers are served here. */
+  readonly brokers: BrokerDesk;
 }
 
 /** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
@@ -52,12 +57,12 @@ export interface OsProcessCall {
 }
 
 /**
- * Caps this tier does not serve: powers brokered by the parent engine (kv, net, llm...) and
- * process spawning (commands, exec, parallel: untested across the boundary). Named in a call's
- * `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the child runs without them, with
- * a warning. The guest VFS (`vfs`) is served in the child: private, in its own storage dir.
+ * Caps this tier does not serve: process spawning (commands, exec, parallel: untested across the
+ * boundary). Named in a call's `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the
+ * child runs without them, with a warning. The guest VFS (`vfs`) is served in the child: private,
+ * in its own storage dir; the brokered powers (kv, net, …) in this engine (broker-proxy.ts).
  */
-const REFUSED_CAPS = ['kv', 'secrets', 'queue', 'tcp', 'udp', 'tls', 'net', 'llm', 'browse', 'parallel', 'commands', 'exec'];
+const REFUSED_CAPS = ['parallel', 'commands', 'exec'];
 const BOOT_MS = 5_000;
 /** CPython's boot in a fresh child (the interpreter, its standard library; no pre-booted pool). */
 const PYTHON_BOOT_MS = 30_000;
@@ -69,10 +74,10 @@ function refuse(what: string): never {
 }
 
 /** The caps the child gets, and a warning for profile defaults it does not get; or NOT_CAPABLE. */
-function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: string[]; warning: string | null } {
+function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: PolicyConfig['caps'][number][]; warning: string | null } {
   const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
   const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
-  if (named.length > 0) refuse(`${named.join(', ')}: brokered powers are served by the parent engine, and spawning is not served across the process boundary`);
+  if (named.length > 0) refuse(`${named.join(', ')}: spawning is not served across the process boundary`);
   if (policy.hostCaps.length > 0) refuse('host functions');
   for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact', 'onStdout', 'onStderr', 'onProgress']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
   const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
@@ -170,15 +175,20 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
       throw e;
     }
     let out: string;
+    // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
+    const killAfterMs = policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS;
+    // The child's broker requests are served here as this call: its tenant, instance and grant; its records marked.
+    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, marks: { tier: 'os_process' } }, performance.now() + killAfterMs);
     try {
       out = await child.call(request, {
-        // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
-        killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
+        killAfterMs,
         maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
         signal: o.signal,
         lines: 2, // the ready line, then the reply's
+        side: proxy.side,
       });
     } finally {
+      proxy.end(); // whatever the child still had in flight is aborted, however the call ended
       if (!deps.closed()) pool?.refill({ ...plan, warm }); // the replacement boots once this call is done
     }
     const reply = parseReply(out);
