@@ -52,12 +52,12 @@ export interface ForgedOutcome {
 }
 
 /** Run the forger on `script` as `caller`'s call, served by `brokers`: its answers, or the call's error. */
-export async function forged(brokers: Brokers, caller: BrokerCaller, script: Record<string, unknown>, killAfterMs = 10_000): Promise<ForgedOutcome> {
+export async function forged(brokers: Brokers, caller: BrokerCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal): Promise<ForgedOutcome> {
   const t0 = performance.now();
   const child = startChild({ entry: FORGER, readDirs: [], bwrap: null, addons: false, shareNet: false });
   const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs);
   try {
-    const out = await child.call(JSON.stringify(script), { killAfterMs, maxReplyBytes: 32 << 20, lines: 2, side: proxy.side });
+    const out = await child.call(JSON.stringify(script), { killAfterMs, maxReplyBytes: 32 << 20, lines: 2, side: proxy.side, signal });
     const reply = JSON.parse(replyText(out) ?? 'null') as { result: { answers: ForgedOutcome['answers'] } };
     return { answers: reply.result.answers, error: null, pid: child.pid, ms: performance.now() - t0 };
   } catch (e) {
