@@ -5,11 +5,11 @@
 // the connection to the hanging server is closed, whether the child withdrew the request, its
 // deadline passed, or the caller cancelled the call.
 import assert from 'node:assert/strict';
-import { createServer, type Server, type Socket } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
 import { testEngine } from '../helpers/engine.ts';

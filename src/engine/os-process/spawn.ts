@@ -6,7 +6,9 @@
  *
  * Owns: the child's command line (permission flags, bwrap binds), its deadline (SIGKILL at
  * deadline + grace after its request → TIMEOUT), the reply cap (a larger reply → the child is
- * killed, OUTPUT_LIMIT; before its call it may write only its ready line), a silent or crashed
+ * killed, OUTPUT_LIMIT; before its call it may write only its ready line), splitting its broker
+ * request lines off its output during the call (each bounded, handed to the call's `side`; stdin
+ * stays open for their answers, written by `send`), a silent or crashed
  * child → INSTANCE_DEAD, and the private storage dir (created at spawn, removed when it exits).
  * A started child is idle (unref'd: it never keeps the host alive) until its one call; a host
  * that exits with children still there kills their groups and removes their storage dirs on its
