@@ -109,3 +109,14 @@ test('refusals on os_process leave the audit records a worker run leaves, once, 
   assert.deepEqual(shape(thereRecords), shape(hereRecords));
   assert.ok(thereRecords.every((r) => r.detail['tier'] === 'os_process'), JSON.stringify(thereRecords));
 });
+
+test('the tenant and id the parent serves a child as are checked like a worker run\'s: a malformed one runs nothing', async () => {
+  let spawned = false;
+  for (const bad of [{ tenant: 'a\u0000kv' }, { tenant: '' }, { id: 'x/../y' }]) {
+    const r = await engine.run(brokersGuest, { ...OS, ...bad, profile: 'minimal', argv: ['kv', 'get', 'k'], onChildSpawn: () => (spawned = true) });
+    const here = await engine.run(brokersGuest, { ...bad, profile: 'minimal', argv: ['kv', 'get', 'k'] });
+    assert.equal(r.error?.code, 'POLICY_INVALID', JSON.stringify(bad));
+    assert.equal(here.error?.code, 'POLICY_INVALID', JSON.stringify(bad));
+  }
+  assert.equal(spawned, false);
+});

@@ -21,6 +21,7 @@
  */
 
 import { admitSigned } from '../signed.ts';
+import { checkName } from '../../policy/names.ts';
 import { SandboxError } from '../../errors.ts';
 import { checkTier } from '../../fabric/tiers.ts';
 import type { TenantScheduler } from '../../fabric/tenant-scheduler.ts';
@@ -149,8 +150,9 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   if (status.bwrap === null && o.strictIsolation === true) {
     throw new SandboxError('TIER_UNAVAILABLE', `the os_process tier is not available: ${status.reason}`, { tier: 'os_process', reason: status.reason });
   }
-  const tenant = typeof o['tenant'] === 'string' ? o['tenant'] : 'default';
-  const instance = typeof o['id'] === 'string' ? o['id'] : `os-${kind}`;
+  // Checked here as a worker run checks them: the parent's brokers serve the child's requests as this tenant and instance.
+  const tenant = o['tenant'] === undefined || o['tenant'] === null ? 'default' : checkName('tenant', o['tenant'] as string);
+  const instance = o['id'] === undefined || o['id'] === null ? `os-${kind}` : checkName('id', o['id'] as string);
   // The child gets the resolved profile: a fallback is audited and warned here, where it happened.
   if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
