@@ -3,7 +3,8 @@
 // a hijacked child sends the request and then goes silent. The call's deadline still ends it
 // (TIMEOUT; the child is killed and gone), and the parent's in-flight broker work ends with it:
 // the connection to the hanging server is closed, whether the child withdrew the request, its
-// deadline passed, or the caller cancelled the call.
+// deadline passed, or the caller cancelled the call; revoking the tenant ends it REVOKED, as for a
+// worker.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
+import { GUEST_ERR } from '../../src/abi/command.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { callerOf, forged, gone, request, testBrokers, waitGone } from '../helpers/forged-child.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
@@ -88,4 +90,17 @@ test("a cancelled call's fetch in flight is aborted at once, long before any dea
   assert.ok(r.error instanceof SandboxError && r.error.code === 'CANCELLED', String(r.error));
   const closed = await closedWithin(5_000);
   assert.ok(closed >= 0 && closed < 1_000 + LOAD_SLACK_MS, `the fetch was closed after ${closed} ms`);
+});
+
+test("revoking the tenant ends a child's fetch in flight with REVOKED, as for a worker, and closes its connection", async () => {
+  const run = engine.run(netfetch, { ...OS, profile: 'network', tenant: 'doomed', timeoutMs: 20_000, argv: ['fetch', url] });
+  const t0 = performance.now();
+  while (open.size === 0 && performance.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(open.size, 1, 'the fetch never reached the server');
+  engine.revoke({ tenant: 'doomed' });
+  const r = await run;
+  assert.equal(r.ok, true, JSON.stringify(r.error));
+  assert.equal(r.stdout, `error ${GUEST_ERR.REVOKED}\n`);
+  assert.ok((await closedWithin(2_000)) >= 0, 'the revoked fetch kept its connection');
+  engine.restore({ tenant: 'doomed' });
 });
