@@ -21,7 +21,7 @@
  * (a child that does not read its stdin cannot grow the parent's buffers past the bound).
  * Does not protect against: a child that uses its grant to the full — rate limits and quotas are
  * the brokers' (per tenant), as for a worker; the parent's CPU spent reading a child's lines
- * before the cadence refuses them (each line is bounded, ~10 ms to decode at its largest, and read
+ * before the cadence refuses them (each line is bounded, ~16 ms to decode at its largest here, and read
  * chunk by chunk between other I/O, as a worker's large requests are copied before theirs); a
  * child's claims about its own call's result.
  */
