@@ -44,6 +44,8 @@ export interface CallerOf {
   readonly instance: string;
   /** Cap words, or the embedder's host caps (`vendor:name`) for a host function call. */
   readonly caps: readonly (CapWord | string)[];
+  /** Added to the detail of every record made for this caller (an os_process call's `tier`). */
+  readonly marks?: Readonly<Record<string, string>>;
 }
 
 export interface CadenceOptions {
@@ -100,7 +102,7 @@ export class Cadence {
   admit(caller: CallerOf, broker: CapWord | string, op: string, size: { bytes: number; max: number }): number | null {
     const deny = (code: keyof typeof GUEST_ERR, why: string, extra: Record<string, unknown> = {}): number => {
       this.bump(this.denied, `${broker}:${code}`);
-      this.options.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker, op, code, why, ...extra } });
+      this.options.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker, op, code, why, ...extra, ...caller.marks } });
       return GUEST_ERR[code];
     };
     if (!caller.caps.includes(broker)) return deny('DENIED', 'not granted');
@@ -134,7 +136,7 @@ export class Cadence {
     const bucket = Math.floor(this.now() / this.rateFor(broker).windowMs);
     if (this.quotaRecorded.get(key) === bucket) return;
     this.quotaRecorded.set(key, bucket);
-    this.options.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker, op, code: 'QUOTA', why: `tenant ${quota} quota (recorded once per window)`, quota, limit } });
+    this.options.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker, op, code: 'QUOTA', why: `tenant ${quota} quota (recorded once per window)`, quota, limit, ...caller.marks } });
   }
 
   /** For long operations: still not revoked? */

@@ -69,7 +69,12 @@ export class BrokerHub {
 
   /** Whether `name` is a broker import this hub serves. */
   static serves(name: string): boolean {
-    return name in MAX_REQUEST;
+    return Object.hasOwn(MAX_REQUEST, name);
+  }
+
+  /** The largest request `name` accepts (the cadence's size step), or null when the hub does not serve it. */
+  static requestCap(name: string): number | null {
+    return Object.hasOwn(MAX_REQUEST, name) ? MAX_REQUEST[name]! : null;
   }
 
   call(caller: CallerOf, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer {

@@ -57,6 +57,19 @@ export interface BrokerCaller {
   readonly tenant: string;
   readonly instance: string;
   readonly policy: { readonly caps: readonly CapWord[] };
+  /** Added to the detail of every audit record made for this caller (an os_process call's `tier`). */
+  readonly marks?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Brokers that live in another engine: `call` and `net` are handed there as they are, and the
+ * cadence, the stores, the secrets and the network guard run there — never here (an os_process
+ * child's engine forwards to its parent: src/engine/os-process/broker-link.ts). The caller is not
+ * forwarded: the other side knows whose call it serves.
+ */
+export interface BrokerForward {
+  call(name: string, args: readonly Uint8Array[], cap: number): Promise<BrokerAnswer>;
+  net(name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number): Promise<Uint8Array | number>;
 }
 
 /** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
@@ -81,6 +94,8 @@ export interface BrokerOptions {
    * reply). Unlike replacing `audit`, the log stays the engine's own: started with the database.
    */
   readonly auditCopy?: (event: AnchoredEvent) => void;
+  /** Serve `call` and `net` elsewhere (an os_process child's parent engine); absent: here. */
+  readonly forward?: BrokerForward;
 }
 
 /** The engine's default sink: an AuditSink that can also anchor a receipt in its keyed log. */
@@ -154,7 +169,8 @@ export class Brokers {
    * audited like cadence denials.
    */
   async net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline = Infinity): Promise<Uint8Array | number> {
-    const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps };
+    if (this.options.forward) return this.options.forward.net(name, args, stop, deadline);
+    const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps, ...(caller.marks ? { marks: caller.marks } : {}) };
     const cap = lookupImport(MEMBRANE_MODULE, name)?.grant as CapWord;
     const bytes = args.reduce((n, a) => n + a.byteLength, 0);
     const refused = this.cadence.admit(who, cap, name, { bytes, max: REMOTE_CALLS[name] ?? 0 });
@@ -184,12 +200,12 @@ export class Brokers {
       if (why === 'deadline') return GUEST_ERR.TIMEOUT;
       if (answer.ok) {
         for (const target of answer.denied) {
-          this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: 'DENIED', why: 'network guard', target } });
+          this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: 'DENIED', why: 'network guard', target, ...caller.marks } });
         }
         return answer.bytes;
       }
       if (answer.errno === GUEST_ERR.DENIED || answer.errno === GUEST_ERR.REVOKED) {
-        this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: answer.errno === GUEST_ERR.DENIED ? 'DENIED' : 'REVOKED', why: answer.errno === GUEST_ERR.DENIED ? 'network guard' : 'revoked in flight', target: describeTarget(name, args[0]) } });
+        this.audit.append({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: name, code: answer.errno === GUEST_ERR.DENIED ? 'DENIED' : 'REVOKED', why: answer.errno === GUEST_ERR.DENIED ? 'network guard' : 'revoked in flight', target: describeTarget(name, args[0]), ...caller.marks } });
       }
       return answer.errno;
     } finally {
@@ -222,8 +238,23 @@ export class Brokers {
     return this.database;
   }
 
-  call(caller: BrokerCaller, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer {
-    return this.hub.call({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, name, args, cap);
+  /** A main-thread broker call (kv, queue, secrets): the cadence, then the store; forwarded (a promise) when the brokers live elsewhere. */
+  call(caller: BrokerCaller, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer | Promise<BrokerAnswer> {
+    if (this.options.forward) return this.options.forward.call(name, args, cap);
+    return this.hub.call({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps, ...(caller.marks ? { marks: caller.marks } : {}) }, name, args, cap);
+  }
+
+  /**
+   * A request too large to be carried here (an os_process child sends its size instead): refused
+   * by the cadence exactly as the call itself would be — not granted, revoked, rate, then
+   * TOO_LARGE — and recorded. Not a broker import: INVALID.
+   */
+  refuseOversized(caller: BrokerCaller, name: string, bytes: number): number {
+    const entry = lookupImport(MEMBRANE_MODULE, name);
+    const max = Object.hasOwn(REMOTE_CALLS, name) ? REMOTE_CALLS[name]! : BrokerHub.requestCap(name);
+    if (!entry?.abi || max === null) return GUEST_ERR.INVALID;
+    const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps, ...(caller.marks ? { marks: caller.marks } : {}) };
+    return this.cadence.admit(who, entry.grant as CapWord, name, { bytes: Math.max(bytes, max + 1), max }) ?? GUEST_ERR.TOO_LARGE;
   }
 
   /** An engine-level audit record (e.g. a policy fallback); details must not hold secrets. */

@@ -33,8 +33,8 @@ import type { LaneHost } from './host.ts';
 
 /** The brokers, bound to one exec call's principal and caps (the engine builds these). */
 export interface LanePowerDeps {
-  /** A main-thread broker call (kv, queue, secrets): after the cadence. */
-  readonly call: (name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer;
+  /** A main-thread broker call (kv, queue, secrets): after the cadence (a promise when the brokers are forwarded). */
+  readonly call: (name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer | Promise<BrokerAnswer>;
   /**
    * A remote broker call (network, llm): the cadence runs inside; aborted by `stop`, and at
    * `deadline` (a `performance.now()` value) down to its sockets (TIMEOUT).
@@ -147,7 +147,7 @@ function fetchAnswer(bytes: Uint8Array): unknown {
  */
 export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end: () => Promise<void>; fuelUsed: () => number } {
   const ended = new AbortController();
-  const local = (name: string, args: readonly Uint8Array[]): BrokerAnswer => deps.call(name, args, ANSWER_CAP_BYTES);
+  const local = (name: string, args: readonly Uint8Array[]): BrokerAnswer | Promise<BrokerAnswer> => deps.call(name, args, ANSWER_CAP_BYTES);
   let deadline = 0;
   const remote = async (name: string, args: readonly Uint8Array[]): Promise<Uint8Array> => {
     const left = deadline - Date.now();
@@ -166,27 +166,27 @@ export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end:
     switch (power) {
       case 'kv.get':
       case 'queue.pop': {
-        const r = local(name, [s(0)]);
+        const r = await local(name, [s(0)]);
         return !r.ok && r.errno === GUEST_ERR.NOT_FOUND ? null : utf8(bytes(r));
       }
       case 'kv.put':
       case 'queue.push': {
-        const r = local(name, [s(0), s(1)]);
+        const r = await local(name, [s(0), s(1)]);
         return r.ok ? null : refuse(codeOf(r.errno));
       }
       case 'kv.delete': {
-        const r = local(name, [s(0)]);
+        const r = await local(name, [s(0)]);
         if (!r.ok && r.errno === GUEST_ERR.NOT_FOUND) return false;
         return r.ok ? true : refuse(codeOf(r.errno));
       }
       case 'kv.list':
-        return json(bytes(local(name, [s(0, true)])));
+        return json(bytes(await local(name, [s(0, true)])));
       case 'queue.len': {
-        const r = local(name, [s(0)]);
+        const r = await local(name, [s(0)]);
         return r.ok ? r.value : refuse(codeOf(r.errno));
       }
       case 'secrets.sign':
-        return Buffer.from(bytes(local(name, [s(0), s(1)]))).toString('hex');
+        return Buffer.from(bytes(await local(name, [s(0), s(1)]))).toString('hex');
       case 'net.fetch':
         return fetchAnswer(await remote(name, [fetchRequest(a[0])]));
       case 'llm.complete':

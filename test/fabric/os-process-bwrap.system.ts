@@ -112,3 +112,25 @@ test('pooled children run inside bubblewrap too: a strict call takes one, a call
   await pooled.close();
   assert.deepEqual(await waitGone([...waiting, ...inside]), []);
 });
+
+test('inside bubblewrap (no network of its own) a guest still fetches and uses kv: the parent serves its brokers', async () => {
+  const { httpServer } = await import('../net/servers.ts');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-bwrap-brokers-'));
+  const server = await httpServer((_req, res) => res.end('served to the parent'));
+  const net = testEngine({ poolSize: 1, brokers: { databaseFile: join(dir, 'engine.sqlite'), net: { allowCidrs: ['127.0.0.1/32'] } } });
+  try {
+    const code = `(async () => { const r = await fetch("http://127.0.0.1:${server.port}/"); kv.put("k", await r.text()); return kv.get("k"); })()`;
+    const r = await net.exec({ language: 'js', code, profile: 'network', caps: ['net', 'kv'], tier: 'os_process', strictIsolation: true });
+    assert.equal(r.ok, true, JSON.stringify(r.error));
+    assert.equal(r.result, 'served to the parent');
+    assert.deepEqual(r.warnings, []);
+    assert.equal(server.requests.length, 1);
+  } finally {
+    await net.close();
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -106,14 +106,15 @@ test('strict isolation without bubblewrap is TIER_UNAVAILABLE "bwrap not install
   assert.equal(spawned, false);
 });
 
-test('brokered powers are NOT_CAPABLE on os_process (served by the parent only), and say why', async () => {
-  const r = await engine.exec({ language: 'js', code: '1', profile: 'minimal', caps: ['kv'], ...NO_BWRAP });
+test('spawning powers are NOT_CAPABLE on os_process, and say why; brokered ones are served', async () => {
+  const r = await engine.exec({ language: 'js', code: '1', profile: 'minimal', caps: ['kv', 'exec'], ...NO_BWRAP });
   assert.equal(r.error?.code, 'NOT_CAPABLE');
-  assert.match(r.error?.message ?? '', /kv: brokered powers are served by the parent engine/);
-  // Granted only by the profile: the child runs without them, and the result says so.
-  const p = await engine.exec({ language: 'js', code: '2', profile: 'minimal', ...NO_BWRAP });
+  assert.match(r.error?.message ?? '', /exec: spawning is not served across the process boundary/);
+  // Granted only by the profile: the child runs without them, and the result says so; kv, queue, secrets… are there.
+  const p = await engine.exec({ language: 'js', code: '[typeof commands, typeof exec, typeof kv, typeof queue, typeof secrets]', profile: 'minimal', ...NO_BWRAP });
   assert.equal(p.ok, true, JSON.stringify(p.error));
-  assert.match(p.warnings.join('\n'), /ran without the profile's commands, exec, kv/);
+  assert.deepEqual(p.result, ['undefined', 'undefined', 'object', 'object', 'object']);
+  assert.match(p.warnings.join('\n'), /ran without the profile's commands, exec \(not served in a child process\)/);
   const m = await engine.run(await wat('noop'), { invoke: 'noop', mounts: ['/tmp'], ...NO_BWRAP });
   assert.equal(m.error?.code, 'NOT_CAPABLE');
 });

@@ -79,8 +79,8 @@ export interface HostServicesDeps {
   readonly runProcess: (caller: Caller, run: ProcessRun) => Promise<RunResult>;
   /** `vfs_query` in its child process, which runs no later than `deadline` (`performance.now()`). */
   readonly query: (caller: Caller, sql: string, snapshot: Uint8Array, deadline: number) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
-  /** A main-thread broker call (kv, queue, secrets, …) after the cadence. */
-  readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer;
+  /** A main-thread broker call (kv, queue, secrets, …) after the cadence (a promise when the brokers are forwarded: an os_process child's). */
+  readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer | Promise<BrokerAnswer>;
   /** The cadence's first four steps for a call served here (`run_command_many`): null = go. */
   readonly admit: (caller: Caller, cap: CapWord, op: string, bytes: number, max: number) => number | null;
   /** An audit record for a refusal decided here (depth, concurrency, live processes). */
@@ -294,7 +294,9 @@ export class HostServices {
             if (typeof answer === 'number') return err(answer);
             return hold.fits(key, answer, req.cap) ? ok(answer.length, answer) : ok(answer.length);
           }
-          const answer = this.deps.broker(caller, req.name, blobs, req.cap);
+          const got = this.deps.broker(caller, req.name, blobs, req.cap);
+          const answer = got instanceof Promise ? await got : got;
+          if (got instanceof Promise && call.signal.aborted) return err(GUEST_ERR.TIMEOUT);
           return answer.ok ? ok(answer.value, answer.payload) : err(answer.errno);
         }
         case 'hostfn': {

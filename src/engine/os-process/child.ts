@@ -3,42 +3,43 @@
  * empty environment under Node's permission model (and bubblewrap when present). Reads its boot
  * line (the engine settings) from stdin, builds a one-call engine and warms what the boot line
  * says (a no-op module's run, or the JS/TS interpreters), writes the ready line, then reads its
- * one request (to the end of stdin), runs it, writes one reply line to stdout and exits. A pooled
- * child waits between the ready line and the request; it has seen no call before its own (the
- * warm-up is the engine's own constant work, its audit records dropped) and serves none after.
+ * one request line, runs it, writes one reply line to stdout and exits. While the call runs, its
+ * brokered powers go to the parent (broker-link.ts): request lines on stdout, answer lines on
+ * stdin. A pooled child waits between the ready line and the request; it has seen no call before
+ * its own (the warm-up is the engine's own constant work, its audit records dropped) and serves
+ * none after.
  *
  * Owns: the child's side of the protocol (protocol.ts) and its one-call engine.
  * Invariant: the child's engine is configured only from the boot line, whose limits are the
  * parent engine's (operator limits, fuel, output cap), and runs only the request, whose limits
- * the parent already resolved against them: a child never gets more than its call. Audit records
- * go to the reply (the parent merges them into its chain), never to a database here. End of
- * stdin before a request (the parent closed the pool, or died) → the child exits.
+ * the parent already resolved against them: a child never gets more than its call. Its brokers
+ * are the parent's (forwarded): it holds no store, secret or socket. Audit records of its own
+ * engine go to the reply (the parent merges them into its chain), never to a database here. End
+ * of stdin before a request (the parent closed the pool, or died) → the child exits.
  * Does not protect against: anything the process boundary itself does not stop — see spawn.ts.
  */
 
 import { createEngine } from '../engine.ts';
 import type { ExecOptions } from '../../lanes/exec.ts';
+import { ParentLink } from './broker-link.ts';
 import { decode, encode, fromB64, READY_LINE, toB64, type ChildBoot, type ChildReply, type ChildRequest } from './protocol.ts';
 
-/** The first line of stdin, then the rest of it (to its end). */
-async function readInput(onLine: (line: string) => void): Promise<string> {
-  const chunks: Buffer[] = [];
-  let lineDone = false;
-  for await (const c of process.stdin) {
-    chunks.push(c as Buffer);
-    if (!lineDone) {
-      const all = Buffer.concat(chunks);
-      const nl = all.indexOf(10);
-      if (nl >= 0) {
-        lineDone = true;
-        chunks.length = 0;
-        chunks.push(all.subarray(nl + 1));
-        onLine(all.subarray(0, nl).toString('utf8'));
-      }
+/** stdin as lines (the last may end with the input instead of a newline): handed to `onLine` with their index. */
+async function readLines(onLine: (line: string, index: number) => void): Promise<void> {
+  let parts: Buffer[] = [];
+  let index = 0;
+  for await (const chunk of process.stdin) {
+    const c = chunk as Buffer;
+    let at = 0;
+    for (let nl = c.indexOf(10); nl >= 0; nl = c.indexOf(10, at)) {
+      parts.push(c.subarray(at, nl));
+      onLine(Buffer.concat(parts).toString('utf8'), index++);
+      parts = [];
+      at = nl + 1;
     }
+    if (at < c.length) parts.push(c.subarray(at));
   }
-  if (!lineDone) throw new Error('no boot line');
-  return Buffer.concat(chunks).toString('utf8');
+  if (parts.length > 0) onLine(Buffer.concat(parts).toString('utf8'), index++);
 }
 
 /** A module whose `_start` does nothing: running it once starts the rewriter, the compile path and the guest worker's first run. */
@@ -53,12 +54,16 @@ const NOOP_MODULE = new Uint8Array([
 async function main(): Promise<void> {
   const audit: { kind: string; detail?: unknown }[] = [];
   let engine: ReturnType<typeof createEngine> | null = null;
-  const rest = await readInput((line) => {
-    const boot = decode(line) as ChildBoot;
-    const s = boot.engine;
+  const link = new ParentLink((line) => void process.stdout.write(line));
+  let ready: Promise<void> = Promise.resolve();
+  let gotRequest: (text: string | null) => void = () => {};
+  const request = new Promise<string | null>((resolve) => (gotRequest = resolve));
+  const boot = (line: string): void => {
+    const b = decode(line) as ChildBoot;
+    const s = b.engine;
     const e = createEngine({
       osProcessPool: 0,
-      poolSize: boot.warm === 'run' ? 1 : 0, // a pooled child for a run warms one guest worker while it waits
+      poolSize: b.warm === 'run' ? 1 : 0, // a pooled child for a run warms one guest worker while it waits
       maxWorkers: 2,
       operatorLimits: s.operatorLimits,
       strictProfiles: s.strictProfiles,
@@ -67,16 +72,25 @@ async function main(): Promise<void> {
       outputLimitBytes: s.outputLimitBytes,
       cacheDir: s.cacheDir ?? false,
       onLog: () => {},
-      brokers: { audit: () => ({ append: (x) => void audit.push({ kind: x.kind, detail: x.detail }) }) },
+      brokers: { audit: () => ({ append: (x) => void audit.push({ kind: x.kind, detail: x.detail }) }), forward: link },
     });
     engine = e;
     // Nothing of a call is here yet: what warms is the engine's own (a no-op module's run; the interpreters' boot).
-    const warmed = boot.warm === 'run' ? e.run(NOOP_MODULE).then((r) => void r) : boot.warm === 'js' ? e.warmExec() : Promise.resolve();
+    const warmed = b.warm === 'run' ? e.run(NOOP_MODULE).then((r) => void r) : b.warm === 'js' ? e.warmExec() : Promise.resolve();
     // A failed warm-up is not the call's: the call then does the work itself (and reports its own errors).
-    void warmed.catch(() => {}).then(() => process.stdout.write(READY_LINE));
-  });
+    ready = warmed.catch(() => {}).then(() => void process.stdout.write(READY_LINE));
+  };
+  readLines((line, i) => (i === 0 ? boot(line) : i === 1 ? gotRequest(line) : link.answer(line))).then(
+    () => {
+      gotRequest(null);
+      link.close(); // the parent is gone: no broker call will be answered
+    },
+    () => process.exit(70),
+  );
+  const rest = await request;
   const e = engine as ReturnType<typeof createEngine> | null;
-  if (e === null || rest.length === 0) process.exit(0); // no request: the pool was closed (or the parent died)
+  if (e === null || rest === null || rest.length === 0) process.exit(0); // no request: the pool was closed (or the parent died)
+  await ready; // the ready line goes before anything of the call (its broker requests, its reply)
   const req = decode(rest) as ChildRequest;
   audit.length = 0; // what the warm-up recorded (if anything) is not the call's
   let result: Record<string, unknown>;

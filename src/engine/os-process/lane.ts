@@ -6,8 +6,10 @@
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
- * call); refusing what this tier cannot do yet (brokered powers, mounts, persistent VFS, receipts,
- * streaming callbacks) with NOT_CAPABLE saying why; the tenant turn; the bwrap decision (strict →
+ * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel; host
+ * functions, mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
+ * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) here,
+ * through this engine's brokers, as the call (broker-proxy.ts); the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
  * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
  * first os_process call, closed with the engine).
@@ -19,6 +21,7 @@
  */
 
 import { admitSigned } from '../signed.ts';
+import { checkName } from '../../policy/names.ts';
 import { SandboxError } from '../../errors.ts';
 import { checkTier } from '../../fabric/tiers.ts';
 import type { TenantScheduler } from '../../fabric/tenant-scheduler.ts';
@@ -30,6 +33,7 @@ import type { RunOptions } from '../guest-spec.ts';
 import type { RunResult } from '../results.ts';
 import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEngineSettings, type ChildReply, type WarmKind } from './protocol.ts';
 import { ChildPool } from './pool.ts';
+import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
 
 export interface OsProcessDeps {
@@ -37,6 +41,8 @@ export interface OsProcessDeps {
   readonly fair: TenantScheduler;
   readonly record: (event: { tenant: string; instance: string; kind: string; detail: Record<string, unknown> }) => void;
   readonly closed: () => boolean;
+  /** This engine's brokers: the child's brokered powers are served here. */
+  readonly brokers: BrokerDesk;
 }
 
 /** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
@@ -52,12 +58,12 @@ export interface OsProcessCall {
 }
 
 /**
- * Caps this tier does not serve: powers brokered by the parent engine (kv, net, llm...) and
- * process spawning (commands, exec, parallel: untested across the boundary). Named in a call's
- * `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the child runs without them, with
- * a warning. The guest VFS (`vfs`) is served in the child: private, in its own storage dir.
+ * Caps this tier does not serve: process spawning (commands, exec, parallel: untested across the
+ * boundary). Named in a call's `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the
+ * child runs without them, with a warning. The guest VFS (`vfs`) is served in the child: private,
+ * in its own storage dir; the brokered powers (kv, net, …) in this engine (broker-proxy.ts).
  */
-const REFUSED_CAPS = ['kv', 'secrets', 'queue', 'tcp', 'udp', 'tls', 'net', 'llm', 'browse', 'parallel', 'commands', 'exec'];
+const REFUSED_CAPS = ['parallel', 'commands', 'exec'];
 const BOOT_MS = 5_000;
 /** CPython's boot in a fresh child (the interpreter, its standard library; no pre-booted pool). */
 const PYTHON_BOOT_MS = 30_000;
@@ -69,10 +75,10 @@ function refuse(what: string): never {
 }
 
 /** The caps the child gets, and a warning for profile defaults it does not get; or NOT_CAPABLE. */
-function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: string[]; warning: string | null } {
+function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: PolicyConfig['caps'][number][]; warning: string | null } {
   const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
   const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
-  if (named.length > 0) refuse(`${named.join(', ')}: brokered powers are served by the parent engine, and spawning is not served across the process boundary`);
+  if (named.length > 0) refuse(`${named.join(', ')}: spawning is not served across the process boundary`);
   if (policy.hostCaps.length > 0) refuse('host functions');
   for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact', 'onStdout', 'onStderr', 'onProgress']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
   const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
@@ -144,8 +150,9 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   if (status.bwrap === null && o.strictIsolation === true) {
     throw new SandboxError('TIER_UNAVAILABLE', `the os_process tier is not available: ${status.reason}`, { tier: 'os_process', reason: status.reason });
   }
-  const tenant = typeof o['tenant'] === 'string' ? o['tenant'] : 'default';
-  const instance = typeof o['id'] === 'string' ? o['id'] : `os-${kind}`;
+  // Checked here as a worker run checks them: the parent's brokers serve the child's requests as this tenant and instance.
+  const tenant = o['tenant'] === undefined || o['tenant'] === null ? 'default' : checkName('tenant', o['tenant'] as string);
+  const instance = o['id'] === undefined || o['id'] === null ? `os-${kind}` : checkName('id', o['id'] as string);
   // The child gets the resolved profile: a fallback is audited and warned here, where it happened.
   if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
@@ -170,15 +177,20 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
       throw e;
     }
     let out: string;
+    // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
+    const killAfterMs = policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS;
+    // The child's broker requests are served here as this call: its tenant, instance and grant; its records marked.
+    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, marks: { tier: 'os_process' } }, performance.now() + killAfterMs);
     try {
       out = await child.call(request, {
-        // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
-        killAfterMs: policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS,
+        killAfterMs,
         maxReplyBytes: 4 * deps.config.outputLimitBytes + 1024 * 1024,
         signal: o.signal,
         lines: 2, // the ready line, then the reply's
+        side: proxy.side,
       });
     } finally {
+      proxy.end(); // whatever the child still had in flight is aborted, however the call ended
       if (!deps.closed()) pool?.refill({ ...plan, warm }); // the replacement boots once this call is done
     }
     const reply = parseReply(out);

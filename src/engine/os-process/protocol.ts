@@ -1,14 +1,19 @@
 /**
- * The `os_process` tier's wire format. On the child's stdin: a boot line (the engine settings,
- * one JSON document and a newline), then the request (one JSON document, then end of input). On
- * its stdout: a ready line (`READY_LINE`, once its engine is built and warm), then the reply (one
- * JSON document and a newline: JSON text holds no raw newline, so the reply ends there). Bytes cross as base64. A pooled child gets its boot line at spawn and its request
- * when a call takes it; a fresh child gets both at once. Shared by the parent (lane.ts, pool.ts)
- * and the child (child.ts).
+ * The `os_process` tier's wire format: lines of JSON (JSON text holds no raw newline). On the
+ * child's stdin: a boot line (the engine settings), then the request line, then — stdin stays
+ * open for the call — one answer line per broker request. On its stdout: a ready line
+ * (`READY_LINE`, once its engine is built and warm), then any number of broker request lines
+ * (each starting with `BROKER_MARK`: the parent serves the child's brokered powers), then the
+ * reply line. Bytes cross as base64. A pooled child gets its boot line at spawn and its request
+ * when a call takes it; a fresh child gets both at once. Shared by the parent (lane.ts, pool.ts,
+ * broker-proxy.ts) and the child (child.ts, broker-link.ts).
  *
- * Owns: the request and reply shapes and their (de)serialization.
+ * Owns: the request, reply and broker line shapes and their (de)serialization; the bounds of a
+ * broker request line and of the requests a child may have in flight.
  * Invariant: only data crosses — module bytes or source text, numbers and strings; no functions,
- * signals or host objects (the parent strips them before sending).
+ * signals or host objects (the parent strips them before sending). A broker request names an
+ * import and carries its arguments; never a tenant, a grant or a caller — the parent serves it
+ * as the call it gave the child.
  * Does not protect against: a child that lies in its reply — the parent caps the reply's size and
  * checks its shape, but a compromised child can report any result for its own call.
  */
@@ -69,3 +74,36 @@ export const decode = (text: string): unknown =>
     }
     return v;
   });
+
+/** The first byte of a broker request line on the child's stdout (a reply line starts with `{`). */
+export const BROKER_MARK = '>';
+
+/**
+ * Arguments a child sends with one broker request, in bytes: more than every broker accepts
+ * (http_fetch_many's 4 MiB is the largest), so a larger request travels as its size alone
+ * (`oversized`) and the parent's cadence refuses it TOO_LARGE, as it would in a worker.
+ */
+export const MAX_BROKER_ARGS_BYTES = 4 * 1024 * 1024 + 4096;
+/** A broker request line's bound (its arguments in base64, and the JSON around them): a longer one kills the child. */
+export const MAX_BROKER_LINE_BYTES = Math.ceil(MAX_BROKER_ARGS_BYTES / 3) * 4 + 64 * 1024;
+/**
+ * Broker requests a child may have in flight (sent, and not yet answered down to its stdin). Its
+ * engine runs one call whose guest makes its host calls one at a time; only a forged child goes
+ * past this, and it is killed.
+ */
+export const MAX_BROKER_IN_FLIGHT = 8;
+
+/**
+ * A broker request (after BROKER_MARK): `name` a `membrane` broker import with its string
+ * arguments (base64) and the guest's `cap` (its out buffer); or only their total size
+ * (`oversized`) when they are too large to carry; `leftMs` what is left of the child's call.
+ * `cancel` withdraws request `id` (the child's call ended or timed out: its answer is not awaited).
+ */
+export type BrokerRequestLine =
+  | { readonly kind: 'broker'; readonly id: number; readonly name: string; readonly args?: readonly string[]; readonly oversized?: number; readonly cap: number; readonly leftMs: number }
+  | { readonly kind: 'cancel'; readonly id: number };
+
+/** The parent's answer to broker request `id` (on the child's stdin): the broker's answer as in a worker. */
+export type BrokerAnswerLine =
+  | { readonly id: number; readonly ok: true; readonly value: number; readonly payload?: string }
+  | { readonly id: number; readonly ok: false; readonly errno: number };

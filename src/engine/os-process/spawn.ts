@@ -6,7 +6,9 @@
  *
  * Owns: the child's command line (permission flags, bwrap binds), its deadline (SIGKILL at
  * deadline + grace after its request → TIMEOUT), the reply cap (a larger reply → the child is
- * killed, OUTPUT_LIMIT; before its call it may write only its ready line), a silent or crashed
+ * killed, OUTPUT_LIMIT; before its call it may write only its ready line), splitting its broker
+ * request lines off its output during the call (each bounded, handed to the call's `side`; stdin
+ * stays open for their answers, written by `send`), a silent or crashed
  * child → INSTANCE_DEAD, and the private storage dir (created at spawn, removed when it exits).
  * A started child is idle (unref'd: it never keeps the host alive) until its one call; a host
  * that exits with children still there kills their groups and removes their storage dirs on its
@@ -34,6 +36,7 @@ import { dirname, join } from 'node:path';
 import { SandboxError } from '../../errors.ts';
 import { findBwrap } from '../../fabric/tiers.ts';
 import { packageRoot } from '../../storage/package-root.ts';
+import { BROKER_MARK } from './protocol.ts';
 
 /** Whether bubblewrap can sandbox a child here, and if not, why. Cached per PATH. */
 export interface BwrapStatus {
@@ -85,6 +88,18 @@ export interface CallLimits {
    * call ends once the child is gone.
    */
   readonly lines?: number;
+  /**
+   * Lines the child writes during its call that start with `BROKER_MARK` (protocol.ts): each is
+   * handed to `onLine` (without the mark) and is not part of the reply; one longer than
+   * `maxLineBytes` kills the child (INTERNAL). With `side`, stdin stays open after the request
+   * for `send`; without it, stdin ends after the request.
+   */
+  readonly side?: SideLines;
+}
+
+export interface SideLines {
+  readonly maxLineBytes: number;
+  readonly onLine: (line: string) => void;
 }
 
 export interface SpawnPlan extends BootPlan, CallLimits {
@@ -135,6 +150,8 @@ function moduleDirs(root: string): string[] {
   }
 }
 
+const MARK = BROKER_MARK.charCodeAt(0);
+
 /** Most a child may write before its call (the ready line is 6 bytes): more is misbehaviour, and it is killed. */
 const IDLE_OUTPUT_BYTES = 64;
 
@@ -149,8 +166,12 @@ export interface Child {
   onExit(fn: () => void): void;
   /** Write the request, end stdin, and wait for everything on stdout (the call's deadline starts now). Once. */
   call(request: string, limits: CallLimits): Promise<string>;
-  /** SIGKILL its process group. */
+  /** SIGKILL its process group (its call: CANCELLED). */
   kill(): void;
+  /** SIGKILL its process group; its call fails with `why`. */
+  fail(why: SandboxError): void;
+  /** Write one line on its stdin during a call with `side` (`flushed` once it left this process); false if gone. */
+  send(line: string, flushed?: () => void): boolean;
   /** Keep the host process alive for it (a call waiting on its boot); an idle child does not. */
   hold(): void;
 }
@@ -216,7 +237,8 @@ export function startChild(plan: BootPlan, boot = ''): Child {
     failure ??= why;
     killGroup();
   };
-  child.stdout!.on('data', (c: Buffer) => {
+  /** Output that is not a broker line: the ready line and the reply, under the cap. */
+  const plain = (c: Buffer): void => {
     size += c.length;
     if (size > cap) return kill(new SandboxError('OUTPUT_LIMIT', "the os_process child's reply is larger than its output cap"));
     chunks.push(c);
@@ -226,6 +248,36 @@ export function startChild(plan: BootPlan, boot = ''): Child {
       readyDone = null;
     }
     onLine?.();
+  };
+  // The current line: just begun, a broker line (its parts so far, bounded) or plain output.
+  let side: SideLines | null = null;
+  let mode: 'start' | 'side' | 'plain' = 'start';
+  let sideParts: Buffer[] = [];
+  let sideSize = 0;
+  child.stdout!.on('data', (c: Buffer) => {
+    for (let at = 0; at < c.length && failure === null; ) {
+      if (mode === 'start') {
+        mode = side !== null && c[at] === MARK ? 'side' : 'plain';
+        if (mode === 'side') at += 1; // the mark is not the line's
+      }
+      const nl = c.indexOf(10, at);
+      const end = nl < 0 ? c.length : nl + 1;
+      if (mode === 'plain') plain(c.subarray(at, end));
+      else {
+        const piece = c.subarray(at, nl < 0 ? c.length : nl);
+        sideSize += piece.length;
+        if (sideSize > side!.maxLineBytes) return kill(new SandboxError('INTERNAL', 'the os_process child sent an oversized broker request'));
+        sideParts.push(piece);
+        if (nl >= 0) {
+          const line = Buffer.concat(sideParts).toString('utf8');
+          sideParts = [];
+          sideSize = 0;
+          side!.onLine(line);
+        }
+      }
+      if (nl >= 0) mode = 'start';
+      at = end;
+    }
   });
   child.stdin!.on('error', () => {}); // a child that dies before reading: reported on exit
   if (boot !== '') child.stdin!.write(boot);
@@ -259,6 +311,12 @@ export function startChild(plan: BootPlan, boot = ''): Child {
     ready,
     onExit: (fn) => (alive ? exits.push(fn) : fn()),
     kill: () => kill(new SandboxError('CANCELLED', 'the os_process child was killed')),
+    fail: (why) => kill(why),
+    send(line, flushed) {
+      if (!alive || side === null || failure !== null) return false;
+      child.stdin!.write(`${line}\n`, () => flushed?.());
+      return true;
+    },
     hold: () => hold(true),
     call(request, limits) {
       if (called) throw new SandboxError('INTERNAL', 'an os_process child serves one call');
@@ -269,6 +327,7 @@ export function startChild(plan: BootPlan, boot = ''): Child {
           if (settled) return;
           settled = true;
           onLine = null;
+          side = null;
           clearTimeout(timer);
           limits.signal?.removeEventListener('abort', onAbort);
           hold(false);
@@ -293,7 +352,9 @@ export function startChild(plan: BootPlan, boot = ''): Child {
         // Its one call is answered: the group is killed (nothing it does after counts), and the call ends at its exit.
         if (limits.lines !== undefined) onLine = () => void (lines >= limits.lines! && killGroup());
         exits.push(settle);
-        child.stdin!.end(request);
+        side = limits.side ?? null;
+        if (side) child.stdin!.write(`${request}\n`);
+        else child.stdin!.end(request);
       });
     },
   };

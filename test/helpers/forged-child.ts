@@ -1,0 +1,70 @@
+/**
+ * Test helper: a hijacked os_process child (test/fixtures/os-process/forger.mjs) served by the
+ * parent's broker proxy exactly as lane.ts serves a real child (src/engine/os-process/
+ * broker-proxy.ts), against real brokers (their cadence, stores and network guard) whose audit
+ * records the test reads.
+ */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after } from 'node:test';
+import { Brokers, type BrokerCaller, type BrokerOptions } from '../../src/brokers/index.ts';
+import { auditInDatabase } from '../../src/engine/audit-sink.ts';
+import { brokerProxy } from '../../src/engine/os-process/broker-proxy.ts';
+import { replyText } from '../../src/engine/os-process/protocol.ts';
+import { startChild } from '../../src/engine/os-process/spawn.ts';
+import type { CapWord } from '../../src/policy/profiles.ts';
+
+export const FORGER = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/os-process/forger.mjs');
+
+export interface Record_ {
+  tenant: string;
+  instance: string;
+  kind: string;
+  detail: Record<string, unknown>;
+}
+
+/** Real brokers with a private engine database (removed after the file's tests) and an audit list. */
+export function testBrokers(records: Record_[], options: BrokerOptions = {}): Brokers {
+  const dir = mkdtempSync(join(tmpdir(), 'membrane-forged-'));
+  const brokers = new Brokers({ databaseFile: join(dir, 'engine.sqlite'), audit: () => ({ append: (e) => void records.push(e) }), ...options }, auditInDatabase);
+  after(() => {
+    brokers.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return brokers;
+}
+
+/** The caller lane.ts serves a call's child as. */
+export const callerOf = (tenant: string, caps: readonly CapWord[]): BrokerCaller => ({ tenant, instance: 'os-run', policy: { caps }, marks: { tier: 'os_process' } });
+
+export const b64 = (s: string): string => Buffer.from(s).toString('base64');
+export const request = (id: number, name: string, args: string[], extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({ kind: 'broker', id, name, args: args.map(b64), cap: 1 << 20, leftMs: 5_000, ...extra });
+
+export interface ForgedOutcome {
+  readonly answers: { id: number; ok: boolean; value?: number; errno?: number; payload?: string }[] | null;
+  readonly error: unknown;
+  readonly pid: number;
+  readonly ms: number;
+}
+
+/** Run the forger on `script` as `caller`'s call, served by `brokers`: its answers, or the call's error. */
+export async function forged(brokers: Brokers, caller: BrokerCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal): Promise<ForgedOutcome> {
+  const t0 = performance.now();
+  const child = startChild({ entry: FORGER, readDirs: [], bwrap: null, addons: false, shareNet: false });
+  const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs);
+  try {
+    const out = await child.call(JSON.stringify(script), { killAfterMs, maxReplyBytes: 32 << 20, lines: 2, side: proxy.side, signal });
+    const reply = JSON.parse(replyText(out) ?? 'null') as { result: { answers: ForgedOutcome['answers'] } };
+    return { answers: reply.result.answers, error: null, pid: child.pid, ms: performance.now() - t0 };
+  } catch (e) {
+    return { answers: null, error: e, pid: child.pid, ms: performance.now() - t0 };
+  } finally {
+    proxy.end();
+  }
+}
+
+export { gone, waitGone } from './os-pool.ts';
