@@ -62,6 +62,10 @@ test('TypeScript and Python execs on os_process match the same execs in process'
   assert.equal(pyThere.ok, true, JSON.stringify(pyThere.error));
   assert.equal(pyThere.stdout, pyHere.stdout);
   assert.equal(pyThere.stdout, '{"a": [1, 2]}\n');
+  // Granted nothing: the interpreter's own in-memory files still work (it was INTERNAL before).
+  const bare = await engine.exec({ language: 'python', code: py, caps: [], ...NO_BWRAP });
+  assert.equal(bare.ok, true, JSON.stringify(bare.error));
+  assert.equal(bare.stdout, '{"a": [1, 2]}\n');
 });
 
 test("the child's environment holds none of the parent's variables (a canary is absent)", async () => {

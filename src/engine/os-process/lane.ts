@@ -162,8 +162,10 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
       readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
       bwrap: status.bwrap,
       shareNet: false,
-      // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may load addons.
-      addons: granted.caps.includes('vfs'),
+      // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may
+      // load addons — and a Python exec, whose interpreter keeps its own files in an in-memory
+      // SQLite VFS whatever it is granted (without them it could not start at all).
+      addons: granted.caps.includes('vfs') || (kind === 'exec' && o['language'] === 'python'),
     };
     // A pooled child of exactly this configuration, or a fresh one (no pool, none of this kind, or the pool is failing).
     const pool = deps.closed() ? null : poolFor(deps.config);
