@@ -21,7 +21,7 @@ import { checkTier, type Tier } from '../fabric/tiers.ts';
 export { checkTier };
 export { closeOsProcess, osExec, osRun, type OsProcessCall, type OsProcessDeps } from './os-process/lane.ts';
 export { closeRemote, remoteRun } from './remote-lane.ts'; // for engine.ts (one import line there)
-import type { PolicyOptions } from '../policy/resolve.ts';
+import { positive, type PolicyOptions } from '../policy/resolve.ts';
 import type { KernelHandle, KernelOptions } from './kernel-lane.ts';
 import type { RunOptions } from './guest-spec.ts';
 import type { RunResult } from './results.ts';
@@ -73,6 +73,8 @@ export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanRes
   const shapes = [o.command !== undefined, o.module !== undefined, o.kernel !== undefined].filter(Boolean).length;
   if (shapes !== 1) throw new SandboxError('POLICY_INVALID', 'fanout takes exactly one of command, module or kernel');
   const limits: PolicyOptions = pick(o);
+  // A malformed limit is the whole call's error, before any input runs (not N copies of it).
+  for (const name of ['timeoutMs', 'fuel', 'memoryBytes'] as const) positive(name, limits[name]);
   const tenant = o.tenant ?? 'default';
   const signal = o.signal;
   let task: (input: Uint8Array, signal: AbortSignal) => Promise<FanResult>;

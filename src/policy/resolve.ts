@@ -166,7 +166,8 @@ export function memoryPages(policy: PolicyConfig): number {
   return Math.floor(policy.memoryBytes / WASM_PAGE);
 }
 
-function positive(name: string, value: number | undefined): number | undefined {
+/** A limit option's value: undefined, or a positive finite number (floored); anything else is POLICY_INVALID. */
+export function positive(name: string, value: number | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
     throw new SandboxError('POLICY_INVALID', `${name} must be a positive finite number`, { [name]: String(value) });

@@ -100,6 +100,10 @@ test('engine.fanout takes exactly one shape and a width in range', async () => {
   await assert.rejects(engine.fanout({ inputs: [] }), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
   await assert.rejects(engine.fanout({ command: 'wc', module: new Uint8Array(8), inputs: [] }), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
   await assert.rejects(engine.fanout({ command: 'wc', inputs: [], width: 0 }), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID');
+  // A malformed limit is the call's error up front, not one per input.
+  for (const bad of [{ timeoutMs: -5 }, { fuel: Number.NaN }, { memoryBytes: Infinity }]) {
+    await assert.rejects(engine.fanout({ command: 'wc', inputs: ['a', 'b'], ...bad }), (e: unknown) => e instanceof SandboxError && e.code === 'POLICY_INVALID', JSON.stringify(bad));
+  }
 });
 
 test('engine.fanout over a WASI module: a fresh run per input, stdin in, stdout bytes out', async () => {
