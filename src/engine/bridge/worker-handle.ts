@@ -22,7 +22,8 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
-import { readDone, sendHeld, writeCall, writeKernel, type KernelFrame } from './frames.ts';
+import { readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts';
+import { sendHeld } from './held-frame.ts';
 import { grace, pastLimit, within } from './wait-bounds.ts';
 import { HOST_CALL_GRACE_MS, PARKED, RELEASE_OPS, TIMEOUT_REPLY, type Awaited, type HostCall, type WorkerLimits } from './worker-wait.ts';
 import type { StreamSink } from './stream-sink.ts';
