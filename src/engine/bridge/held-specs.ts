@@ -103,11 +103,20 @@ export class HeldSpecs {
 
 /**
  * Whether `value` is what JSON `sent` says it is: the same plain data, value for value (a key
- * whose value is undefined counts as absent, as JSON drops it).
+ * whose value is undefined counts as absent, as JSON drops it). An object frozen all the way down
+ * cannot change, so once found equal to a node of `sent` it is not compared with it again (the
+ * memo's frames, fresh-run.ts, are such objects: most runs compare a dozen fields and no more).
  */
 export function sameJson(value: unknown, sent: unknown): boolean {
   if (value === sent) return value === null || typeof value !== 'object';
   if (typeof value !== 'object' || value === null || typeof sent !== 'object' || sent === null) return false;
+  if (known.get(value) === sent) return true;
+  if (!compare(value, sent)) return false;
+  if (isDeepFrozen(value)) known.set(value, sent);
+  return true;
+}
+
+function compare(value: object, sent: object): boolean {
   if (Array.isArray(value)) {
     if (!Array.isArray(sent) || value.length !== sent.length) return false;
     for (let i = 0; i < value.length; i++) if (!sameJson(value[i], sent[i])) return false;
@@ -124,6 +133,19 @@ export function sameJson(value: unknown, sent: unknown): boolean {
   }
   for (const k in s) if (Object.hasOwn(s, k)) n--;
   return n === 0;
+}
+
+/** Deep-frozen objects by the node of sent JSON they were found equal to. */
+const known = new WeakMap<object, unknown>();
+/** Objects found frozen all the way down (freezing cannot be undone). */
+const frozen = new WeakSet<object>();
+
+function isDeepFrozen(x: object): boolean {
+  if (frozen.has(x)) return true;
+  if (!Object.isFrozen(x)) return false;
+  for (const v of Object.values(x)) if (typeof v === 'object' && v !== null && !isDeepFrozen(v)) return false;
+  frozen.add(x);
+  return true;
 }
 
 /** `value` as JSON text, or null when JSON would change it (a non-finite number becomes null, bytes an object). */
