@@ -160,15 +160,50 @@ export class Guest {
     return typeof this.instance?.exports[name] === 'function';
   }
 
+  /**
+   * The kernel lane's hot path (kernel-call.ts): `fn(arg)` under `budget`, with every wall of
+   * `call` — its result when it returned a number and nothing else needs settling, else the
+   * Outcome `call` would give (a failure, or a result of another type).
+   */
+  callI32(fn: (arg: number) => unknown, arg: number, budget: Budget): number | Outcome {
+    this.begin(budget);
+    let result: unknown;
+    let thrown: unknown = null;
+    try {
+      result = fn(arg);
+    } catch (e) {
+      thrown = e;
+    }
+    if (thrown === null && typeof result === 'number' && this.vfs === null && this.state.fault === null && this.state.exit === null) {
+      this.fuelUsed = this.meter ? this.meter.used() : 0;
+      return result;
+    }
+    return this.settle(thrown === null ? () => [wireFromResult(result)] : null, thrown);
+  }
+
+  /** An exported function by name, or null. */
+  exportedFunction(name: string): ((...a: unknown[]) => unknown) | null {
+    const fn = this.instance?.exports[name];
+    return typeof fn === 'function' ? (fn as (...a: unknown[]) => unknown) : null;
+  }
+
   private guard(budget: Budget, body: () => WireValue[]): Outcome {
+    this.begin(budget);
+    return this.settle(body, null);
+  }
+
+  private begin(budget: Budget): void {
     this.state.reset();
     this.deadline = performance.now() + budget.ms;
     this.budgetFuel = budget.fuel;
     this.meter?.begin(budget.fuel, this.deadline);
+  }
+
+  /** The outcome of `body` (not run when null: `thrown` is what the call threw), every wall settled. */
+  private settle(body: (() => WireValue[]) | null, thrown: unknown): Outcome {
     let values: WireValue[] = [];
-    let thrown: unknown = null;
     try {
-      values = body();
+      if (body) values = body();
     } catch (e) {
       thrown = e;
     }

@@ -32,17 +32,28 @@ export function kernelCall(guest: Guest, f: KernelFrame): KernelOutcome {
     guest.fuelUsed = 0;
     return refused(e);
   }
-  const outcome = guest.call(f.entry, [{ t: 'i32', v: len }], f.budget);
-  if (!outcome.ok) return { outcome, output: undefined };
+  const fn = guest.exportedFunction(f.entry);
+  if (fn === null) return (guest.fuelUsed = 0), refused(new SandboxError('POLICY_INVALID', `the module has no exported function "${f.entry.slice(0, 64)}"`, { export: f.entry.slice(0, 64) }));
+  const r = guest.callI32(fn, len, f.budget);
+  if (typeof r !== 'number') {
+    if (!r.ok) return { outcome: r, output: undefined };
+    const v = r.values[0];
+    return output(guest, f, v?.t === 'i32' ? v.v : undefined);
+  }
+  return output(guest, f, r);
+}
+
+/** The output range the kernel returned, checked: a view of guest memory (the result frame is written from it before the guest runs again). */
+function output(guest: Guest, f: KernelFrame, outLen: unknown): KernelOutcome {
   try {
-    const v = outcome.values[0];
-    const n = checkOutput(f.arena, v?.t === 'i32' ? v.v : undefined, guest.memory.byteLength);
-    // A view, not a copy: the result frame is written from it before the guest runs again.
-    return { outcome: { ok: true, values: [], exitCode: null }, output: guest.memory.bytes(f.arena.outOff, n) };
+    const n = checkOutput(f.arena, outLen, guest.memory.byteLength);
+    return { outcome: OK, output: guest.memory.bytes(f.arena.outOff, n) };
   } catch (e) {
     return refused(e);
   }
 }
+
+const OK: Outcome = Object.freeze({ ok: true, values: Object.freeze([]) as unknown as [], exitCode: null });
 
 function refused(e: unknown): KernelOutcome {
   const err = e instanceof SandboxError ? e : new SandboxError('INTERNAL', 'the kernel call failed');
