@@ -135,11 +135,23 @@ export function readCall(ch: Channel): CallFrame {
   return { v: PROTOCOL_VERSION, kind: 'call', job, export: name, args, budget: { ms, fuel }, stream: kind === FRAME_CALL_STREAM };
 }
 
+/** The last name decoded, and its bytes: a persistent instance is called by the same name again and again. */
+let lastName = '';
+let lastNameBytes = new Uint8Array(0);
+
 function decodeName(data: Uint8Array, at: number, len: number): string {
+  const last = lastNameBytes;
+  if (len === last.length) {
+    let same = true;
+    for (let i = 0; i < len; i++) if (data[at + i] !== last[i]) same = false;
+    if (same) return lastName;
+  }
   let ascii = true;
   for (let i = 0; i < len; i++) if (data[at + i]! >= 0x80) ascii = false;
-  if (ascii) return String.fromCharCode(...data.subarray(at, at + len));
-  return decoder.decode(data.slice(at, at + len));
+  const name = ascii ? String.fromCharCode(...data.subarray(at, at + len)) : decoder.decode(data.slice(at, at + len));
+  lastName = name;
+  lastNameBytes = data.slice(at, at + len);
+  return name;
 }
 
 export function writeDone(ch: Channel, f: DoneFrame, stdout: Uint8Array, stderr: Uint8Array, output?: Uint8Array): void {

@@ -26,7 +26,7 @@ import {
 } from '../bridge/protocol.ts';
 import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
 import { LISTEN_SPINS, readHeld } from '../bridge/held-frame.ts';
-import { kernelCall } from './kernel-call.ts';
+import { KernelCalls } from './kernel-call.ts';
 import { HeldSpecTable, readHeldRun, type RunJob } from './held-run.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
@@ -135,6 +135,7 @@ const idleSpin = new AdaptiveSpin(boot.spinMs);
 
 /** Serve calls on a persistent instance until told to stop (or terminated). */
 function serve(guest: Guest | ComponentGuest): void {
+  let kernel: KernelCalls | null = null;
   for (;;) {
     const s = ch.state;
     if (s === State.DEAD) return;
@@ -153,7 +154,7 @@ function serve(guest: Guest | ComponentGuest): void {
         postFailure(k.job, new SandboxError('POLICY_INVALID', 'a component instance takes no kernel calls'));
         continue;
       }
-      const r = kernelCall(guest, k);
+      const r = (kernel ??= new KernelCalls(guest)).call(k);
       postDone(k.job, guest, r.outcome, t0, r.output);
       continue;
     }
