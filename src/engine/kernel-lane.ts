@@ -203,7 +203,7 @@ class WorkerKernel implements KernelHandle {
   private readonly budget: Budget;
   private timeoutMs: number;
   private readonly frame: { job: number; budget: Budget; arena: Arena; entry: string; input: Uint8Array };
-  /** How long the hot path spins for a result before it waits (bridge/channel.ts AdaptiveSpin). */
+  /** How long the hot path spins for a result before it waits (bridge/adaptive-spin.ts). */
   private readonly spin: AdaptiveSpin;
 
   constructor(

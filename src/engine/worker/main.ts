@@ -174,7 +174,7 @@ function serve(guest: Guest | ComponentGuest): void {
       postDone(frame.job, guest, outcome, t0);
       continue;
     }
-    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (channel.ts AdaptiveSpin).
+    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (adaptive-spin.ts).
     ch.awaitJob(idleSpin, boot.idleWaitMs);
   }
 }
