@@ -232,6 +232,33 @@ export function readDone(ch: Channel): DoneRead {
   return output ? { frame, stdout, stderr, output } : { frame, stdout, stderr };
 }
 
+/**
+ * Main side, the kernel lane's hot path: the output of a kernel call's result frame when it is a
+ * plain success (binary, no values), copied out, with every length checked like readDone's; null
+ * for any other frame, which is then left for readDone. `doneFuel` is the same frame's fuel.
+ */
+export function kernelOutput(ch: Channel): Uint8Array | null {
+  if (ch.frameKind !== FRAME_DONE) return null;
+  const size = ch.frameLength();
+  const { data, view } = ch;
+  if (size < 39 || (data[1]! & (F_OK | F_KERNEL)) !== (F_OK | F_KERNEL) || view.getUint16(34, true) !== 0) return null;
+  let at = 36;
+  for (let i = 0; i < 2; i++) {
+    if (at + 4 > size) throw bad('output length out of range');
+    const len = view.getUint32(at, true);
+    if (at + 4 + len > size) throw bad('output out of range');
+    at += 4 + len;
+  }
+  if (at + 4 > size) throw bad('output length out of range');
+  const len = view.getUint32(at, true);
+  if (at + 4 + len > size) throw bad('output out of range');
+  return data.slice(at + 4, at + 4 + len);
+}
+
+export function doneFuel(ch: Channel): number {
+  return ch.view.getFloat64(26, true);
+}
+
 export interface KernelFrame {
   readonly job: number;
   readonly budget: { readonly ms: number; readonly fuel: number };
