@@ -68,7 +68,7 @@ async function one(entry: string): Promise<void> {
   ]);
   const within = (xs: readonly number[], us: number): string => `${((xs.filter((x) => x * 1000 <= us).length / xs.length) * 100).toFixed(0)}%`;
   console.log(`worker kernel calls within 5 µs: ${within(workerSamples, 5)}, within 15 µs: ${within(workerSamples, 15)}, within 50 µs: ${within(workerSamples, 50)}; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  console.log(`worker kernel, calls back to back: ${(((cpu.user + cpu.system) / 1000 / wall) * 100).toFixed(0)}% of one core process-wide (both sides spin while that pays: AdaptiveSpin in bridge/channel.ts)`);
+  console.log(`worker kernel, calls back to back: ${(((cpu.user + cpu.system) / 1000 / wall) * 100).toFixed(0)}% of one core process-wide (both sides spin while that pays: AdaptiveSpin in bridge/adaptive-spin.ts)`);
 }
 
 if (process.argv[1]?.endsWith('kernel.ts')) await kernelBench();

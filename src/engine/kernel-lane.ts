@@ -203,7 +203,7 @@ class WorkerKernel implements KernelHandle {
   private readonly budget: Budget;
   private timeoutMs: number;
   private readonly frame: { job: number; budget: Budget; arena: Arena; entry: string; input: Uint8Array };
-  /** How long the hot path spins for a result before it waits (bridge/channel.ts AdaptiveSpin). */
+  /** How long the hot path spins for a result before it waits (bridge/adaptive-spin.ts). */
   private readonly spin: AdaptiveSpin;
 
   constructor(
@@ -246,7 +246,7 @@ class WorkerKernel implements KernelHandle {
   call(input: Uint8Array, opts?: KernelCallOptions): Promise<Uint8Array> {
     if (this.pending === 0 && this.worker !== null) {
       // The hot path: nothing queued and the worker live. Post now; a result that is there within
-      // the spin (worker-handle.ts pollDone) is answered without an async frame of our own.
+      // the spin (worker-handle.ts pollKernel) is answered without an async frame of our own.
       let deadline: number;
       try {
         deadline = this.post(this.worker, input, opts);
@@ -254,18 +254,18 @@ class WorkerKernel implements KernelHandle {
         return Promise.reject(toSandboxError(e));
       }
       const ms = this.spin.next();
-      let a: Awaited | null;
+      let out: Uint8Array | null;
       try {
-        a = this.worker.pollDone(deadline, ms); // a malformed result frame throws INTERNAL here
+        out = this.worker.pollKernel(deadline, ms); // a malformed result frame throws INTERNAL here
       } catch (e) {
         return this.track(this.broken(e));
       }
-      this.spin.record(ms, a !== null);
-      if (a !== null && a.kind === 'done' && a.frame.outcome.ok) {
-        this.lastFuelUsed = a.frame.fuelUsed;
-        return Promise.resolve(a.output ?? new Uint8Array(0));
+      this.spin.record(ms, out !== null);
+      if (out !== null) {
+        this.lastFuelUsed = this.worker.kernelFuel;
+        return Promise.resolve(out);
       }
-      return this.track(this.finish(this.worker, deadline, a));
+      return this.track(this.finish(this.worker, deadline, null));
     }
     return this.track(this.pending === 0 ? this.callNow(input, opts) : this.queue.then(() => this.callNow(input, opts)));
   }

@@ -149,7 +149,7 @@ export interface ImageMount {
 
 /** The volumes every guest granted `vfs` sees, each a preopen. */
 export const DEFAULT_PREOPENS = Object.freeze([
-  { guestPath: '/', volume: 'workspace' as const },
-  { guestPath: '/tmp', volume: 'tmp' as const },
-  { guestPath: '/memory', volume: 'memory' as const },
+  Object.freeze({ guestPath: '/', volume: 'workspace' as const }),
+  Object.freeze({ guestPath: '/tmp', volume: 'tmp' as const }),
+  Object.freeze({ guestPath: '/memory', volume: 'memory' as const }),
 ]);

@@ -19,8 +19,13 @@ import { SandboxError } from '../errors.ts';
 import { GuestFault } from '../abi/signals.ts';
 
 const EMPTY = new Uint8Array(0);
-/** First allocation of a stream that receives output; doubled as needed, never past the limit. */
-const MIN_CAPACITY = 4096;
+/**
+ * First allocation of a stream that receives output; doubled as needed, never past the limit.
+ * Small: V8 keeps a typed array of up to 64 bytes on its heap, where a larger one costs a backing
+ * store of its own, whose external-memory accounting brings on full collections in a worker
+ * running thousands of small runs (each printing a line).
+ */
+const MIN_CAPACITY = 64;
 
 export class CappedStream {
   private buf: Uint8Array = EMPTY;

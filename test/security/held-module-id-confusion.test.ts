@@ -13,6 +13,7 @@ import { HELD_MODULES, HeldModules, moduleId, runMessage, type HeldRunMessage } 
 import { WorkerHandle, type HostHandler } from '../../src/engine/bridge/worker-handle.ts';
 import { locateWorker } from '../../src/engine/worker-file.ts';
 import { PROTOCOL_VERSION } from '../../src/engine/bridge/protocol.ts';
+import { fixedOf, ownText } from '../../src/engine/bridge/held-specs.ts';
 import { answer, forgedSpec } from '../helpers/forged-run.ts';
 
 // One worker: every run lands on the same thread, the one whose held modules are under attack.
@@ -72,8 +73,8 @@ test('a run naming an id the worker was never given is INTERNAL, not another mod
     const first = await h.awaitDone(performance.now() + 5000, noHost);
     assert.equal(first.kind, 'done');
     assert.equal(first.kind === 'done' && first.frame.outcome.ok && first.frame.outcome.values[0]?.v, 42);
-    const { stdin: _, ...wasi } = spec.wasi;
-    const held: HeldRunMessage = { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: moduleId(mod), job: 2, spec: JSON.stringify({ ...spec, wasi }), stdin: null, entry: run.entry, budget: run.budget, stream: false };
+    const fixed = JSON.stringify(fixedOf(spec));
+    const held: HeldRunMessage = { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: moduleId(mod), job: 2, specId: 1e9, fixed, forgetSpec: null, own: ownText(spec)!, stdin: null, entry: run.entry, budget: run.budget, stream: false };
     h.post(held);
     const again = await h.awaitDone(performance.now() + 5000, noHost);
     assert.equal(again.kind === 'done' && again.frame.outcome.ok && again.frame.outcome.values[0]?.v, 42, 'the held module, by its own id');
@@ -82,7 +83,7 @@ test('a run naming an id the worker was never given is INTERNAL, not another mod
     assert.equal(forged.kind, 'done');
     assert.equal(forged.kind === 'done' && !forged.frame.outcome.ok && forged.frame.outcome.error.code, 'INTERNAL');
     // A wall that JSON cannot carry (an output cap of Infinity arrives as null) is refused, not run uncapped.
-    h.post({ ...held, job: 4, spec: JSON.stringify({ ...spec, wasi, output: { limitBytes: Infinity, failOnLimit: false } }) });
+    h.post({ ...held, job: 4, specId: 1e9 + 1, fixed: JSON.stringify({ ...fixedOf(spec), output: { limitBytes: Infinity, failOnLimit: false } }) });
     const uncapped = await h.awaitDone(performance.now() + 5000, noHost);
     assert.equal(uncapped.kind === 'done' && !uncapped.frame.outcome.ok && uncapped.frame.outcome.error.code, 'INTERNAL');
     // The main thread never sends such a spec by id: a spec JSON would change (an operator's

@@ -3,12 +3,15 @@
 // for its next held run (bridge/frames.ts); main claims it and writes the run there instead
 // of posting a message. A frame that is not a well-formed held run — wrong kind byte, lengths
 // past the frame, bad JSON, a spec whose walls JSON lost, an id the worker was never given —
-// must be INTERNAL and run nothing; a well-formed one runs exactly the module it names.
+// must be INTERNAL and run nothing; a well-formed one runs exactly the module it names. The spec's
+// fixed part travels once and is named by a spec id after (bridge/held-specs.ts): a spec id the
+// worker was never given, or a fixed part that lost a wall, is INTERNAL too.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { watText } from '../helpers/wat.ts';
 import { moduleId, type HeldRunMessage } from '../../src/engine/bridge/held-modules.ts';
-import { writeHeld } from '../../src/engine/bridge/frames.ts';
+import { writeHeld } from '../../src/engine/bridge/held-frame.ts';
+import { fixedOf, ownText } from '../../src/engine/bridge/held-specs.ts';
 import { State } from '../../src/engine/bridge/channel.ts';
 import { WorkerHandle, type HostHandler } from '../../src/engine/bridge/worker-handle.ts';
 import { locateWorker } from '../../src/engine/worker-file.ts';
@@ -42,16 +45,23 @@ test('garbled held-run frames on the channel are INTERNAL and run nothing; a goo
       const r = await h.awaitDone(performance.now() + 5000, noHost);
       assert.equal(r.kind === 'done' && r.frame.outcome.ok, true);
     }
-    const { stdin: _, ...wasi } = spec.wasi;
-    const good: HeldRunMessage = { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: moduleId(a), job: 3, spec: JSON.stringify({ ...spec, wasi }), stdin: null, entry, budget, stream: false };
+    const fixed = JSON.stringify(fixedOf(spec));
+    const own = ownText(spec)!;
+    const good: HeldRunMessage = { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: moduleId(a), job: 3, specId: 1e9, fixed, forgetSpec: null, own, stdin: null, entry, budget, stream: false };
     const ch = h.channel;
+    const HEAD = 50; // the held frame's fixed-size head: kind, flags, six f64 (held-frame.ts)
     const garbles: Array<[string, () => void]> = [
       ['wrong kind byte', () => (writeHeld(ch, good), (ch.data[0] = 2))],
-      ['spec length past the frame', () => (writeHeld(ch, good), ch.view.setUint32(34, 1 << 20, true))],
+      ['spec length past the frame', () => (writeHeld(ch, good), ch.view.setUint32(HEAD, 1 << 20, true))],
       ['frame length cut short', () => (writeHeld(ch, good), ch.setFrameLength(20))],
-      ['spec not JSON', () => writeHeld(ch, { ...good, spec: '{"session":' })],
-      ['entry not JSON', () => (writeHeld(ch, good), ch.data.fill(0x7b, 38 + good.spec.length + 4, 38 + good.spec.length + 8))],
-      ['a wall JSON lost', () => writeHeld(ch, { ...good, spec: JSON.stringify({ ...spec, wasi, maxMemoryPages: null }) })],
+      ['spec not JSON', () => writeHeld(ch, { ...good, fixed: '{"profile":' })],
+      ['own part not JSON', () => writeHeld(ch, { ...good, own: '["forged",' })],
+      ['own part of the wrong shape', () => writeHeld(ch, { ...good, own: JSON.stringify(['forged', 'mallory', 'argv', [], 0]) })],
+      ['entry not JSON', () => (writeHeld(ch, good), ch.data.fill(0x7b, HEAD + 12 + fixed.length + own.length, HEAD + 16 + fixed.length + own.length))],
+      ['a wall JSON lost', () => writeHeld(ch, { ...good, specId: 1e9 + 1, fixed: JSON.stringify({ ...fixedOf(spec), maxMemoryPages: null }) })],
+      ['an output cap JSON lost', () => writeHeld(ch, { ...good, specId: 1e9 + 2, fixed: JSON.stringify({ ...fixedOf(spec), output: { limitBytes: null, failOnLimit: false } }) })],
+      ['a spec id never given', () => writeHeld(ch, { ...good, specId: 1e9 + 3, fixed: null })],
+      ['a spec id whose part was refused', () => writeHeld(ch, { ...good, specId: 1e9 + 1, fixed: null })],
       ['an id never given', () => writeHeld(ch, { ...good, moduleId: moduleId(b) + 1000 })],
       ['random bytes', () => (ch.data.set(Uint8Array.from({ length: 200 }, (_, i) => (i * 97 + 13) & 255)), ch.setFrameLength(200))],
     ];
@@ -63,7 +73,8 @@ test('garbled held-run frames on the channel are INTERNAL and run nothing; a goo
       assert.equal(r.kind === 'done' && !r.frame.outcome.ok && r.frame.outcome.error.code, 'INTERNAL', `${what}: ${JSON.stringify(r.kind === 'done' && r.frame.outcome)}`);
       // The worker stays sound: the next well-formed run on the channel runs the module it names.
       const mod = job % 2 === 0 ? a : b;
-      await sendRaw(h, () => writeHeld(ch, { ...good, job: ++job, moduleId: moduleId(mod) }));
+      // Every other one names its spec part by id only, as main does once the worker holds it.
+      await sendRaw(h, () => writeHeld(ch, { ...good, job: ++job, moduleId: moduleId(mod), fixed: job % 2 === 0 ? null : fixed }));
       const ok = await h.awaitDone(performance.now() + 5000, noHost);
       assert.equal(ok.kind === 'done' && ok.frame.outcome.ok && ok.frame.outcome.values[0]?.v, mod === a ? 41 : 42, `after ${what}`);
     }

@@ -11,7 +11,7 @@
  * main thread writes in IDLE (a job) and HOST_REQ (a reply); the worker writes in JOB/RUNNING/
  * HOST_REP (a host request or the result). Every wait on the state word has a bound.
  *
- * Both sides spin on the state word before they block, for as long as spinning pays (AdaptiveSpin, below).
+ * Both sides spin on the state word before they block, for as long as spinning pays (AdaptiveSpin, adaptive-spin.ts).
  * After a fresh run a pool worker listens for its next one on the LISTEN word (`listenForRun`):
  * main claims it with a compareExchange, or posts a message (counted, and clearing the word).
  *
@@ -20,6 +20,9 @@
  */
 
 import { SandboxError } from '../../errors.ts';
+import type { AdaptiveSpin } from './adaptive-spin.ts';
+
+export { AdaptiveSpin, FLOOR } from './adaptive-spin.ts';
 
 export const State = {
   /** No job in flight; the main thread may post one. */
@@ -88,17 +91,40 @@ const encoder = new TextEncoder();
 export class Channel {
   readonly sab: SharedArrayBuffer;
   readonly words: Int32Array;
-  /** Length-tracking views of the data region: they follow the buffer as it grows. */
-  readonly data: Uint8Array;
-  readonly view: DataView;
+  /**
+   * Fixed-length views of the data region, re-made when the buffer has grown (either side may
+   * grow it): V8 reads and writes through a fixed-length view some ten times faster than through
+   * a length-tracking one, and a frame makes dozens of such accesses.
+   */
+  private fixedData: Uint8Array;
+  private fixedView: DataView;
+  private mapped: number;
 
   constructor(sab?: SharedArrayBuffer) {
     this.sab =
       sab ??
       new SharedArrayBuffer(INITIAL_CHANNEL_BYTES, { maxByteLength: MAX_FRAME_BYTES + HEADER_BYTES });
     this.words = new Int32Array(this.sab, 0, HEADER_BYTES / 4);
-    this.data = new Uint8Array(this.sab, HEADER_BYTES);
-    this.view = new DataView(this.sab, HEADER_BYTES);
+    this.mapped = this.sab.byteLength;
+    this.fixedData = new Uint8Array(this.sab, HEADER_BYTES, this.mapped - HEADER_BYTES);
+    this.fixedView = new DataView(this.sab, HEADER_BYTES, this.mapped - HEADER_BYTES);
+  }
+
+  /** The data region (the whole buffer as it is now, past the header words). */
+  get data(): Uint8Array {
+    if (this.sab.byteLength !== this.mapped) this.remap();
+    return this.fixedData;
+  }
+
+  get view(): DataView {
+    if (this.sab.byteLength !== this.mapped) this.remap();
+    return this.fixedView;
+  }
+
+  private remap(): void {
+    this.mapped = this.sab.byteLength;
+    this.fixedData = new Uint8Array(this.sab, HEADER_BYTES, this.mapped - HEADER_BYTES);
+    this.fixedView = new DataView(this.sab, HEADER_BYTES, this.mapped - HEADER_BYTES);
   }
 
   get state(): number {
@@ -294,7 +320,7 @@ export class Channel {
 
   /** The kind byte of the frame in the data region (see frames.ts). */
   get frameKind(): number {
-    return this.data[0]!;
+    return this.fixedData[0]!;
   }
 
   /** Write a JSON frame (kind 0): a header object plus raw byte blobs. */
@@ -354,49 +380,9 @@ export class Channel {
   /** The current frame's length, checked against the buffer. */
   frameLength(): number {
     const size = Atomics.load(this.words, LENGTH_WORD);
-    if (size < 1 || HEADER_BYTES + size > this.sab.byteLength) throw bad('frame length out of range');
+    // Checked against the views the frame is read through (re-made first if the writer grew the buffer).
+    if (size < 1 || size > this.data.length) throw bad('frame length out of range');
     return size;
-  }
-}
-
-/** The shortest window, as a share of the configured spin: long enough to catch a partner that is on a core. */
-export const FLOOR = 0.2;
-
-/**
- * Adaptive spinning for the hot round trips on the channel (a kernel call's result on the main
- * thread, a persistent instance's next job in its worker): how long one side spins on the state
- * word before it blocks.
- *
- * Owns: the window. It starts at the configured spin (the engine's spinMicros); a spin that found
- * nothing halves it, down to FLOOR of the configured spin; a spin that found its answer makes it
- * whole again. On a loaded machine the other thread is often not on a core, and a long spin then
- * only keeps it off one longer (measured: a 100 µs spin on both sides made each call of a
- * worker kernel cost ~2–3 spins, 250–400 µs, where a short one costs a wake-up, 30–70 µs).
- * Invariant: the window stays within [FLOOR × max, max]: an idle side burns at most the
- * configured spin per wait, then blocks.
- *
- * Does not protect against: nothing — it only decides how long to spin; every wait it shortens
- * still has its bound and its wake-up.
- */
-export class AdaptiveSpin {
-  private window: number;
-  private readonly floor: number;
-
-  /** `maxMs`: the configured spin (the engine's spinMicros). */
-  constructor(private readonly maxMs: number) {
-    this.window = maxMs;
-    this.floor = maxMs * FLOOR;
-  }
-
-  /** The window (ms) for the next wait. */
-  next(): number {
-    return this.window;
-  }
-
-  /** Whether the wait just done (with window `ms`) found its answer within the window. */
-  record(ms: number, found: boolean): void {
-    if (found) this.window = this.maxMs;
-    else if (ms > 0) this.window = Math.max(this.floor, ms / 2);
   }
 }
 

@@ -15,20 +15,13 @@
  *   kernel: u8 kind=4 · u32 job · f64 budget ms · f64 budget fuel · u32 inOff · u32 inCap · u32 outOff ·
  *          u32 maxOut · u16 nameLen · name · u32 len · input   (the kernel lane, src/fabric)
  *   a kernel's done frame carries flag 16 and one more blob after stderr: the output.
- *   held:  u8 kind=5 · u8 flags (1 stream, 2 stdin) · f64 moduleId · f64 job · f64 budget ms ·
- *          f64 budget fuel · u32 len · spec JSON · u32 len · entry JSON · u32 len · stdin
- *          (a fresh run of a module the worker holds, held-modules.ts, written by main only
- *          while it owns the data region and read by the worker only after main claimed it as a
- *          listener, channel.ts; what it decodes is validated again by worker/held-run.ts, so a
- *          garbled frame is no run at all, never a run of another module)
  *
  * Does not protect against: nothing beyond framing; contents are the protocol's business.
  */
 
 import { SandboxError } from '../../errors.ts';
-import { FRAME_JSON, State, type Channel } from './channel.ts';
+import { FRAME_JSON, type Channel } from './channel.ts';
 import { PROTOCOL_VERSION, parseDoneFrame, type CallFrame, type DoneFrame, type WireValue } from './protocol.ts';
-import type { HeldRunMessage } from './held-modules.ts';
 
 export const FRAME_CALL = 1;
 export const FRAME_DONE = 2;
@@ -60,7 +53,7 @@ function nameBytes(name: string): Uint8Array {
   return b;
 }
 
-function bad(why: string): SandboxError {
+export function bad(why: string): SandboxError {
   return new SandboxError('INTERNAL', `malformed channel frame: ${why}`);
 }
 
@@ -142,11 +135,23 @@ export function readCall(ch: Channel): CallFrame {
   return { v: PROTOCOL_VERSION, kind: 'call', job, export: name, args, budget: { ms, fuel }, stream: kind === FRAME_CALL_STREAM };
 }
 
+/** The last name decoded, and its bytes: a persistent instance is called by the same name again and again. */
+let lastName = '';
+let lastNameBytes = new Uint8Array(0);
+
 function decodeName(data: Uint8Array, at: number, len: number): string {
+  const last = lastNameBytes;
+  if (len === last.length) {
+    let same = true;
+    for (let i = 0; i < len; i++) if (data[at + i] !== last[i]) same = false;
+    if (same) return lastName;
+  }
   let ascii = true;
   for (let i = 0; i < len; i++) if (data[at + i]! >= 0x80) ascii = false;
-  if (ascii) return String.fromCharCode(...data.subarray(at, at + len));
-  return decoder.decode(data.slice(at, at + len));
+  const name = ascii ? String.fromCharCode(...data.subarray(at, at + len)) : decoder.decode(data.slice(at, at + len));
+  lastName = name;
+  lastNameBytes = data.slice(at, at + len);
+  return name;
 }
 
 export function writeDone(ch: Channel, f: DoneFrame, stdout: Uint8Array, stderr: Uint8Array, output?: Uint8Array): void {
@@ -227,6 +232,33 @@ export function readDone(ch: Channel): DoneRead {
   return output ? { frame, stdout, stderr, output } : { frame, stdout, stderr };
 }
 
+/**
+ * Main side, the kernel lane's hot path: the output of a kernel call's result frame when it is a
+ * plain success (binary, no values), copied out, with every length checked like readDone's; null
+ * for any other frame, which is then left for readDone. `doneFuel` is the same frame's fuel.
+ */
+export function kernelOutput(ch: Channel): Uint8Array | null {
+  if (ch.frameKind !== FRAME_DONE) return null;
+  const size = ch.frameLength();
+  const { data, view } = ch;
+  if (size < 39 || (data[1]! & (F_OK | F_KERNEL)) !== (F_OK | F_KERNEL) || view.getUint16(34, true) !== 0) return null;
+  let at = 36;
+  for (let i = 0; i < 2; i++) {
+    if (at + 4 > size) throw bad('output length out of range');
+    const len = view.getUint32(at, true);
+    if (at + 4 + len > size) throw bad('output out of range');
+    at += 4 + len;
+  }
+  if (at + 4 > size) throw bad('output length out of range');
+  const len = view.getUint32(at, true);
+  if (at + 4 + len > size) throw bad('output out of range');
+  return data.slice(at + 4, at + 4 + len);
+}
+
+export function doneFuel(ch: Channel): number {
+  return ch.view.getFloat64(26, true);
+}
+
 export interface KernelFrame {
   readonly job: number;
   readonly budget: { readonly ms: number; readonly fuel: number };
@@ -278,102 +310,3 @@ export function readKernel(ch: Channel): KernelFrame {
     input: data.subarray(at + 4, at + 4 + len),
   };
 }
-
-// ---- held run (held-modules.ts) on the channel, to a pool worker listening for it (channel.ts listenForRun) ----
-
-export const FRAME_HELD = 5;
-/**
- * How long (times the engine's spin) a pool worker spins for its next fresh run before it sleeps
- * on the listening word (AdaptiveSpin: halved after each window that found nothing, down to a
- * fifth). Measured on a 2-vCPU VM (docs/architecture.md): back-to-back runs p50 ~220 µs with no
- * spin, ~92 µs with 3 (1: ~200, 5 and 10: ~110); a long spin (500 µs) under heavy load did worse
- * than none, since the spinning worker keeps the core main needs for the result.
- */
-export const LISTEN_SPINS = 3;
-const F_STREAM = 1;
-const F_STDIN = 2;
-const FIXED = 2 + 8 * 4;
-
-const strictDecoder = new TextDecoder('utf-8', { fatal: true });
-const START_ENTRY = encoder.encode('{"kind":"start"}');
-
-/**
- * Main side: post `msg` on the channel if the worker is listening; true when posted (the worker
- * runs it), false when the caller must post it by message.
- */
-export function sendHeld(ch: Channel, msg: HeldRunMessage): boolean {
-  ch.clearInterrupt();
-  writeHeld(ch, msg);
-  // JOB before the claim: the worker reads the frame as soon as it sees the claim (no second
-  // wake-up for the state). A worker not listening never reads the state: post() sets RUNNING.
-  ch.mark(State.JOB);
-  return ch.claimListener();
-}
-
-export function writeHeld(ch: Channel, msg: HeldRunMessage): void {
-  const entry = msg.entry.kind === 'start' ? START_ENTRY : encoder.encode(JSON.stringify(msg.entry));
-  const stdin = msg.stdin;
-  // UTF-8 takes at most 3 bytes per UTF-16 unit.
-  const room = FIXED + 12 + msg.spec.length * 3 + entry.length + (stdin?.length ?? 0);
-  ch.ensure(room);
-  const { data, view } = ch;
-  data[0] = FRAME_HELD;
-  data[1] = (msg.stream ? F_STREAM : 0) | (stdin ? F_STDIN : 0);
-  view.setFloat64(2, msg.moduleId, true);
-  view.setFloat64(10, msg.job, true);
-  view.setFloat64(18, msg.budget.ms, true);
-  view.setFloat64(26, msg.budget.fuel, true);
-  let at = FIXED;
-  const { written } = encoder.encodeInto(msg.spec, data.subarray(at + 4));
-  view.setUint32(at, written, true);
-  at += 4 + written;
-  view.setUint32(at, entry.length, true);
-  data.set(entry, at + 4);
-  at += 4 + entry.length;
-  view.setUint32(at, stdin?.length ?? 0, true);
-  if (stdin) data.set(stdin, at + 4);
-  at += 4 + (stdin?.length ?? 0);
-  ch.setFrameLength(at);
-}
-
-/**
- * Worker side: the held-run message in the frame (for worker/held-run.ts to validate); a frame
- * that is not a well-formed held run is INTERNAL.
- */
-export function readHeld(ch: Channel): Omit<HeldRunMessage, 'entry'> & { readonly entry: unknown } {
-  const size = ch.frameLength();
-  const { data, view } = ch;
-  if (size < FIXED + 12 || data[0] !== FRAME_HELD) throw bad('not a held-run frame');
-  const flags = data[1]!;
-  let at = FIXED;
-  const part = (): Uint8Array => {
-    if (at + 4 > size) throw bad('length out of range');
-    const len = view.getUint32(at, true);
-    if (at + 4 + len > size) throw bad('part out of range');
-    const bytes = data.subarray(at + 4, at + 4 + len);
-    at += 4 + len;
-    return bytes;
-  };
-  let spec: string;
-  let entry: unknown;
-  try {
-    // Copied out first: not every Node decodes a view of shared memory.
-    spec = strictDecoder.decode(part().slice());
-    entry = JSON.parse(strictDecoder.decode(part().slice()));
-  } catch (e) {
-    throw e instanceof SandboxError ? e : bad('text is not UTF-8 JSON');
-  }
-  const stdinBytes = part();
-  return {
-    v: PROTOCOL_VERSION,
-    kind: 'run-held',
-    moduleId: view.getFloat64(2, true),
-    job: view.getFloat64(10, true),
-    budget: { ms: view.getFloat64(18, true), fuel: view.getFloat64(26, true) },
-    spec,
-    entry,
-    stdin: flags & F_STDIN ? stdinBytes.slice() : null,
-    stream: (flags & F_STREAM) !== 0,
-  };
-}
-

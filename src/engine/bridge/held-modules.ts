@@ -22,6 +22,7 @@
 
 import { PROTOCOL_VERSION, type Budget, type ControlMessage, type Entry } from './protocol.ts';
 import type { RunJob } from '../worker/held-run.ts';
+import { HeldSpecs, fixedOf, ownText } from './held-specs.ts';
 
 export type { RunJob };
 
@@ -29,16 +30,21 @@ export type { RunJob };
 export const HELD_MODULES = 8;
 
 /**
- * main → worker: a fresh run of the module the worker holds as `moduleId`. The spec travels as
- * JSON text (a spec is plain data; structured clone of its object graph costs several times
- * more), its stdin beside it (null when empty).
+ * main → worker: a fresh run of the module the worker holds as `moduleId`, under the spec whose
+ * fixed part it holds as `specId` (held-specs.ts; `fixed` carries that part as JSON text the
+ * first time, `forgetSpec` names one to drop). The run's own part travels as JSON text (`own`,
+ * held-specs.ts OwnPart; a spec is plain data, and structured clone of its object graph costs
+ * several times more), its stdin beside it (null when empty).
  */
 export interface HeldRunMessage {
   readonly v: typeof PROTOCOL_VERSION;
   readonly kind: 'run-held';
   readonly moduleId: number;
   readonly job: number;
-  readonly spec: string;
+  readonly specId: number;
+  readonly fixed: string | null;
+  readonly forgetSpec: number | null;
+  readonly own: string;
   readonly stdin: Uint8Array | null;
   readonly entry: Entry;
   readonly budget: Budget;
@@ -61,6 +67,8 @@ export function moduleId(module: WebAssembly.Module): number {
 /** The main thread's view of the ids one worker holds, least recently used first. */
 export class HeldModules {
   private readonly order: number[] = [];
+  /** The fixed parts of specs this worker holds (held-specs.ts). */
+  readonly specs = new HeldSpecs();
 
   has(id: number): boolean {
     return this.order.includes(id);
@@ -84,23 +92,14 @@ export class HeldModules {
 export function runMessage(held: HeldModules, module: WebAssembly.Module, run: RunJob): ControlMessage | HeldRunMessage {
   const id = moduleId(module);
   if (held.has(id)) {
-    const { stdin, ...wasi } = run.spec.wasi;
-    const spec = jsonText({ ...run.spec, wasi });
-    if (spec !== null) {
+    const own = ownText(run.spec);
+    const ref = own === null ? null : held.specs.refer(fixedOf(run.spec));
+    if (ref !== null) {
       held.touch(id);
-      return { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: id, job: run.job, spec, stdin: stdin.length > 0 ? stdin : null, entry: run.entry, budget: run.budget, stream: run.stream === true };
+      const stdin = run.spec.wasi.stdin;
+      return { v: PROTOCOL_VERSION, kind: 'run-held', moduleId: id, job: run.job, ...ref, own: own!, stdin: stdin.length > 0 ? stdin : null, entry: run.entry, budget: run.budget, stream: run.stream === true };
     }
     // A spec JSON cannot carry as it is (an operator's Infinity cap, bytes): the full message, structured-cloned.
   }
   return { v: PROTOCOL_VERSION, kind: 'run', module, moduleId: id, forget: held.add(id), ...run };
-}
-
-/** The spec as JSON text, or null when JSON would change it (a non-finite number becomes null, bytes an object). */
-function jsonText(spec: unknown): string | null {
-  let lossless = true;
-  const text = JSON.stringify(spec, (_k, v: unknown) => {
-    if ((typeof v === 'number' && !Number.isFinite(v)) || typeof v === 'bigint' || ArrayBuffer.isView(v)) lossless = false;
-    return typeof v === 'bigint' ? null : v;
-  });
-  return lossless ? text : null;
 }

@@ -22,7 +22,8 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { SandboxError, toSandboxError } from '../../errors.ts';
 import { Channel, State } from './channel.ts';
-import { readDone, sendHeld, writeCall, writeKernel, type KernelFrame } from './frames.ts';
+import { doneFuel, kernelOutput, readDone, writeCall, writeKernel, type KernelFrame } from './frames.ts';
+import { sendHeld } from './held-frame.ts';
 import { grace, pastLimit, within } from './wait-bounds.ts';
 import { HOST_CALL_GRACE_MS, PARKED, RELEASE_OPS, TIMEOUT_REPLY, type Awaited, type HostCall, type WorkerLimits } from './worker-wait.ts';
 import type { StreamSink } from './stream-sink.ts';
@@ -350,14 +351,35 @@ export class WorkerHandle {
     }
   }
 
-  /** Set by pollDone when it found nothing: the next awaitDone does not spin a second time. */
+  /** Set by pollKernel when it answered nothing: the next awaitDone does not spin a second time. */
   private polled = false;
 
-  /** The job's result if it is there within the spin window (kernel-lane.ts's hot path), else null: then awaitDone. */
-  pollDone(deadline: number, spinMs: number): Awaited | null {
-    const a = this.doneWithinSpin(deadline, undefined, spinMs);
-    this.polled = a === null;
-    return a;
+  /** The fuel of the last kernel call `pollKernel` answered. */
+  kernelFuel = 0;
+
+  /**
+   * The kernel lane's hot path: a kernel call's output when its plain success is there within the
+   * spin (its fuel in `kernelFuel`), else null — a failure's frame, or none yet, is left for
+   * awaitDone, which then does not spin again.
+   */
+  pollKernel(deadline: number, spinMs: number): Uint8Array | null {
+    const ch = this.channel;
+    const until = Math.min(deadline, performance.now() + spinMs);
+    for (;;) {
+      const s = ch.state;
+      if (s === State.DONE) {
+        const out = kernelOutput(ch); // a malformed result frame throws INTERNAL here
+        if (out !== null) {
+          this.kernelFuel = doneFuel(ch);
+          ch.mark(State.IDLE);
+          return out;
+        }
+        break;
+      }
+      if ((s !== State.RUNNING && s !== State.JOB) || performance.now() >= until) break;
+    }
+    this.polled = true;
+    return null;
   }
 
   /** Answer the host call a job was parked in (then `awaitDone` again to wait for its result). */

@@ -30,6 +30,9 @@ export class FuelMeter {
   private budget = 0;
   private deadline = 0;
   private global: WebAssembly.Global | null = null;
+  /** The first grant of the last budget seen, as the BigInt the global takes (no allocation per call). */
+  private firstFor = -1;
+  private firstBig = 0n;
 
   constructor(
     private readonly chunk: number,
@@ -53,7 +56,11 @@ export class FuelMeter {
     if (this.global) {
       const first = Math.min(this.next, budget);
       this.next = Math.min(this.next * 2, this.chunk);
-      this.global.value = BigInt(first);
+      if (first !== this.firstFor) {
+        this.firstFor = first;
+        this.firstBig = BigInt(first);
+      }
+      this.global.value = this.firstBig;
       this.granted = first;
     }
   }

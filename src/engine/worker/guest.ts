@@ -22,7 +22,8 @@ import { imagePreopens } from './images.ts';
 import { brokerImports } from './broker-imports.ts';
 import { hostFunctionImports, isHostFunctionKey } from './host-function-imports.ts';
 import { FuelMeter } from './fuel.ts';
-import { GuestMemory, FaultError } from '../../abi/memory.ts';
+import { GuestMemory } from '../../abi/memory.ts';
+import { membraneAmbient } from './membrane-ambient.ts';
 import { CallState, ExitSignal, GuestFault, classify, type GrowProbe } from '../../abi/signals.ts';
 import { Vfs } from '../../storage/index.ts';
 import { lateVfs, type LateVfs } from './late-vfs.ts';
@@ -30,12 +31,8 @@ import type { MemoryPool } from './memory-pool.ts';
 import { GUEST_ERR } from '../../abi/command.ts';
 import { ambientWasi, CappedStream, vfsWasi, type WasiContext } from '../../wasi/index.ts';
 
-const encoder = new TextEncoder();
 /** Imports that mean the guest uses files: every WASI call the `vfs` cap links. */
 const FS_IMPORTS = new Set(CATALOG.filter((e) => e.module === WASI_MODULE && e.grant === 'vfs').map((e) => importKey(e.module, e.name)));
-const decoder = new TextDecoder('utf-8', { fatal: false });
-const MAX_LOG_BYTES = 64 * 1024;
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 
 /** What the worker lends a guest besides the bridge (main.ts); a nested command shares its caller's. */
 export interface GuestHooks {
@@ -160,15 +157,50 @@ export class Guest {
     return typeof this.instance?.exports[name] === 'function';
   }
 
+  /**
+   * The kernel lane's hot path (kernel-call.ts): `fn(arg)` under `budget`, with every wall of
+   * `call` — its result when it returned a number and nothing else needs settling, else the
+   * Outcome `call` would give (a failure, or a result of another type).
+   */
+  callI32(fn: (arg: number) => unknown, arg: number, budget: Budget): number | Outcome {
+    this.begin(budget);
+    let result: unknown;
+    let thrown: unknown = null;
+    try {
+      result = fn(arg);
+    } catch (e) {
+      thrown = e;
+    }
+    if (thrown === null && typeof result === 'number' && this.vfs === null && this.state.fault === null && this.state.exit === null) {
+      this.fuelUsed = this.meter ? this.meter.used() : 0;
+      return result;
+    }
+    return this.settle(thrown === null ? () => [wireFromResult(result)] : null, thrown);
+  }
+
+  /** An exported function by name, or null. */
+  exportedFunction(name: string): ((...a: unknown[]) => unknown) | null {
+    const fn = this.instance?.exports[name];
+    return typeof fn === 'function' ? (fn as (...a: unknown[]) => unknown) : null;
+  }
+
   private guard(budget: Budget, body: () => WireValue[]): Outcome {
+    this.begin(budget);
+    return this.settle(body, null);
+  }
+
+  private begin(budget: Budget): void {
     this.state.reset();
     this.deadline = performance.now() + budget.ms;
     this.budgetFuel = budget.fuel;
     this.meter?.begin(budget.fuel, this.deadline);
+  }
+
+  /** The outcome of `body` (not run when null: `thrown` is what the call threw), every wall settled. */
+  private settle(body: (() => WireValue[]) | null, thrown: unknown): Outcome {
     let values: WireValue[] = [];
-    let thrown: unknown = null;
     try {
-      values = body();
+      if (body) values = body();
     } catch (e) {
       thrown = e;
     }
@@ -272,7 +304,7 @@ export class Guest {
         }
         value = wasiAll[name];
       } else if (mod === MEMBRANE_MODULE) {
-        value = (membraneAll ??= { ...this.membraneAmbient(), ...this.brokered() })[name];
+        value = (membraneAll ??= { ...membraneAmbient({ spec: this.spec, memory: this.memory, state: this.state, host: this.host, stderr: this.stderr }), ...this.brokered() })[name];
       } else if (isHostFunctionKey(key)) {
         value = (hostFns ??= hostFunctionImports(this.spec.link, this.host, this.memory, this.state))[mod]?.[name];
       } else if (key === importKey(MEMORY_IMPORT.module, MEMORY_IMPORT.name)) {
@@ -337,42 +369,6 @@ export class Guest {
     const memory = new WebAssembly.Memory({ initial: m.initial, maximum, ...(m.shared ? { shared: true } : {}) });
     this.memory.attach(memory);
     return memory;
-  }
-
-  private membraneAmbient(): Record<string, unknown> {
-    let session: Uint8Array | null = null;
-    return {
-      session_info: (outPtr: number, outCap: number): number => {
-        this.state.rethrow();
-        session ??= encoder.encode(JSON.stringify(this.spec.session));
-        if (session.length > outCap >>> 0) return session.length;
-        try {
-          this.memory.write(outPtr, session);
-        } catch (e) {
-          if (e instanceof FaultError) return -6;
-          throw e;
-        }
-        return session.length;
-      },
-      log: (level: number, ptr: number, len: number): void => {
-        this.state.rethrow();
-        let bytes: Uint8Array;
-        try {
-          bytes = this.memory.copy(ptr, Math.min(len >>> 0, MAX_LOG_BYTES));
-        } catch (e) {
-          if (e instanceof FaultError) return;
-          throw e;
-        }
-        const message = decoder.decode(bytes);
-        const lv = Math.max(0, Math.min(LOG_LEVELS.length - 1, level | 0));
-        if (this.spec.logSink === 'host') this.host.call({ op: 'log', level: lv, message });
-        else this.stderr.writeText(`[${LOG_LEVELS[lv]}] ${message}\n`);
-      },
-      clock_ms: (): bigint => {
-        this.state.rethrow();
-        return BigInt(Date.now());
-      },
-    };
   }
 }
 

@@ -24,9 +24,10 @@ import {
   type DoneFrame,
   type Outcome,
 } from '../bridge/protocol.ts';
-import { FRAME_KERNEL, LISTEN_SPINS, readCall, readHeld, readKernel, writeDone } from '../bridge/frames.ts';
-import { kernelCall } from './kernel-call.ts';
-import { readHeldRun, type RunJob } from './held-run.ts';
+import { FRAME_KERNEL, readCall, readKernel, writeDone } from '../bridge/frames.ts';
+import { LISTEN_SPINS, readHeld } from '../bridge/held-frame.ts';
+import { KernelCalls } from './kernel-call.ts';
+import { HeldSpecTable, readHeldRun, type RunJob } from './held-run.ts';
 import { Guest, type GuestHooks } from './guest.ts';
 import { OutputForwarder } from './output-forward.ts';
 import { MemoryPool } from './memory-pool.ts';
@@ -134,6 +135,7 @@ const idleSpin = new AdaptiveSpin(boot.spinMs);
 
 /** Serve calls on a persistent instance until told to stop (or terminated). */
 function serve(guest: Guest | ComponentGuest): void {
+  let kernel: KernelCalls | null = null;
   for (;;) {
     const s = ch.state;
     if (s === State.DEAD) return;
@@ -152,7 +154,7 @@ function serve(guest: Guest | ComponentGuest): void {
         postFailure(k.job, new SandboxError('POLICY_INVALID', 'a component instance takes no kernel calls'));
         continue;
       }
-      const r = kernelCall(guest, k);
+      const r = (kernel ??= new KernelCalls(guest)).call(k);
       postDone(k.job, guest, r.outcome, t0, r.output);
       continue;
     }
@@ -172,13 +174,15 @@ function serve(guest: Guest | ComponentGuest): void {
       postDone(frame.job, guest, outcome, t0);
       continue;
     }
-    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (channel.ts AdaptiveSpin).
+    // DONE (main has not read yet) or IDLE: wait for the next job, spinning first while that pays (adaptive-spin.ts).
     ch.awaitJob(idleSpin, boot.idleWaitMs);
   }
 }
 
 /** The compiled modules this worker was given, by the id main chose (bridge/held-modules.ts); nothing else is found by id. */
 const held = new Map<number, WebAssembly.Module>();
+/** The fixed spec parts this worker was given, by the id main chose (bridge/held-specs.ts). */
+const specs = new HeldSpecTable();
 
 /** Messages taken off the port so far: the worker listens on the channel only when none is waiting. */
 let received = 0;
@@ -186,7 +190,7 @@ let received = 0;
 port.on('message', (msg: unknown) => {
   const t0 = performance.now();
   received++;
-  const run = readHeldRun(msg);
+  const run = readHeldRun(msg, specs);
   if (run) {
     const module = held.get(run.moduleId);
     if (module) runFresh(module, run, t0);
@@ -240,7 +244,7 @@ function listen(): void {
     const t0 = performance.now();
     let run;
     try {
-      run = readHeldRun(readHeld(ch));
+      run = readHeldRun(readHeld(ch), specs);
     } catch {
       run = null;
     }
