@@ -1,13 +1,12 @@
 /** Test helper: one engine per test file, closed when the file's tests end. */
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after } from 'node:test';
 import { createEngine, type Engine, type EngineOptions } from '../../src/index.ts';
+import { tempDir } from './tmp.ts';
 
 /** A private cache directory per test process, so tests never touch ~/.membrane. */
-export const TEST_CACHE = mkdtempSync(join(tmpdir(), 'membrane-test-cache-'));
+export const TEST_CACHE = tempDir('membrane-test-cache-');
 // Removed when the test process ends: left behind, one per test file and run (up to a few hundred
 // MB each, rewritten and compiled modules), they once filled this machine's disk.
 process.once('exit', () => rmSync(TEST_CACHE, { recursive: true, force: true }));
