@@ -50,5 +50,6 @@ for i in "${!majors[@]}"; do
     what="consumer, storage, os_process and security files $((i + 1)) of every ${#majors[@]} (by name)"
   fi
   echo "== Node $("$dir/bin/node" --version): $what — ${#files[@]} files"
-  (PATH="$dir/bin:$PATH" node --import tsx --test --test-reporter=spec --test-concurrency=2 "${files[@]}")
+  # A TMPDIR of the run's own, removed at its end whatever the outcome (scripts/with-tmpdir.mjs).
+  (PATH="$dir/bin:$PATH" node scripts/with-tmpdir.mjs node --import tsx --test --test-reporter=spec --test-concurrency=2 "${files[@]}")
 done
