@@ -12,10 +12,13 @@ import { replayExecReceipt } from '../../src/engine/receipts.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 
 process.env['MEMBRANE_HOME'] = tempDir('membrane-exec-receipt-');
 delete process.env[ENGINE_KEY_ENV];
-const engine = testEngine({ poolSize: 1 });
+// The C snippet below builds with the toolchain every build test shares (the rewritten LLVM module,
+// paid once per machine), not a fresh copy of it.
+const engine = testEngine({ poolSize: 1, cacheDir: TOOLCHAIN_CACHE });
 
 const receiptOf = (r: { receipt?: SignedExecReceipt }): SignedExecReceipt => {
   assert.ok(r.receipt, 'a receipt was returned');
