@@ -11,7 +11,8 @@
 // machine's temp dir through a link, so a run does not recompile every source from cold, and the
 // build tests' toolchain cache (test/helpers/toolchain.ts: the sysroot image and the rewritten
 // LLVM module, paid once per machine) stays in the machine's temp dir too, named by
-// MEMBRANE_TEST_TOOLCHAIN_CACHE.
+// MEMBRANE_TEST_TOOLCHAIN_CACHE. The test engines of the run share one module cache inside the
+// run's dir (MEMBRANE_TEST_RUN_CACHE, test/helpers/engine.ts).
 // Exits with the command's status (128 + signal number when a signal ended it).
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
@@ -35,7 +36,9 @@ try {
 
 const uid = process.getuid ? process.getuid() : userInfo().uid;
 const toolchainCache = process.env.MEMBRANE_TEST_TOOLCHAIN_CACHE || join(base, `membrane-test-cache-${uid}`);
-const env = { ...process.env, TMPDIR: dir, MEMBRANE_TEST_TOOLCHAIN_CACHE: toolchainCache };
+// One module cache for the run's test engines (test/helpers/engine.ts); set it empty for one per file.
+const runCache = process.env.MEMBRANE_TEST_RUN_CACHE ?? join(dir, 'membrane-test-cache');
+const env = { ...process.env, TMPDIR: dir, MEMBRANE_TEST_TOOLCHAIN_CACHE: toolchainCache, MEMBRANE_TEST_RUN_CACHE: runCache };
 const child = spawn(command, args, { stdio: 'inherit', env });
 process.on('SIGINT', () => {}); // the terminal sent it to the whole process group: wait for the command
 process.on('SIGTERM', () => child.kill('SIGTERM'));
