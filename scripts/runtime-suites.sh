@@ -5,13 +5,16 @@
 # tarball packed here (MEMBRANE_TARBALL, packed if unset). Run by .ci/run.
 #
 # What runs where (every file also runs on the machine's own Node in `npm test`):
-# - on every major: the consumer test (test/release), the whole storage suite (Node 22+ loads
-#   another better-sqlite3 than Node 20) and the os_process security tests (the child's
-#   permission-model flags differ by major);
-# - the rest of the security suite is split between the majors: sorted by name, the k-th file
-#   runs on major number k mod (number of majors). Each such file runs on Node 20 and one newer
-#   major; together the majors run all of it once. This halves the time the newer majors add to
-#   CI (~15 min → ~8 on 2 cores), which the 25-minute CI budget needs.
+# - on every major: the consumer test (test/release), the os_process security tests (the
+#   child's permission-model flags differ by major) and test/storage/sqlite-survives-gc (the
+#   collector's finalizers are what broke better-sqlite3 12 on Node 24: docs/storage.md);
+# - the rest of the security suite, then the rest of the storage suite (Node 22+ loads another
+#   better-sqlite3 than Node 20: 13, one Node-API addon for 22 and 24 alike), are split between
+#   the majors: in that order, each sorted by name, the k-th file runs on major number k mod
+#   (number of majors). Each such file runs on
+#   Node 20 and one newer major; together the majors run all of it once. This halves the time the
+#   newer majors add to CI (~15 min → ~8 on 2 cores), which the 25-minute CI budget needs.
+# Each major's run has a TMPDIR of its own, removed at its end (scripts/with-tmpdir.mjs).
 # FULL=1 runs every suite whole on every major (a release check); SUITES overrides the files
 # (then each major runs all of SUITES).
 set -euo pipefail
@@ -26,10 +29,10 @@ fi
 export MEMBRANE_TARBALL
 
 shopt -s nullglob
-every=(test/release/*.test.mjs test/storage/*.test.ts test/security/os-process-*.test.ts)
+every=(test/release/*.test.mjs test/storage/sqlite-survives-gc.test.ts test/security/os-process-*.test.ts)
 split=()
-for f in test/security/*.test.ts; do
-  case "$f" in test/security/os-process-*) ;; *) split+=("$f") ;; esac
+for f in test/security/*.test.ts test/storage/*.test.ts; do
+  case "$f" in test/security/os-process-* | test/storage/sqlite-survives-gc.test.ts) ;; *) split+=("$f") ;; esac
 done
 
 for i in "${!majors[@]}"; do
@@ -47,8 +50,8 @@ for i in "${!majors[@]}"; do
     for k in "${!split[@]}"; do
       if [ $((k % ${#majors[@]})) -eq "$i" ]; then files+=("${split[$k]}"); fi
     done
-    what="consumer, storage, os_process and security files $((i + 1)) of every ${#majors[@]} (by name)"
+    what="consumer, os_process, sqlite-survives-gc, and security and storage files $((i + 1)) of every ${#majors[@]} (by name)"
   fi
   echo "== Node $("$dir/bin/node" --version): $what — ${#files[@]} files"
-  (PATH="$dir/bin:$PATH" node --import tsx --test --test-reporter=spec --test-concurrency=2 "${files[@]}")
+  (PATH="$dir/bin:$PATH" node scripts/with-tmpdir.mjs node --import tsx --test --test-reporter=spec --test-concurrency=2 "${files[@]}")
 done

@@ -6,11 +6,10 @@
  */
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from '../test/helpers/tmp.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CLI = join(ROOT, 'src/interfaces/cli/main.ts');
@@ -56,7 +55,7 @@ export interface WorkerProc {
 
 /** `membrane worker --redis URL` in a child process; resolves once it prints that it is serving. */
 export async function startWorker(url: string, opts: { concurrency?: number; queue?: string } = {}): Promise<WorkerProc> {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-worker-'));
+  const home = tempDir('membrane-worker-');
   const args = [...['--import', 'tsx', CLI, 'worker', '--redis', url, '--concurrency', String(opts.concurrency ?? 1)], ...(opts.queue ? ['--queue', opts.queue] : [])];
   const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MEMBRANE_HOME: home } });
   const id = await new Promise<string>((resolve, reject) => {

@@ -4,13 +4,13 @@
 // the submitter's audit chain (with the merged `remote.*` records) still verifies.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { INSTALL_HINT, ROOT, auditVerify, redisServerPath, startRedis, startWorker, stopWorker, type WorkerProc } from './helpers.ts';
 import { watText } from '../test/helpers/wat.ts';
+import { tempDir } from '../test/helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-submitter-'));
+const home = tempDir('membrane-submitter-');
 process.env['MEMBRANE_HOME'] = home;
 const { Engine } = await import('../src/index.ts');
 const { AuditLog } = await import('../src/storage/audit.ts');

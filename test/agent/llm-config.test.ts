@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { engineOptionsFrom, llmOptionsFrom, parseConfig } from '../../src/interfaces/config.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 test('the config section wins over the environment; the environment alone works too', () => {
   const config = parseConfig({ llm: { baseUrl: 'http://127.0.0.1:9/v1', model: 'house', maxTokens: 512 } }, '/');
@@ -33,7 +34,7 @@ test('an engine given no llm options takes MEMBRANE_LLM_URL/MODEL/KEY from the e
   const { mkdtempSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-llm-env-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-llm-env-');
   const llm = await scriptedLlm({ 'from env': [{ content: 'configured by the environment' }] });
   const saved = { ...process.env };
   Object.assign(process.env, { MEMBRANE_LLM_URL: llm.url, MEMBRANE_LLM_MODEL: 'env-model', MEMBRANE_LLM_KEY: 'sk-env-key' });

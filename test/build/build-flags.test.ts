@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { compileFlags } from '../../src/build/driver.ts';
 import { findToolchain } from '../../src/build/toolchain.ts';
 import { createEngine } from '../../src/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 test('a compile step gets the caller flags without the link-only ones', () => {
   assert.deepEqual(
@@ -18,7 +18,7 @@ test('a compile step gets the caller flags without the link-only ones', () => {
 
 // A cache directory whose parents do not exist yet, as under a fresh $MEMBRANE_HOME. findToolchain
 // keeps its first answer per process, so the engine below builds with this image too.
-const home = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+const home = tempDir('membrane-home-');
 const cacheDir = join(home, 'home', 'cache');
 const toolchain = findToolchain(cacheDir);
 const skip = toolchain ? false : '@yowasp/clang is not installed';

@@ -2,16 +2,17 @@
 // a fuel-metered WASI guest — engine.build, exec --lang c|cpp, the shell's clang/wasm-ld/llvm-ar,
 // and a guest's own commands — with structured diagnostics in guest paths only.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { runShell } from '../../src/shell/index.ts';
 import { BROKEN_C, HELLO_C, TOOLCHAIN_CACHE, VECTOR_CPP } from '../helpers/toolchain.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 let engine: Engine;
-const home = mkdtempSync(join(tmpdir(), 'membrane-build-'));
+const home = tempDir('membrane-build-');
 
 before(() => {
   process.env['MEMBRANE_HOME'] = home;

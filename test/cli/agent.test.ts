@@ -3,15 +3,15 @@
 // definition's prompt (under '## System prompt', with the shell toolkit's index) sent as the
 // system message; --json; a definition without a prompt is refused before any model call.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
 import { scriptedLlm } from '../helpers/scripted-llm.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const KEY = 'sk-cli-agent-0f9e8d7c6b5a-never-printed';
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-cli-agent-'));
+const HOME = tempDir('membrane-cli-agent-');
 const llm = await scriptedLlm({
   'count words': [
     { content: 'Writing the file first.', calls: [{ name: 'vfs_write', args: { path: 'notes.txt', content: 'one two three four\n' } }] },

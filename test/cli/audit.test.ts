@@ -2,15 +2,15 @@
 // $MEMBRANE_HOME, then read (and, after tampering, rejected) by the real CLI.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { AuditLog, AUDIT_KEY_ENV } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const BIN = new URL('../../bin/membrane.js', import.meta.url).pathname;
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-cli-audit-'));
+const HOME = tempDir('membrane-cli-audit-');
 
 interface Ran {
   code: number;

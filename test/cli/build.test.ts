@@ -2,16 +2,16 @@
 // 1, 2 and 4): the sources compile and link inside the sandbox, the module runs with `membrane run`,
 // a compile error names hello.c:3:5 and exits BUILD_FAILED's code with no host path.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runNode, BIN } from '../helpers/cli.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
 import { BROKEN_C, HELLO_C, VECTOR_CPP } from '../helpers/toolchain.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-build-cli-'));
-const DIR = mkdtempSync(join(tmpdir(), 'membrane-build-src-'));
+const HOME = tempDir('membrane-build-cli-');
+const DIR = tempDir('membrane-build-src-');
 writeFileSync(join(DIR, 'hello.c'), HELLO_C);
 writeFileSync(join(DIR, 'main.cpp'), VECTOR_CPP);
 writeFileSync(join(DIR, 'broken.c'), BROKEN_C);

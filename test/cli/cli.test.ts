@@ -9,8 +9,9 @@ import { test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
 import { FIXTURES } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-cli-home-'));
+const HOME = tempDir('membrane-cli-home-');
 const W = (n: string) => join(FIXTURES, 'wat', `${n}.wat`);
 const C = (n: string) => join(FIXTURES, 'c', `${n}.wasm`);
 
@@ -116,7 +117,7 @@ test('usage errors exit 2 with a hint', async () => {
 test('--stdin feeds a file to the guest', async () => {
   const { mkdtempSync, writeFileSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
-  const file = join(mkdtempSync(join(tmpdir(), 'membrane-cli-')), 'in.txt');
+  const file = join(tempDir('membrane-cli-'), 'in.txt');
   writeFileSync(file, 'quiet words\n');
   const r = await membrane(['run', C('upper'), '--stdin', file]);
   assert.equal(r.code, 0, r.stderr);

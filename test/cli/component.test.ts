@@ -1,15 +1,14 @@
 // `membrane run component.wasm`: a component is detected by its header and runs through the
 // component lane; one importing outside its world exits with LINK_UNSATISFIED's code.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
 import { FIXTURES } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-cli-home-'));
+const HOME = tempDir('membrane-cli-home-');
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME });
 const K = (n: string) => join(FIXTURES, 'components', `${n}.component.wasm`);
 

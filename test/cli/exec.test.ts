@@ -2,14 +2,12 @@
 // command line, --json, and runaways ending with TIMEOUT (the profile's fuel, in interpreter units,
 // outlasts a 1 s deadline) or FUEL_EXHAUSTED under --fuel, in bounded time.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-exec-cli-'));
+const HOME = tempDir('membrane-exec-cli-');
 
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME });
 

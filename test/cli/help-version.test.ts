@@ -1,14 +1,14 @@
 // `membrane --help`, `membrane CMD --help|-h` for every command, `membrane help CMD`,
 // `membrane --version|-V`, and unknown commands/options as usage errors pointing at --help.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { COMMAND_HELP } from '../../src/interfaces/cli/help.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-help-'));
+const HOME = tempDir('membrane-help-');
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME });
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const COMMANDS = ['run', 'exec', 'build', 'sh', 'serve', 'mcp', 'instrument', 'inspect', 'audit', 'token', 'profiles', 'agent', 'identity', 'sign', 'verify-artifact', 'receipt', 'replay', 'bundle', 'verify', 'worker'];

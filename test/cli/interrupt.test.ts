@@ -3,16 +3,16 @@
 // not at the guest's deadline, saying so on stderr.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ERROR_TABLE } from '../../src/errors.ts';
 import { BIN } from '../helpers/cli.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-interrupt-'));
+const HOME = tempDir('membrane-interrupt-');
 const DEADLINE_MS = 20_000;
 
 /** Start the CLI; once its stdout shows `marker`, send SIGINT; report the exit and the times. */

@@ -2,15 +2,15 @@
 // reason as INVALID_MODULE (exit 66), not a bare "parseWat failed:"; the text a hostile file puts
 // in the message cannot drive the terminal.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { compileWat, watError } from '../../src/interfaces/cli/wat.ts';
 import { SandboxError } from '../../src/errors.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const DIR = mkdtempSync(join(tmpdir(), 'membrane-wat-'));
+const DIR = tempDir('membrane-wat-');
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: DIR });
 // 12 characters: a name length wabt itself garbles in its messages.
 const BAD = join(DIR, 'bad-wat1.wat');

@@ -9,13 +9,13 @@
 //
 // This checks the commands' behaviour, not the walls: a command the sandbox stops (a fault, a
 // timeout, fuel) has no exit status and fails the test with the engine's error.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { O_CREAT, O_TRUNC, Vfs, VfsError, removeDatabase, type InodeKind } from '../../src/storage/index.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const BIN_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'commands', 'bin');
 
@@ -34,7 +34,7 @@ export interface RunResult {
 /** The smallest profile that grants `vfs`: the commands get files and nothing else. */
 const PROFILE = 'compute';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-commands-'));
+const HOME = tempDir('membrane-commands-');
 process.env['MEMBRANE_HOME'] = HOME;
 const engine = testEngine();
 after(() => rmSync(HOME, { recursive: true, force: true }));

@@ -18,13 +18,13 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
 import initWabt from 'wabt';
 import { SpecRunner } from './wast/runner.ts';
 import type { Wabt } from './wast/runner.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const ARCHIVE = new URL('./vendor/spec-testsuite-wast.tar.gz', import.meta.url).pathname;
 
@@ -46,7 +46,7 @@ after(() => {
 /** The archive extracted once per process into a temporary directory (removed after the tests). */
 function suiteFiles(): { dir: string; files: string[] } {
   if (extracted === null) {
-    const dir = mkdtempSync(join(tmpdir(), 'membrane-spec-'));
+    const dir = tempDir('membrane-spec-');
     const tar = spawnSync('tar', ['xzf', ARCHIVE, '-C', dir], { encoding: 'utf8' });
     if (tar.error !== undefined) assert.fail(`this test needs the 'tar' command to extract ${ARCHIVE}: ${tar.error.message}`);
     assert.equal(tar.status, 0, `tar failed: ${tar.stderr}`);

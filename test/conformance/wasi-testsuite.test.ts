@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, test } from 'node:test';
 import { runCli, type Ran } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const ARCHIVE = new URL('./vendor/wasi-testsuite-wasip1.tar.gz', import.meta.url).pathname;
 const SUITES = ['assemblyscript', 'c', 'rust'];
@@ -26,7 +26,7 @@ interface Expectation {
   readonly dirs?: readonly string[];
 }
 
-const work = mkdtempSync(join(tmpdir(), 'membrane-wasi-testsuite-'));
+const work = tempDir('membrane-wasi-testsuite-');
 after(() => rmSync(work, { recursive: true, force: true }));
 
 /** Unpack the vendored archive into the scratch directory; returns where `tests/` is. */

@@ -1,21 +1,20 @@
 // The kv, queue and secrets brokers from a C guest (test/fixtures/c/brokers.c): values,
 // limits, the answer convention (sizes asked for, nothing consumed), and the audit records.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { KV_MAX_KEYS } from '../../src/storage/kv.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/brokers.wasm', import.meta.url)));
 let engine: Engine;
 const SECRET = 'correct horse battery staple';
 
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-brokers-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-brokers-');
   // The 10 000-key flood is 10 000 SQLite commits: a few seconds here, past 30 s on a loaded
   // 2-core machine with busy disks, so this engine's operator raises `network`'s time ceiling.
   engine = createEngine({

@@ -4,8 +4,7 @@
 // call, the terminate backstop) — and `onStdout`/`onStderr` stream output while the guest runs:
 // in order, whole characters, equal to the result's text, all delivered before the result.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, type HostFunctionContext, type RunResult } from '../../src/index.ts';
@@ -13,8 +12,9 @@ import { testEngine } from '../helpers/engine.ts';
 import { hostGuest } from '../helpers/host-functions.ts';
 import { controlsGuest, eventually, sleep } from '../helpers/controls-guest.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-call-controls-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-call-controls-');
 /** The property: a cancelled call settles within 50 ms of the abort (bench/cancel-and-stream.ts measures it). */
 const SETTLE_MS = 50 + LOAD_SLACK_MS;
 /** `network`: 1e10 fuel, so a spinner meets the cancel, not its fuel budget. */

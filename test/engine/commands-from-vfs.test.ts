@@ -3,14 +3,13 @@
 // VFS, the main thread prepares and links them with the caller's caps — never more — and the run
 // is billed like a registered command's. Paths never reach the registry or the host filesystem.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { O_CREAT, Vfs, resolveVfs } from '../../src/storage/index.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const fixture = (n: string) => new Uint8Array(readFileSync(new URL(`../fixtures/c/${n}.wasm`, import.meta.url)));
 const nest = fixture('nest');
@@ -38,7 +37,7 @@ function seed(files: Record<string, Uint8Array | string>): void {
 }
 
 before(async () => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cmds-vfs-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-cmds-vfs-');
   const registry = CommandRegistry.withBuiltins();
   registry.register('nest', nest);
   engine = createEngine({ commands: registry, poolSize: 1 });

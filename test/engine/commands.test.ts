@@ -6,17 +6,15 @@ import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { decodeRequest, decodeResponse, encodeRequest, encodeResponse, GUEST_ERR } from '../../src/abi/command.ts';
 import { Vfs, resolveVfs } from '../../src/storage/index.ts';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const fixture = (n: string) => new Uint8Array(readFileSync(new URL(`../fixtures/c/${n}.wasm`, import.meta.url)));
 const nest = fixture('nest');
 let engine: Engine;
 
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cmds-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-cmds-');
   const registry = CommandRegistry.withBuiltins();
   registry.register('nest', nest);
   engine = createEngine({ commands: registry, poolSize: 1 });

@@ -3,8 +3,6 @@
 // the global `vendor_name` to JS and Python snippets. Sync and async functions; the context is
 // the job's; the cadence (rate, revocation, audit) applies; the retry rule never runs a function twice.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { HostFunctionError, createEngine, type Engine, type HostFunctionContext, type JsonValue } from '../../src/index.ts';
@@ -12,9 +10,10 @@ import { GUEST_ERR } from '../../src/abi/command.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { hostGuest } from '../helpers/host-functions.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'd'.repeat(64);
-const home = mkdtempSync(join(tmpdir(), 'membrane-hostfn-'));
+const home = tempDir('membrane-hostfn-');
 process.env['MEMBRANE_HOME'] = home;
 const databaseFile = join(home, 'engine.sqlite');
 const seen: { fn: string; args: JsonValue; tenant: string; instance: string; cap: string }[] = [];

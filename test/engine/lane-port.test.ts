@@ -3,18 +3,16 @@
 // stdin, and only a run given a port has it: any other guest's write to stdin is EBADF. The answer that
 // starts the snippet restarts the fuel count.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { PORT_FD, MAX_PORT_REQUEST_BYTES } from '../../src/wasi/index.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 let engine: Engine;
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-port-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-port-');
   engine = createEngine({ poolSize: 1 });
 });
 after(() => engine.close());

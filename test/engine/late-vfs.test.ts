@@ -4,14 +4,14 @@
 // first access creates or opens it and serves from it; a database whose roots differ from the
 // placeholder's is never served (EIO, then and after), and the placeholder is not either.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Vfs, VfsError } from '../../src/storage/index.ts';
 import { lateVfs } from '../../src/engine/worker/late-vfs.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'membrane-late-vfs-'));
+const dir = tempDir('membrane-late-vfs-');
 const VOLUMES = ['workspace', 'memory', 'tmp'] as const;
 
 test('bound but never used: flush and close open nothing, and no file is created', () => {

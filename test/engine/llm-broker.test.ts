@@ -2,14 +2,13 @@
 // 127.0.0.1: the host adds the key (which never reaches the guest), the operator's model and
 // token limits win over the guest's, upstream failures become error codes.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/netfetch.wasm', import.meta.url)));
 const KEY = 'sk-test-0123456789abcdef-never-leaks';
@@ -24,7 +23,7 @@ async function body(req: IncomingMessage): Promise<string> {
 }
 
 before(async () => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-llm-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-llm-');
   server = createServer(async (req, res) => {
     const parsed = JSON.parse(await body(req)) as Record<string, unknown>;
     seen.push({ auth: req.headers.authorization, body: parsed });

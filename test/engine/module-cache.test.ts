@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ModuleCache } from '../../src/engine/module-cache.ts';
 import { FUEL_GLOBAL_EXPORT } from '../../src/policy/catalog.ts';
 import { wat } from '../helpers/wat.ts';
 import { manyFunctions } from '../helpers/big-module.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const OPTS = { maxMemoryPages: 1024, maxTableElements: 100_000, trapOnGrowFailure: true, metered: true };
 
 test('a module is rewritten once per machine: the second cache loads it from disk', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-'));
+  const dir = tempDir('membrane-cache-');
   const bytes = await wat('count');
   const first = await new ModuleCache(dir).prepare(bytes, OPTS);
   assert.equal(first.fromDisk, false);
@@ -25,7 +25,7 @@ test('a module is rewritten once per machine: the second cache loads it from dis
 });
 
 test('different options are different cache entries', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-'));
+  const dir = tempDir('membrane-cache-');
   const bytes = await wat('count');
   await new ModuleCache(dir).prepare(bytes, OPTS);
   await new ModuleCache(dir).prepare(bytes, { ...OPTS, maxMemoryPages: 1000 });
@@ -33,7 +33,7 @@ test('different options are different cache entries', async () => {
 });
 
 test('a corrupted cache entry is discarded and rebuilt, never run', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-'));
+  const dir = tempDir('membrane-cache-');
   const bytes = await wat('count');
   await new ModuleCache(dir).prepare(bytes, OPTS);
   const file = join(dir, 'rewritten', readdirSync(join(dir, 'rewritten'))[0]!);
@@ -44,14 +44,14 @@ test('a corrupted cache entry is discarded and rebuilt, never run', async () => 
 });
 
 test('with metering off nothing is written to disk', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-'));
+  const dir = tempDir('membrane-cache-');
   const p = await new ModuleCache(dir).prepare(await wat('count'), { ...OPTS, metered: false });
   assert.equal(p.metered, false);
   assert.throws(() => readdirSync(join(dir, 'rewritten')));
 });
 
 test('concurrent prepares of one large module share one rewrite, and a later prepare is an in-memory hit', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-'));
+  const dir = tempDir('membrane-cache-');
   const cache = new ModuleCache(dir);
   const big = manyFunctions(300_000, 'dedup'); // 1.5 MB: hashed in steps, rewritten on the worker
   const [a, b] = await Promise.all([cache.prepare(big, OPTS), cache.prepare(big, OPTS)]);

@@ -1,20 +1,20 @@
 // Mount copy-in and write-back at the unit level, over an in-memory VFS: what the guest's changes
 // become on the host (mount-writeback.ts), including type swaps and a mount at /.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { O_CREAT, O_TRUNC, Vfs } from '../../src/storage/index.ts';
 import { checkMount, copyIn, parseMount } from '../../src/engine/mounts.ts';
 import { writeBack } from '../../src/engine/mount-writeback.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const put = (vfs: Vfs, path: string, text: string): void => {
   vfs.write(vfs.open('workspace', path, O_CREAT | O_TRUNC).ino, 0, new TextEncoder().encode(text));
 };
 
 function hostTree() {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-wb-'));
+  const dir = tempDir('membrane-wb-');
   writeFileSync(join(dir, 'x'), 'file x\n');
   mkdirSync(join(dir, 'd'));
   writeFileSync(join(dir, 'd', 'inner.txt'), 'inner\n');
@@ -88,7 +88,7 @@ test('a VFS that already holds files under the mount point (a named VFS, an earl
 });
 
 test('mount points may be / but never nest, repeat, or sit in /tmp or /memory', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-wb-'));
+  const dir = tempDir('membrane-wb-');
   assert.equal(parseMount(`${dir}:/`).guestPath, '/');
   assert.equal(parseMount(`${dir}:/:ro`).readOnly, true);
   const vfs = Vfs.open({ file: ':memory:' });

@@ -2,15 +2,14 @@
 // flight, from a C guest (test/fixtures/c/netfetch.c), against servers on 127.0.0.2 only.
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { httpServer, makeTestPki, tableResolver, type TestServer } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/netfetch.wasm', import.meta.url)));
 const HOST = '127.0.0.2';
@@ -20,7 +19,7 @@ let slow: TestServer;
 let hits = 0;
 
 before(async () => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-net-brokers-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-net-brokers-');
   slow = await httpServer(() => {
     hits++; // never answers: the call stays in flight until it is revoked
   }, HOST);

@@ -1,21 +1,21 @@
 // run_command_many (the parallel cap) from a C guest: one command over many inputs on the pool,
 // results in input order, a per-task timeout, the input cap, and the layouts.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { MAX_PARALLEL_INPUTS, decodeManyRequest, encodeManyRequest } from '../../src/brokers/parallel.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const nest = new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url)));
 const fanout = new Uint8Array(readFileSync(new URL('../fixtures/c/fanout.wasm', import.meta.url)));
 let engine: Engine;
 
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-parallel-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-parallel-');
   const registry = CommandRegistry.withBuiltins();
   registry.register('nest', nest);
   engine = createEngine({ commands: registry, poolSize: 2 });

@@ -2,15 +2,13 @@
 // timeout has passed (nothing ran, retryable — never INTERNAL); a worker that is still starting
 // for the call (a cold pool) is waited for, so a cold start with a small budget still runs.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
 import { wat } from '../helpers/wat.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-pool-wait-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-pool-wait-');
 
 test('every worker busy: a run waits at most its own timeout, then OVERLOADED; the pool serves again once a worker is free', async () => {
   const engine = createEngine({ poolSize: 1, maxWorkers: 1 });

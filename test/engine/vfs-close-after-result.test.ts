@@ -2,15 +2,14 @@
 // the database file): everything the run wrote is committed and visible when the result arrives,
 // and the pool hands the worker its next job only once the close is done.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Channel } from '../../src/engine/bridge/channel.ts';
 import { resolveVfs, Vfs } from '../../src/storage/index.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-close-after-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-close-after-');
 const fileio = new Uint8Array(readFileSync(new URL('../../bench/io/fileio.wasm', import.meta.url)));
 const SIZE = 64 * 1024 * 1024;
 

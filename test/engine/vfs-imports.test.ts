@@ -1,16 +1,16 @@
 // The vfs cap's own imports from a C guest (test/fixtures/c/vfsapi.c): write/read/list/delete
 // with the retry rule, and vfs_query against the guest's own database — in memory or named.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const vfsapi = new Uint8Array(readFileSync(new URL('../fixtures/c/vfsapi.wasm', import.meta.url)));
 let engine: Engine;
-const home = mkdtempSync(join(tmpdir(), 'membrane-vfs-imports-'));
+const home = tempDir('membrane-vfs-imports-');
 
 before(() => {
   process.env['MEMBRANE_HOME'] = home;

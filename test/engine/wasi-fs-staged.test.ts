@@ -2,15 +2,14 @@
 // closed by fd_close or not (path_open(O_CREAT) stages the creation with its first bytes, and the
 // worker commits what is staged when a call ends); so are held writes to an existing file.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { resolveVfs, Vfs } from '../../src/storage/index.ts';
 import { watText } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-staged-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-staged-');
 const fileio = new Uint8Array(readFileSync(new URL('../../bench/io/fileio.wasm', import.meta.url)));
 
 function openNamed(name: string): Vfs {

@@ -4,8 +4,6 @@
 // a rename or link between the image and the guest's VFS is EXDEV (75); a filestat beneath the
 // image reports the image's own device, so no (dev, ino) of it equals one of the guest's files.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { O_CREAT, Vfs } from '../../src/storage/index.ts';
@@ -16,6 +14,7 @@ import { ambientWasi } from '../../src/wasi/ambient.ts';
 import { vfsWasi } from '../../src/wasi/fs.ts';
 import { imagePreopens } from '../../src/engine/worker/images.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const SIGS: Record<string, string> = {
   fd_read: 'iiii', fd_write: 'iiii', fd_pwrite: 'iiiji', fd_close: 'i', fd_allocate: 'ijj', fd_filestat_get: 'ii',
@@ -41,7 +40,7 @@ const WORK = 3, IMAGE = 4;
 
 /** An image holding include/stdio.h, built the way toolchain.ts builds the sysroot's. */
 const imageFile = (() => {
-  const file = join(mkdtempSync(join(tmpdir(), 'membrane-image-')), 'image.sqlite');
+  const file = join(tempDir('membrane-image-'), 'image.sqlite');
   const v = Vfs.open({ file });
   v.mkdir('workspace', 'include');
   const st = v.open('workspace', 'include/stdio.h', O_CREAT);

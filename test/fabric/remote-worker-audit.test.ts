@@ -4,8 +4,6 @@
 // records are copied for its reply as well as appended there.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../../src/engine/engine.ts';
 import { workerEngineOptions } from '../../src/engine/remote-worker.ts';
@@ -13,8 +11,9 @@ import { AuditLog, GENESIS_KIND } from '../../src/storage/audit.ts';
 import type { RemoteRecord } from '../../src/fabric/remote/protocol.ts';
 import { TEST_CACHE } from '../helpers/engine.ts';
 import { wat } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-worker-audit-'));
+const home = tempDir('membrane-worker-audit-');
 process.env['MEMBRANE_HOME'] = home;
 const databaseFile = join(home, 'engine.sqlite');
 

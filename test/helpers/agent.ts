@@ -3,14 +3,14 @@
  * whose `llm` broker points at it with a recognisable key; the files a key must never reach.
  */
 
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import { AuditLog, createEngine, type Engine, type EngineOptions } from '../../src/index.ts';
 import { openDatabase } from '../../src/storage/index.ts';
 import { TEST_CACHE } from './engine.ts';
 import { scriptedLlm, type Scenario, type ScriptedLlm } from './scripted-llm.ts';
+import { tempDir } from './tmp.ts';
 
 export const AGENT_KEY = 'sk-agent-test-7f3c9e1b2d4a6f80-must-never-leak';
 
@@ -21,7 +21,7 @@ export interface AgentFixture {
 }
 
 export async function agentFixture(scenarios: Readonly<Record<string, Scenario>>, options: EngineOptions = {}): Promise<AgentFixture> {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-agent-'));
+  const home = tempDir('membrane-agent-');
   process.env['MEMBRANE_HOME'] = home;
   const llm = await scriptedLlm(scenarios);
   const engine = createEngine({ poolSize: 1, cacheDir: TEST_CACHE, ...options, brokers: { ...options.brokers, llm: { baseUrl: llm.url, apiKey: AGENT_KEY, model: 'scripted-model' } } });

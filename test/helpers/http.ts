@@ -1,11 +1,10 @@
 // Test helper: an in-process `startServer` on 127.0.0.1 with a private $MEMBRANE_HOME, a test
 // engine (shared module cache), captured log lines, and small fetch wrappers.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/interfaces/http/server.ts';
 import { testEngine } from './engine.ts';
+import { tempDir } from './tmp.ts';
 
 export interface TestServer {
   readonly server: RunningServer;
@@ -17,7 +16,7 @@ export interface TestServer {
 }
 
 export async function testServer(options: Partial<ServerOptions> = {}): Promise<TestServer> {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-http-'));
+  const home = tempDir('membrane-http-');
   process.env['MEMBRANE_AUDIT_KEY'] ??= 'c'.repeat(64);
   const databaseFile = join(home, 'engine.sqlite');
   const logs: string[] = [];

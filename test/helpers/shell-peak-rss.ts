@@ -11,12 +11,10 @@
  */
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EngineOptions } from '../../src/index.ts';
 import type { ShellOptions, ShellResult } from '../../src/shell/index.ts';
+import { tempDir } from './tmp.ts';
 
 export interface RssRequest {
   readonly script: string;
@@ -40,7 +38,7 @@ export function shellPeakRss(req: RssRequest, limitMs = 240_000): Promise<RssRep
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, ['--import', 'tsx', self], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SHELL_RSS_REQUEST: JSON.stringify(req), MEMBRANE_HOME: mkdtempSync(join(tmpdir(), 'membrane-sh-rss-')) },
+      env: { ...process.env, SHELL_RSS_REQUEST: JSON.stringify(req), MEMBRANE_HOME: tempDir('membrane-sh-rss-') },
     });
     let out = '';
     let err = '';
@@ -64,7 +62,7 @@ async function child(req: RssRequest): Promise<void> {
   const { createEngine } = await import('../../src/index.ts');
   const { CommandRegistry, runShell } = await import('../../src/shell/index.ts');
   const registry = CommandRegistry.withBuiltins();
-  const engine = createEngine({ poolSize: 1, commands: registry, cacheDir: mkdtempSync(join(tmpdir(), 'membrane-sh-rss-cache-')), ...req.engine });
+  const engine = createEngine({ poolSize: 1, commands: registry, cacheDir: tempDir('membrane-sh-rss-cache-'), ...req.engine });
   try {
     const warm = await runShell(engine, registry, 'echo warm | cat | wc -c > f; cat f; seq 1 3 | tail -n 1', { ...req.options, timeoutMs: 30_000 });
     if (warm.exitCode !== 0) throw new Error(`warm-up failed: ${warm.stderr}`);

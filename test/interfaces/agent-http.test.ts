@@ -3,8 +3,6 @@
 // tenant's session is a 404 like a missing one; a token whose grant lacks llm is refused); and
 // the llm key appears in no response and no server log line.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
@@ -12,6 +10,7 @@ import { call, testServer } from '../helpers/http.ts';
 import { scriptedLlm } from '../helpers/scripted-llm.ts';
 import { TEST_CACHE } from '../helpers/engine.ts';
 import { AGENT_KEY } from '../helpers/agent.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const llm = await scriptedLlm({
   'http session': [
@@ -21,7 +20,7 @@ const llm = await scriptedLlm({
   ],
   'slow session': [{ delayMs: 200, calls: [{ name: 'vfs_list', args: {} }] }],
 });
-const home = mkdtempSync(join(tmpdir(), 'membrane-agent-http-'));
+const home = tempDir('membrane-agent-http-');
 process.env['MEMBRANE_HOME'] = home; // the sessions' VFS files
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'c'.repeat(64);
 const databaseFile = join(home, 'engine.sqlite');

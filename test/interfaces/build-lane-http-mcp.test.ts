@@ -3,8 +3,6 @@
 // grant; a compile error is BUILD_FAILED (HTTP 422 mapping in the body's error) with diagnostics in
 // guest paths only.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,6 +11,7 @@ import { call, testServer } from '../helpers/http.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { structured, text } from './mcp-contract.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 /**
  * A test engine on the shared toolchain cache, with its own engine database (audit log). A C++
@@ -23,7 +22,7 @@ const engine = () =>
   testEngine({
     cacheDir: TOOLCHAIN_CACHE,
     operatorLimits: { compute: { timeoutMs: 120_000 } },
-    brokers: { databaseFile: join(mkdtempSync(join(tmpdir(), 'membrane-build-http-')), 'engine.sqlite') },
+    brokers: { databaseFile: join(tempDir('membrane-build-http-'), 'engine.sqlite') },
   });
 
 const HELLO = '#include <stdio.h>\nint main(void) { puts("hello over http"); return 0; }\n';

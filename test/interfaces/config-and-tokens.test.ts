@@ -1,15 +1,15 @@
 // The operator's config file (JSON or TOML, strict) and the token store (hashes only, 0600).
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { engineOptionsFrom, loadConfig } from '../../src/interfaces/config.ts';
 import { TokenStore } from '../../src/interfaces/http/tokens.ts';
 import { SandboxError } from '../../src/errors.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'membrane-config-'));
+const dir = tempDir('membrane-config-');
 
 function refused(f: () => unknown): string {
   try {

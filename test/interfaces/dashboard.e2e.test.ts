@@ -7,8 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
@@ -17,6 +16,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.ts';
 import { BIN, runCli } from '../helpers/cli.ts';
 import { wat } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 /** Bounds: the server's first line (it may rebuild dist/ first), one UI step, a snippet run. */
@@ -83,7 +83,7 @@ async function runSnippet(page: Page, code: string, caps: string): Promise<void>
 }
 
 test('dashboard e2e in Chromium: sign in, ladder, run, live denial, live instance, hostile output as text', { timeout: 300_000 }, async (t) => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-dashboard-e2e-'));
+  const home = tempDir('membrane-dashboard-e2e-');
   const env = { MEMBRANE_HOME: home, MEMBRANE_AUDIT_KEY: randomBytes(32).toString('hex') };
   const made = await runCli(['token', 'create', '--tenant', 'acme', '--profile', 'compute', '--json'], env);
   assert.equal(made.code, 0, made.stderr);

@@ -2,16 +2,15 @@
 // narrow; a cap or profile outside the grant is NOT_CAPABLE naming it, with one audit record;
 // timeout and fuel are clamped to the ceiling and the clamp reported.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { resolveGrant } from '../../src/interfaces/grant.ts';
 import { SandboxError } from '../../src/errors.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'membrane-grant-'));
+const dir = tempDir('membrane-grant-');
 const databaseFile = join(dir, 'engine.sqlite');
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'a'.repeat(64);
 const engine = testEngine({ poolSize: 0, brokers: { databaseFile } });

@@ -3,14 +3,14 @@
 // and SIGTERM letting an in-flight exec finish before a clean exit.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, runCli } from '../helpers/cli.ts';
 import { call } from '../helpers/http.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-serve-'));
+const home = tempDir('membrane-serve-');
 const env = { MEMBRANE_HOME: home, MEMBRANE_AUDIT_KEY: 'd'.repeat(64) };
 
 test('membrane token create|list|revoke', async () => {

@@ -4,9 +4,7 @@
 // 5 s deadline — and a call that carries a progressToken gets the snippet's stdout as progress
 // notifications before its result.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,6 +15,7 @@ import { BIN } from '../helpers/cli.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 import { structured } from './mcp-contract.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'b'.repeat(64);
 const SPIN = 'while (true) {}';
@@ -34,12 +33,12 @@ interface Transport {
 
 const transports: Record<'stdio' | 'http', Transport> = {} as Record<'stdio' | 'http', Transport>;
 let server: Server;
-const engineDir = mkdtempSync(join(tmpdir(), 'membrane-mcp-cancel-http-'));
+const engineDir = tempDir('membrane-mcp-cancel-http-');
 const engine = testEngine({ poolSize: 1, brokers: { databaseFile: join(engineDir, 'engine.sqlite') } });
 
 before(async () => {
   // stdio: `membrane mcp`, its log lines on stderr.
-  const home = mkdtempSync(join(tmpdir(), 'membrane-mcp-cancel-'));
+  const home = tempDir('membrane-mcp-cancel-');
   const env = { ...(Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === 'string')) as Record<string, string>), MEMBRANE_HOME: home, MEMBRANE_AUDIT_KEY: 'c'.repeat(64) };
   let stderr = '';
   const stdio = new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--tenant', 'cancel-tenant'], env, stderr: 'pipe' });

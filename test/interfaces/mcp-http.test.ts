@@ -2,9 +2,7 @@
 // handleMcpRequest (stateless: a fresh server and transport per request), driven by the SDK's
 // StreamableHTTPClientTransport.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,9 +11,10 @@ import { handleMcpRequest } from '../../src/interfaces/mcp/http.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { mcpContract } from './mcp-contract.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'b'.repeat(64);
-const dir = mkdtempSync(join(tmpdir(), 'membrane-mcp-http-'));
+const dir = tempDir('membrane-mcp-http-');
 const databaseFile = join(dir, 'engine.sqlite');
 const engine = testEngine({ poolSize: 1, brokers: { databaseFile } });
 const TENANT = 'http-tenant';

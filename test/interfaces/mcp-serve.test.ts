@@ -3,16 +3,14 @@
 // made by `membrane token create` and audit records read back with `membrane audit tail`.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BIN, runCli } from '../helpers/cli.ts';
 import { auditViaCli, mcpContract, structured } from './mcp-contract.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const env = { MEMBRANE_HOME: mkdtempSync(join(tmpdir(), 'membrane-mcp-serve-')), MEMBRANE_AUDIT_KEY: 'f'.repeat(64) };
+const env = { MEMBRANE_HOME: tempDir('membrane-mcp-serve-'), MEMBRANE_AUDIT_KEY: 'f'.repeat(64) };
 let server: ChildProcess;
 let exited: Promise<number | null>;
 let url: URL;

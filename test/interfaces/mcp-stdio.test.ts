@@ -4,16 +4,16 @@
 // stdout carries only JSON-RPC, logs go to stderr, and the server exits 0 when stdin ends.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BIN, runCli } from '../helpers/cli.ts';
 import { auditViaCli, mcpContract } from './mcp-contract.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-mcp-stdio-'));
+const home = tempDir('membrane-mcp-stdio-');
 const env: Record<string, string> = {
   ...(Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === 'string')) as Record<string, string>),
   MEMBRANE_HOME: home,

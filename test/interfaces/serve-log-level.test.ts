@@ -3,14 +3,14 @@
 // accepted ones, in the flag and in the file alike.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, runCli } from '../helpers/cli.ts';
 import { call } from '../helpers/http.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-loglevel-'));
+const home = tempDir('membrane-loglevel-');
 const env = { MEMBRANE_HOME: home, MEMBRANE_AUDIT_KEY: 'e'.repeat(64) };
 
 /** Start serve, make two requests (one 404), SIGTERM it; its exit code and stderr lines. */

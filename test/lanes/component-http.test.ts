@@ -3,16 +3,15 @@
 // wasi:http/outgoing-handler; it goes out through the http_fetch broker to a server this test
 // starts on 127.0.0.1, which the operator's allowlist admits.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { component } from '../helpers/components.ts';
 import { httpServer, type TestServer } from '../net/servers.ts';
 import type { Engine } from '../../src/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-http-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-component-http-');
 let server: TestServer;
 const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: ['127.0.0.1/32'] } } });
 const bodies: string[] = [];

@@ -2,16 +2,14 @@
 // test/fixtures/components/counter (no wasi:cli/run; exports `membrane:fixtures/tally` and
 // `adds`) whose calls keep its state, each under the instance's walls — time, fuel, memory.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
 import { transpileCount } from '../../src/lanes/component/index.ts';
 import { component } from '../helpers/components.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-instance-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-component-instance-');
 const engine = testEngine({ poolSize: 1 });
 const T = 'membrane:fixtures/tally';
 

@@ -2,15 +2,14 @@
 // fans the registered command `wc -c` over its arguments through the same run_command_many host
 // call a core guest makes — the fabric's fan-out on the pool, tasks as the caller, one deeper.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { MAX_PARALLEL_INPUTS } from '../../src/brokers/parallel.ts';
 import { component } from '../helpers/components.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-many-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-component-many-');
 const engine = testEngine({ poolSize: 2 });
 
 test('one command over many inputs: each input one task, outputs in input order', async () => {

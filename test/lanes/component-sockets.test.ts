@@ -3,17 +3,15 @@
 // to it, writes, and reads until the peer closes — one tcp_request exchange through the network
 // guard to a server this test starts on 127.0.0.1 (the operator's allowlist admits it).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Engine } from '../../src/index.ts';
 import { component } from '../helpers/components.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { tableResolver } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-sockets-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-component-sockets-');
 const resolver = tableResolver({ 'echo.example.test': ['127.0.0.1'] });
 const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: ['127.0.0.1/32'], resolver } } });
 let server: Server;

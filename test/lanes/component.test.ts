@@ -2,8 +2,7 @@
 // modules metered and capped like any guest, its imports checked against the membrane:engine
 // world first (src/engine/component-lane.ts, src/policy/component-world.ts, src/wasi/p2).
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
@@ -13,8 +12,9 @@ import { componentImports, isComponent } from '../../src/wasm/component.ts';
 import { checkComponentImport, checkComponentWorld } from '../../src/policy/component-world.ts';
 import { transpileCount } from '../../src/lanes/component/index.ts';
 import { SandboxError } from '../../src/errors.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 
 test('a wasi:cli/run component prints what the same program prints as a p1 module, and its fuel is counted', async () => {

@@ -7,14 +7,13 @@
 // calls), streaming, cancellation — and no child process and no "weaker tier" warning.
 import assert from 'node:assert/strict';
 import childProcess, { ChildProcess, execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import type { ExecOptions } from '../../src/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 // Every way Node starts a process, counted from before the engine exists: `spawn`, `fork`,
 // `exec`, `execFile` all go through ChildProcess.prototype.spawn; the synchronous ones are
@@ -33,7 +32,7 @@ for (const name of ['spawnSync', 'execSync', 'execFileSync']) {
 }
 syncBuiltinESMExports();
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cpython-lane-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-cpython-lane-');
 // minimal's time is raised so its calls check the lane, not a loaded machine's boot.
 const engine = testEngine({ poolSize: 1, operatorLimits: { minimal: { timeoutMs: 30_000 } } });
 

@@ -2,9 +2,7 @@
 // during a spin, during an awaited power), live stdout/stderr, top-level await, and the
 // GUEST_EXCEPTION report — through JsLane and through engine.exec.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
@@ -12,6 +10,7 @@ import { JsLane } from '../../src/lanes/js/index.ts';
 import { httpServer, type TestServer } from '../net/servers.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 import { jsRequest } from '../helpers/js-request.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 /** The contract: a cancelled call settles within 50 ms of the abort (bench/js-stream.ts measures it). */
 const CANCEL_BOUND_MS = 50 + LOAD_SLACK_MS;
@@ -25,7 +24,7 @@ let ok: TestServer;
 const hungRequests: IncomingMessage[] = [];
 
 before(async () => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-js-controls-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-js-controls-');
   hung = await httpServer((r) => void hungRequests.push(r), '127.0.0.1');
   ok = await httpServer((_r, res) => res.end('hello'), '127.0.0.1');
   engine = createEngine({ poolSize: 1, cacheDir: false, brokers: { net: { allowCidrs: ['127.0.0.1/32'] } } });

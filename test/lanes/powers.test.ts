@@ -5,19 +5,19 @@
 // (vfs.*), registered commands run against it (commands.run, exec.run), private or named.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { httpServer, type TestServer } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const SECRET = 'lane-powers-signing-secret';
 let engine: Engine;
 let server: TestServer;
 
 before(async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-lane-powers-'));
+  const home = tempDir('membrane-lane-powers-');
   process.env['MEMBRANE_HOME'] = home;
   process.env['MEMBRANE_AUDIT_KEY'] = 'ab'.repeat(32);
   server = await httpServer((req, res) => {

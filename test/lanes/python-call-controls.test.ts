@@ -4,15 +4,14 @@
 // last expression is still the result; an uncaught exception is GUEST_EXCEPTION with the
 // snippet's frames only.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import type { ExecOptions } from '../../src/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-controls-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-py-controls-');
 const engine = testEngine({ poolSize: 1 });
 /** Far longer than any bound below: a call that ends before it was not ended by its deadline. */
 const LONG_MS = 60_000;

@@ -1,8 +1,7 @@
 // Signed artifacts: sign → verify; one flipped asset byte or signature byte fails its half; the
 // engine's requireSigned refuses unsigned and wrongly signed modules (NOT_CAPABLE), audited.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KeyPair, didKey, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
@@ -11,8 +10,9 @@ import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { wat, watText } from '../helpers/wat.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-artifact-'));
+const HOME = tempDir('membrane-artifact-');
 process.env['MEMBRANE_HOME'] = HOME;
 delete process.env[SIGNING_KEY_ENV];
 
@@ -32,7 +32,7 @@ function flip(file: string, at = 0): void {
 }
 
 test('a signed module verifies; one flipped asset byte fails assetIntegrity; a flipped signature fails signature', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-art-'));
+  const dir = tempDir('membrane-art-');
   const file = join(dir, 'kv.wasm');
   writeFileSync(file, await wat('kv-import'));
   const { file: manifest, signed } = signArtifact(file, alice, { version: '1.2.3' });
@@ -65,7 +65,7 @@ test('a signed module verifies; one flipped asset byte fails assetIntegrity; a f
 });
 
 test('a directory artifact lists every file; a missing file, a link or an escaping path fails its half', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-art-dir-'));
+  const dir = tempDir('membrane-art-dir-');
   mkdirSync(join(dir, 'lib'));
   writeFileSync(join(dir, 'README'), 'hello');
   writeFileSync(join(dir, 'lib', 'data.bin'), Buffer.from([1, 2, 3]));
@@ -89,7 +89,7 @@ test('a directory artifact lists every file; a missing file, a link or an escapi
 test('requireSigned: an unsigned, a wrongly signed and an altered module are refused NOT_CAPABLE and audited; a signed one runs', async () => {
   const engine = testEngine({ requireSigned: [alice.did] });
   const bytes = await wat('count');
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-art-run-'));
+  const dir = tempDir('membrane-art-run-');
   writeFileSync(join(dir, 'count.wasm'), bytes);
   const good = signArtifact(join(dir, 'count.wasm'), alice).signed;
   const bad = signArtifact(join(dir, 'count.wasm'), mallory).signed;
@@ -133,9 +133,9 @@ test('capsOfModule maps imports to cap words through the policy catalog', async 
 });
 
 test('membrane sign and verify-artifact end to end, exit 1 on a tampered asset', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-sign-cli-'));
+  const home = tempDir('membrane-sign-cli-');
   const env = { MEMBRANE_HOME: home, [SIGNING_KEY_ENV]: '' };
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-sign-cli-art-'));
+  const dir = tempDir('membrane-sign-cli-art-');
   const file = join(dir, 'kv.wasm');
   writeFileSync(file, await wat('kv-import'));
   const none = await runCli(['sign', file, '--tenant', 'alice'], env);
@@ -156,9 +156,9 @@ test('membrane sign and verify-artifact end to end, exit 1 on a tampered asset',
 });
 
 test('an artifact signed as did:web verifies with its document (verify-artifact --did-doc) and not without', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-sign-didweb-'));
+  const home = tempDir('membrane-sign-didweb-');
   const env = { MEMBRANE_HOME: home, [SIGNING_KEY_ENV]: '' };
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-sign-didweb-art-'));
+  const dir = tempDir('membrane-sign-didweb-art-');
   const file = join(dir, 'count.wasm');
   writeFileSync(file, await wat('count'));
   assert.equal((await runCli(['identity', 'create', '--tenant', 'alice'], env)).code, 0);
@@ -181,9 +181,9 @@ test('an artifact signed as did:web verifies with its document (verify-artifact 
 });
 
 test('membrane run --require-signed refuses an unsigned module (exit 67, NOT_CAPABLE) and runs it with --artifact', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-run-signed-'));
+  const home = tempDir('membrane-run-signed-');
   const env = { MEMBRANE_HOME: home, [SIGNING_KEY_ENV]: '' };
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-run-signed-art-'));
+  const dir = tempDir('membrane-run-signed-art-');
   const file = join(dir, 'count.wasm');
   writeFileSync(file, await wat('count'));
   const created = await runCli(['identity', 'create', '--tenant', 'alice', '--json'], env);

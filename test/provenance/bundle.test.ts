@@ -1,8 +1,7 @@
 // Bundles: create → restore is byte-identical (files, modes, mtimes, symlinks, every volume kept
 // apart); the page rides along; a VFS that is not empty is not merged into; the CLI end to end.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { unzipSync } from 'fflate';
@@ -10,8 +9,9 @@ import { createBundle, restoreBundle } from '../../src/provenance/bundle.ts';
 import { SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
 import { listing, populate, testSigner } from '../helpers/bundle.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-bundle-'));
+const HOME = tempDir('membrane-bundle-');
 process.env['MEMBRANE_HOME'] = HOME;
 
 test('create → restore gives a byte-identical VFS: every file, mode, mtime and symlink, volumes apart', () => {
@@ -36,7 +36,7 @@ test('membrane bundle create and restore end to end', async () => {
   const env = { MEMBRANE_HOME: HOME, [SIGNING_KEY_ENV]: '' };
   populate('cli-source');
   assert.equal((await runCli(['identity', 'create', '--tenant', 'alice'], env)).code, 0);
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-bundle-cli-'));
+  const dir = tempDir('membrane-bundle-cli-');
   const page = join(dir, 'page.html');
   writeFileSync(page, '<p>hi</p>');
   const out = join(dir, 'x.mbundle');

@@ -1,15 +1,15 @@
 // Audit checkpoints signed with the engine's Ed25519 key: checked offline by anyone, and against
 // the log with the audit key; an edited field or another signer is refused.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { AuditLog, AUDIT_KEY_ENV } from '../../src/storage/audit.ts';
 import { KeyPair, didKey, engineIdentity, ENGINE_KEY_ENV, signCheckpointEd25519, checkSignedCheckpoint } from '../../src/provenance/index.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-checkpoint-'));
+const HOME = tempDir('membrane-checkpoint-');
 process.env['MEMBRANE_HOME'] = HOME;
 delete process.env[AUDIT_KEY_ENV];
 delete process.env[ENGINE_KEY_ENV];
@@ -50,7 +50,7 @@ test('membrane audit checkpoint --signed, verify --checkpoint (with the log) and
   assert.equal(withLog.code, 0, withLog.stdout + withLog.stderr);
   assert.match(withLog.stdout, /^ok: \d+ records/);
   // Offline: no audit key needed (a wrong one set), no log read.
-  const offline = await runCli(['audit', 'verify', '--checkpoint', file, '--offline'], { ...env, [AUDIT_KEY_ENV]: '00'.repeat(32), MEMBRANE_HOME: mkdtempSync(join(tmpdir(), 'membrane-elsewhere-')) });
+  const offline = await runCli(['audit', 'verify', '--checkpoint', file, '--offline'], { ...env, [AUDIT_KEY_ENV]: '00'.repeat(32), MEMBRANE_HOME: tempDir('membrane-elsewhere-') });
   assert.equal(offline.code, 0, offline.stdout + offline.stderr);
   assert.match(offline.stdout, new RegExp(`^ok: checkpoint of seq ${signed.checkpoint.seq} signed by did:key:z6Mk`));
   const edited = readFileSync(file, 'utf8').replace(`"seq":${signed.checkpoint.seq}`, `"seq":${signed.checkpoint.seq + 1}`);

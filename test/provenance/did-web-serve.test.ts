@@ -2,16 +2,14 @@
 // the tenant's key; a signature by its did:key verifies under that document. Without the setting
 // the route does not exist.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseConfig } from '../../src/interfaces/config.ts';
 import { startServer } from '../../src/interfaces/http/server.ts';
 import { createTenantIdentity, verifyForDid, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
 import { testServer } from '../helpers/http.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-did-serve-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-did-serve-');
 delete process.env[SIGNING_KEY_ENV];
 
 test('GET /.well-known/did.json serves the configured tenant\'s did:web document', async () => {

@@ -3,8 +3,7 @@
 // https://HOST/.well-known/did.json through the network guard from a server this test starts on
 // 127.0.0.1 (a test CA, a name the test resolver maps to 127.0.0.1).
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { KeyPair, didKey, didWebDocument } from '../../src/provenance/index.ts';
@@ -13,15 +12,16 @@ import { wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { runCli } from '../helpers/cli.ts';
 import { httpsServer, makeTestPki, tableResolver } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-did-web-'));
+const HOME = tempDir('membrane-did-web-');
 process.env['MEMBRANE_HOME'] = HOME;
 const keys = new KeyPair(Buffer.alloc(32, 7));
 const signer = (host: string) => ({ keys, did: didKey(keys.publicKey), source: 'test' as const, host });
 
 async function signedCount(host: string): Promise<{ bytes: Uint8Array; artifact: unknown; file: string }> {
   const bytes = await wat('count');
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-did-web-art-'));
+  const dir = tempDir('membrane-did-web-art-');
   writeFileSync(join(dir, 'count.wasm'), bytes);
   const { file, signed } = signArtifact(join(dir, 'count.wasm'), signer(host), { didWebHost: host });
   return { bytes, artifact: signed, file };
@@ -65,7 +65,7 @@ test('with didWebFetch, the document is fetched from the host through the networ
 
 test('membrane run --require-signed did:web:HOST --did-doc FILE', async () => {
   const { file } = await signedCount('example.com');
-  const docFile = join(mkdtempSync(join(tmpdir(), 'membrane-did-doc-')), 'did.json');
+  const docFile = join(tempDir('membrane-did-doc-'), 'did.json');
   writeFileSync(docFile, JSON.stringify(didWebDocument('example.com', keys.publicKey)));
   const module = file.replace(/\.manifest\.json$/, '');
   const env = { MEMBRANE_HOME: HOME };

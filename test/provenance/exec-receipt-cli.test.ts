@@ -1,13 +1,13 @@
 // `membrane exec --receipt`, `membrane receipt verify` and `membrane replay --source` end to end.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-exec-receipt-cli-'));
-const DIR = mkdtempSync(join(tmpdir(), 'membrane-exec-receipt-cli-files-'));
+const HOME = tempDir('membrane-exec-receipt-cli-');
+const DIR = tempDir('membrane-exec-receipt-cli-files-');
 const env = { MEMBRANE_HOME: HOME, MEMBRANE_ENGINE_SIGNING_KEY: '' };
 
 test('exec --receipt writes a receipt that verifies; replay --source reproduces a pure snippet', async () => {

@@ -4,9 +4,6 @@
 // power calls is refused replay, naming them.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { checkReceipt, parseReceipt } from '../../src/provenance/receipt.ts';
 import { execInputHash, execOutputHash, sourceHash, type SignedExecReceipt } from '../../src/provenance/exec-receipt.ts';
@@ -14,10 +11,14 @@ import { ENGINE_KEY_ENV, engineIdentity } from '../../src/provenance/identity.ts
 import { replayExecReceipt } from '../../src/engine/receipts.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
+import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-exec-receipt-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-exec-receipt-');
 delete process.env[ENGINE_KEY_ENV];
-const engine = testEngine({ poolSize: 1 });
+// The C snippet below builds with the toolchain every build test shares (the rewritten LLVM module,
+// paid once per machine), not a fresh copy of it.
+const engine = testEngine({ poolSize: 1, cacheDir: TOOLCHAIN_CACHE });
 
 const receiptOf = (r: { receipt?: SignedExecReceipt }): SignedExecReceipt => {
   assert.ok(r.receipt, 'a receipt was returned');

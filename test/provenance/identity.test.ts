@@ -1,11 +1,11 @@
 // Identities: did:key against the W3C vector, did:web documents, key files kept private, and the CLI.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, statSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KeyPair, didKey, publicKeyOfDidKey, didWebDocument, didWebId, verifyForDid, verifyRaw, createTenantIdentity, tenantIdentity, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 // The W3C did:key test vector (w3c-ccg/did-method-key, test-vectors/ed25519-x25519.json): the
 // all-zero 32-byte seed, whose Ed25519 public key is 3b6a27bc…da29 (JWK x "O2onvM62…Z2ik").
@@ -16,7 +16,7 @@ const RFC_SEED = '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f
 const RFC_PUB = 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a';
 
 function freshHome(): string {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-identity-'));
+  const home = tempDir('membrane-identity-');
   process.env['MEMBRANE_HOME'] = home;
   delete process.env[SIGNING_KEY_ENV];
   return home;
@@ -106,7 +106,7 @@ test('MEMBRANE_SIGNING_KEY supplies the seed (base64 of 32 bytes) and a malforme
 });
 
 test('membrane identity create, show and did-web end to end', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-identity-cli-'));
+  const home = tempDir('membrane-identity-cli-');
   const env = { MEMBRANE_HOME: home, [SIGNING_KEY_ENV]: '' };
   const shown0 = await runCli(['identity', 'show', '--tenant', 'alice'], env);
   assert.notEqual(shown0.code, 0);

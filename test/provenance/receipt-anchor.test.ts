@@ -5,8 +5,6 @@
 // there.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { recordHash, sinkRecordMatches, type AnchoredEvent, type SinkAnchor } from '../../src/provenance/anchor.ts';
@@ -14,8 +12,9 @@ import { checkReceipt, parseReceipt } from '../../src/provenance/receipt.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { wat } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-receipt-anchor-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-receipt-anchor-');
 
 /** An embedder's sink: an array, and (optionally) its own hash chain over canonical records. */
 function chainSink(withSeal: boolean) {
@@ -64,7 +63,7 @@ test('a sink with seal: the receipt carries its seq and chain digest, and they c
 });
 
 test('brokers.databaseFile: the receipt is anchored in that database\'s log', async () => {
-  const file = join(mkdtempSync(join(tmpdir(), 'membrane-receipt-db-')), 'other.sqlite');
+  const file = join(tempDir('membrane-receipt-db-'), 'other.sqlite');
   const engine = testEngine({ poolSize: 1, brokers: { databaseFile: file } });
   const r = await engine.run(await wat('count'), { invoke: 'count', args: [10n], receipt: true });
   const anchor = r.receipt!.receipt.audit!;

@@ -1,13 +1,13 @@
 // `membrane run --receipt`, `membrane receipt verify` and `membrane replay` end to end.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-receipt-cli-'));
-const DIR = mkdtempSync(join(tmpdir(), 'membrane-receipt-cli-files-'));
+const HOME = tempDir('membrane-receipt-cli-');
+const DIR = tempDir('membrane-receipt-cli-files-');
 const env = { MEMBRANE_HOME: HOME, MEMBRANE_ENGINE_SIGNING_KEY: '' };
 const HELLO = new URL('../fixtures/c/hello.wasm', import.meta.url).pathname;
 

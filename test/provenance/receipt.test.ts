@@ -1,8 +1,6 @@
 // Signed run receipts: a receipt verifies offline; editing any field fails; a pure guest replays
 // to the same output hash and fuel; a run that called a broker is refused replay, saying why.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { checkReceipt, parseReceipt, type SignedReceipt } from '../../src/provenance/receipt.ts';
@@ -11,8 +9,9 @@ import { replayReceipt, runInputOf } from '../../src/engine/receipts.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { cGuest, wat, watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-receipt-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-receipt-');
 delete process.env[ENGINE_KEY_ENV];
 const engine = testEngine();
 

@@ -2,8 +2,7 @@
 // under the caller's grant cut to the declaration; `membrane verify` checks a manifest's command
 // modules against the declaration; `membrane run --toolkit` refuses one that imports beyond it.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
@@ -11,10 +10,11 @@ import { CommandRegistry } from '../../src/engine/registry.ts';
 import { installToolkit } from '../../src/engine/toolkit-install.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-toolkit-install-'));
+const HOME = tempDir('membrane-toolkit-install-');
 process.env['MEMBRANE_HOME'] = HOME;
-const DIR = mkdtempSync(join(tmpdir(), 'membrane-toolkit-files-'));
+const DIR = tempDir('membrane-toolkit-files-');
 const BIN = new URL('../../commands/bin/', import.meta.url).pathname;
 const CAT = new Uint8Array(readFileSync(join(BIN, 'cat.wasm')));
 

@@ -1,12 +1,12 @@
 // Toolkit verification: declared caps → the profiles that grant them all (minimal first), or the
 // unknown word named, or why no profile can; the CLI reads JSON and TOML.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { verifyToolkitCaps } from '../../src/policy/toolkit.ts';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 test('caps [vfs, commands, net] are granted by network and posix, network the minimal', () => {
   const v = verifyToolkitCaps(['vfs', 'commands', 'net']);
@@ -32,7 +32,7 @@ test('embedder host caps are reported apart: granted by the operator, not unknow
 });
 
 test('membrane verify on JSON and TOML manifests', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-toolkit-'));
+  const dir = tempDir('membrane-toolkit-');
   const env = { MEMBRANE_HOME: dir };
   writeFileSync(join(dir, 'kit.json'), JSON.stringify({ name: 'kit', caps: ['vfs', 'commands', 'net'] }));
   writeFileSync(join(dir, 'kit.toml'), 'name = "kit"\ncaps = ["net", "bogus"]\n');

@@ -4,15 +4,13 @@
 // The receipt is still signed and returned, with `audit: null` and a warning; it never carries
 // the answer. And a receipt whose anchor was swapped afterwards fails verification.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { checkReceipt, parseReceipt } from '../../src/provenance/receipt.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { wat } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-forged-anchor-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-forged-anchor-');
 
 const ANSWERS: [string, () => unknown][] = [
   ['a built-in log anchor', () => ({ seq: 5, mac: 'a'.repeat(64), keyId: '0123456789abcdef' })],

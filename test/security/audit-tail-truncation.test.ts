@@ -6,14 +6,14 @@
 // refused too.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
 import { AuditLog, AUDIT_KEY_ENV, type AuditCheckpoint, type AuditVerification } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { runCli, type Ran } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const KEY_HEX = '3c'.repeat(32);
 const KEY = Buffer.from(KEY_HEX, 'hex');
@@ -23,7 +23,7 @@ function cli(home: string, args: string[]): Promise<Ran> {
 }
 
 function fresh(): { home: string; file: string; log: AuditLog } {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-audit-trunc-'));
+  const home = tempDir('membrane-audit-trunc-');
   const file = join(home, 'engine.sqlite');
   return { home, file, log: AuditLog.open(file, { key: KEY }) };
 }

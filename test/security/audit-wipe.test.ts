@@ -4,21 +4,20 @@
 // empty: every log starts with a genesis record, so an empty one is `wiped`, loudly.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
 import { AuditLog, AUDIT_KEY_ENV, canonicalJson, canonicalRecord, type AuditVerification } from '../../src/storage/audit.ts';
 import { openDatabase, type Database } from '../../src/storage/sqlite.ts';
 import { runCli, type Ran } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const KEY_HEX = '5a'.repeat(32);
 const KEY = Buffer.from(KEY_HEX, 'hex');
 
 /** A fresh home with an engine database holding the genesis and `n` more records. */
 function homeWithLog(n: number): { home: string; file: string } {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-audit-wipe-'));
+  const home = tempDir('membrane-audit-wipe-');
   const file = join(home, 'engine.sqlite');
   const log = AuditLog.open(file, { key: KEY });
   for (let i = 0; i < n; i++) log.append({ tenant: 'acme', kind: 'denied', detail: { i } });
@@ -106,7 +105,7 @@ test('dropping the audit tables: verify and checkpoint fail "wiped" (never start
 });
 
 test('an engine database deleted outright: verify fails (no log), it does not create one', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-audit-wipe-'));
+  const home = tempDir('membrane-audit-wipe-');
   const r = await cli(home, ['audit', 'verify']);
   assert.equal(r.code, 1);
   assert.match(r.stdout, /wiped: the database has no audit tables/);
@@ -132,7 +131,7 @@ function legacyLog(db: Database, n: number): void {
 }
 
 test('a log from before genesis records verifies as legacy, is adopted on open, and a wipe after that is detected', () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-audit-wipe-'));
+  const home = tempDir('membrane-audit-wipe-');
   const file = join(home, 'engine.sqlite');
   const db = openDatabase(file);
   legacyLog(db, 3);
@@ -155,7 +154,7 @@ test('a log from before genesis records verifies as legacy, is adopted on open, 
 });
 
 test('an engine that opened its database (a guest used kv, nothing was denied) has started the log: verify passes, and a wipe is caught', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-audit-wipe-'));
+  const home = tempDir('membrane-audit-wipe-');
   const saved = { home: process.env['MEMBRANE_HOME'], key: process.env[AUDIT_KEY_ENV] };
   process.env['MEMBRANE_HOME'] = home;
   process.env[AUDIT_KEY_ENV] = KEY_HEX;

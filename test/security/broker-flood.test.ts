@@ -2,21 +2,21 @@
 // answers RATE_LIMITED past the configured count (one audit record per window, the rest
 // counted) and REVOKED once the principal is revoked — the tenant, or one instance of it.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/brokers.wasm', import.meta.url)));
 let engine: Engine;
 let home: string;
 
 before(() => {
-  home = mkdtempSync(join(tmpdir(), 'membrane-broker-flood-'));
+  home = tempDir('membrane-broker-flood-');
   process.env['MEMBRANE_HOME'] = home;
   engine = createEngine({ poolSize: 1, brokers: { rate: { perBroker: { kv: { limit: 50, windowMs: 60_000 } } } } });
 });

@@ -5,16 +5,16 @@
 // attempt is BUILD_FAILED with "file not found" or "Capabilities insufficient", and nothing in the
 // result names a host path or carries a byte of the host's /etc/passwd.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
 import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import type { BuildResult } from '../../src/build/build.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+const HOME = tempDir('membrane-home-');
 process.env['MEMBRANE_HOME'] = HOME;
 process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
 // The toolchain cache is shared by the test files that build (its one-time costs are not under test here).

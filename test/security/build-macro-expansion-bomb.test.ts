@@ -6,16 +6,14 @@
 // ends at a wall (FUEL_EXHAUSTED with the default fuel, TIMEOUT at a short deadline), the memory
 // bomb ends MEMORY_LIMIT; a source over MAX_SOURCE_BYTES is POLICY_INVALID before any step runs.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
 import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { MAX_SOURCE_BYTES } from '../../src/build/build.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
 // The toolchain cache is shared by the test files that build (its one-time costs are not under test here).
 const engine = createEngine({ poolSize: 2, cacheDir: TOOLCHAIN_CACHE });

@@ -7,8 +7,6 @@
 // result returns BUILD_FAILED. A linked module over MAX_WASM_BYTES is OUTPUT_LIMIT, never read
 // back. Too many sources or flags, or an oversized flag, is POLICY_INVALID before anything runs.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createEngine, DEFAULT_OUTPUT_LIMIT_BYTES } from '../../src/index.ts';
@@ -16,8 +14,9 @@ import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { MAX_ARG_CHARS, MAX_BUILD_ARGS, MAX_SOURCES, MAX_WASM_BYTES } from '../../src/build/build.ts';
 import { MAX_DIAGNOSTICS, MAX_MESSAGE_CHARS, parseDiagnostics } from '../../src/build/diagnostics.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
 // The toolchain cache is shared by the test files that build (its one-time costs are not under test here).
 const engine = createEngine({ poolSize: 2, cacheDir: TOOLCHAIN_CACHE });

@@ -7,16 +7,15 @@
 // a later build still compiles, and two concurrent builds served by the one image both succeed.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
 import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { requireToolchain } from '../../src/build/toolchain.ts';
 import { runShell } from '../../src/shell/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
 // The toolchain cache is shared by the test files that build (its one-time costs are not under test here).
 const engine = createEngine({ poolSize: 2, cacheDir: TOOLCHAIN_CACHE });

@@ -6,15 +6,13 @@
 // at the deadline (TIMEOUT), or MEMORY_LIMIT under a small memory budget; each returns within its
 // budget plus slack, and the engine builds hello.c right after.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createEngine } from '../../src/index.ts';
 import { TOOLCHAIN_CACHE } from '../helpers/toolchain.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
 // The toolchain cache is shared by the test files that build (its one-time costs are not under test here).
 const engine = createEngine({ poolSize: 2, cacheDir: TOOLCHAIN_CACHE });

@@ -1,15 +1,13 @@
 // A zip entry that is a symbolic link (Unix mode S_IFLNK in its external attributes) is refused:
 // a bundle carries VFS symlinks only as signed manifest entries, never as zip links.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { zipSync } from 'fflate';
 import { restoreBundle } from '../../src/provenance/bundle.ts';
 import { listing } from '../helpers/bundle.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-zip-symlink-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-zip-symlink-');
 
 test('a symlink entry pointing at /etc/passwd is refused before anything is written', () => {
   const empty = listing('link-target');

@@ -1,15 +1,13 @@
 // A tampered .mbundle is refused before anything is restored: a file's bytes swapped, a manifest
 // field edited, a file added to the zip that the manifest does not list, the signature flipped.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { unzipSync, zipSync, type Zippable } from 'fflate';
 import { createBundle, restoreBundle } from '../../src/provenance/bundle.ts';
 import { listing, populate, testSigner } from '../helpers/bundle.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-bundle-tamper-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-bundle-tamper-');
 populate('tamper-src');
 const GOOD = createBundle('tamper-src', testSigner());
 const EMPTY = listing('tamper-target');

@@ -2,16 +2,14 @@
 // written: a high compression ratio, an entry that inflates past (or short of) its declared size,
 // declared sizes over the total cap, and more entries than allowed.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { zipSync, type Zippable } from 'fflate';
 import { createBundle, restoreBundle } from '../../src/provenance/bundle.ts';
 import { MAX_BUNDLE_ENTRIES, MAX_BUNDLE_INFLATED_BYTES, MAX_INFLATE_RATIO } from '../../src/provenance/zip-check.ts';
 import { listing, patchDeclared, populate, testSigner } from '../helpers/bundle.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-zip-bomb-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-zip-bomb-');
 populate('bomb-src');
 const GOOD = createBundle('bomb-src', testSigner());
 const EMPTY_TARGET = listing('never-written');

@@ -1,17 +1,15 @@
 // Zip-slip in a .mbundle: entry names or manifest paths that climb out (`..`), are absolute, or
 // use `\` are refused before anything is written — even under a valid (attacker's) signature.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { zipSync } from 'fflate';
 import { canonicalBytes } from '../../src/provenance/canonical.ts';
 import { restoreBundle, BUNDLE_TYPE } from '../../src/provenance/bundle.ts';
 import { sha256Hex } from '../../src/provenance/artifact.ts';
 import { listing, testSigner } from '../helpers/bundle.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-zip-slip-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-zip-slip-');
 const EMPTY = listing('slip-target');
 const data = new TextEncoder().encode('owned');
 

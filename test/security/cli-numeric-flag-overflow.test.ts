@@ -3,14 +3,13 @@
 // Each is a usage error (exit 2) naming the flag and the accepted forms; none reaches the engine
 // (no INTERNAL, exit 79) and none runs the guest.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
 import { FIXTURES } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-numeric-'));
+const HOME = tempDir('membrane-numeric-');
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME }, 60_000);
 const NOOP = join(FIXTURES, 'wat', 'noop.wat');
 

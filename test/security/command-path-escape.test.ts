@@ -3,14 +3,13 @@
 // big it chokes the host, or one that asks for more memory than the caller has. A path resolves
 // only inside the caller's own VFS; what it names is prepared under the caller's limits.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR, MAX_VFS_MODULE_BYTES } from '../../src/abi/command.ts';
 import { O_CREAT, Vfs, resolveVfs } from '../../src/storage/index.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const fixture = (n: string) => new Uint8Array(readFileSync(new URL(`../fixtures/c/${n}.wasm`, import.meta.url)));
 const nest = fixture('nest');
@@ -18,7 +17,7 @@ const VFS = 'cmd-path-escape';
 let engine: Engine;
 
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cmd-path-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-cmd-path-');
   const registry = CommandRegistry.withBuiltins();
   registry.register('nest', nest);
   engine = createEngine({ commands: registry, poolSize: 1 });

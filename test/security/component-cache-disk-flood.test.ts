@@ -5,12 +5,12 @@
 // They are cache entries like rewritten modules now: the directory never passes the bound, the
 // least recently used go first, and an evicted component is only transpiled again.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { treeBytes } from '../helpers/big-module.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const BOUND = 1536 * 1024;
 const hello = new Uint8Array(readFileSync(new URL('../fixtures/components/hello.component.wasm', import.meta.url)));
@@ -31,7 +31,7 @@ const components = (dir: string): string[] => {
 };
 
 test('ten distinct components never take the cache directory past cacheMaxBytes; an evicted one runs again', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-component-cache-flood-'));
+  const dir = tempDir('membrane-component-cache-flood-');
   const engine = testEngine({ poolSize: 1, cacheDir: dir, cacheMaxBytes: BOUND });
   const sizes: number[] = [];
   for (let i = 0; i < 10; i++) {

@@ -3,13 +3,11 @@
 // allowed test range on 127.0.0.2) answers; loopback 127.0.0.1 and the metadata address are
 // refused (`denied`); without `net` the interface is not even linked.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { httpServer, tableResolver, type TestServer } from '../net/servers.ts';
 import { component } from '../helpers/components.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const HOST = '127.0.0.2';
 let engine: Engine;
@@ -17,7 +15,7 @@ let server: TestServer;
 let hits = 0;
 
 before(async () => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-fetch-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-component-fetch-');
   server = await httpServer((req, res) => {
     hits++;
     res.end(`hello ${req.url}`);

@@ -3,15 +3,14 @@
 // implementation over the VFS. Absolute paths, `..` chains, /proc and planted symlinks reach
 // nothing of the host; its own write lands in its VFS.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { component } from '../helpers/components.ts';
 import { Vfs } from '../../src/storage/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 const mkdir = new Uint8Array(readFileSync(new URL('../../commands/bin/mkdir.wasm', import.meta.url)));
 

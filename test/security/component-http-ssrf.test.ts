@@ -7,9 +7,6 @@
 // never sees a connection, an oversized body ends `HTTP-response-body-size` (case 28) and a
 // server that never answers ends `connection-timeout` (case 8) at the broker's timeout.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Engine } from '../../src/index.ts';
 import type { Resolver } from '../../src/net/index.ts';
@@ -17,8 +14,9 @@ import { AuditLog } from '../../src/storage/audit.ts';
 import { component } from '../helpers/components.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { httpServer, tableResolver, type TestServer } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-http-ssrf-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-component-http-ssrf-');
 const ALLOWED = '127.0.0.2';
 const BODY_CAP = 64 * 1024;
 let flips = 0;

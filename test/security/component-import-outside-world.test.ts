@@ -2,15 +2,13 @@
 // world is refused before any of its code runs — not transpiled, no worker, no start function
 // (kv.wat's core start function prints "started"; the tcp component's run would return at once).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { component } from '../helpers/components.ts';
 import { transpileCount } from '../../src/lanes/component/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 
 test('membrane:engine/kv under compute is LINK_UNSATISFIED naming the import, the cap and the profiles; nothing ran', async () => {

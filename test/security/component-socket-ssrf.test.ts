@@ -6,18 +6,16 @@
 // target, and the refused address never sees a connection; an answer past the broker's cap is
 // refused whole, and one that never ends stops at the broker's timeout.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Engine } from '../../src/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { component } from '../helpers/components.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { tableResolver } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-socket-ssrf-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-component-socket-ssrf-');
 const ALLOWED = '127.0.0.2';
 const resolver = tableResolver({ 'ok.example.test': [ALLOWED], 'inside.example.test': ['127.0.0.1'], 'mixed.example.test': [ALLOWED, '10.9.9.9'] });
 const engine: Engine = testEngine({ poolSize: 1, brokers: { net: { allowCidrs: [`${ALLOWED}/32`], resolver, timeoutMs: 500 } } });

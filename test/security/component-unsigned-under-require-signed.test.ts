@@ -3,16 +3,16 @@
 // it refuses an unsigned core module — NOT_CAPABLE, audited, before anything is transpiled or runs —
 // and run the same component when it comes with a valid signed manifest.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KeyPair, didKey, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
 import { signArtifact } from '../../src/provenance/artifact.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-component-signed-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-component-signed-');
 delete process.env[SIGNING_KEY_ENV];
 const hello = new Uint8Array(readFileSync(new URL('../fixtures/components/hello.component.wasm', import.meta.url)));
 const alice = (() => {
@@ -29,7 +29,7 @@ test('requireSigned: an unsigned component is NOT_CAPABLE and audited; the signe
     assert.equal(unsigned.stdout, '');
     assert.equal(unsigned.fuelUsed, 0);
 
-    const dir = mkdtempSync(join(tmpdir(), 'membrane-component-art-'));
+    const dir = tempDir('membrane-component-art-');
     writeFileSync(join(dir, 'hello.wasm'), hello);
     const { signed } = signArtifact(join(dir, 'hello.wasm'), alice);
     const ok = await engine.run(hello, { tenant: 'acme', artifact: signed });
@@ -50,7 +50,7 @@ test('requireSigned: an unsigned component is NOT_CAPABLE and audited; the signe
 });
 
 test("a signed component's manifest declares the caps its imports need (kv for membrane:engine/kv)", () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-component-caps-'));
+  const dir = tempDir('membrane-component-caps-');
   writeFileSync(join(dir, 'kv.wasm'), readFileSync(new URL('../fixtures/components/kv.component.wasm', import.meta.url)));
   assert.deepEqual(signArtifact(join(dir, 'kv.wasm'), alice).signed.manifest.caps, ['kv']);
   // The network and fan-out interfaces declare theirs too: a signer sees `net` and `parallel`.
@@ -70,7 +70,7 @@ test('requireSigned holds for engine.start with a component: unsigned is NOT_CAP
     assert.equal(transpileCount(), before, 'an unsigned component is refused before jco sees it');
     assert.equal(engine.stats().instances, 0);
 
-    const dir = mkdtempSync(join(tmpdir(), 'membrane-component-start-art-'));
+    const dir = tempDir('membrane-component-start-art-');
     writeFileSync(join(dir, 'counter.wasm'), counter);
     const { signed } = signArtifact(join(dir, 'counter.wasm'), alice);
     const inst = await engine.start('signed-instance', counter, { tenant: 'acme', artifact: signed });

@@ -4,19 +4,19 @@
 // env var, reads a file outside the call's VFS, loads native code, or forges through the lane port
 // (its stdin) a result that hides a wall or a power beyond its grant. After each, the engine answers.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ExecOptions, ExecOutcome } from '../../src/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 import { tripwire, type Tripwire } from '../helpers/tripwire.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const SECRET = 'sk-membrane-test-secret-should-never-leak';
 process.env['ANTHROPIC_API_KEY'] = SECRET;
 process.env['OPENAI_API_KEY'] = SECRET;
-const home = mkdtempSync(join(tmpdir(), 'membrane-cpython-escape-'));
+const home = tempDir('membrane-cpython-escape-');
 process.env['MEMBRANE_HOME'] = home;
 const MARKER = join(home, 'MARKER');
 const engine = testEngine({ poolSize: 1 });

@@ -3,15 +3,13 @@
 // overshoot, and a memory bomb — one huge allocation or a growing list, caught or not — ends
 // MEMORY_LIMIT at the call's cap; the host survives each and the next call works.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { before, test } from 'node:test';
 import type { ExecOptions } from '../../src/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS, cpuMsDuring } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-cpython-walls-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-cpython-walls-');
 const engine = testEngine({ poolSize: 1 });
 const MiB = 1 << 20;
 

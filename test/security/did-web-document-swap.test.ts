@@ -4,8 +4,7 @@
 // serves a swapped document or redirects elsewhere, a host the network guard does not admit, an
 // oversized document. Each is refused NOT_CAPABLE naming the reason, and audited; nothing runs.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KeyPair, didKey, didWebDocument } from '../../src/provenance/index.ts';
@@ -14,8 +13,9 @@ import { AuditLog } from '../../src/storage/audit.ts';
 import { wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { httpsServer, makeTestPki, tableResolver, type TestServer } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-did-swap-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-did-swap-');
 const owner = new KeyPair(Buffer.alloc(32, 3));
 const attacker = new KeyPair(Buffer.alloc(32, 4));
 const pki = makeTestPki();
@@ -33,7 +33,7 @@ after(() => server.close());
 
 async function signedBy(keys: KeyPair, host: string): Promise<{ bytes: Uint8Array; artifact: unknown }> {
   const bytes = await wat('count');
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-did-swap-art-'));
+  const dir = tempDir('membrane-did-swap-art-');
   writeFileSync(join(dir, 'count.wasm'), bytes);
   return { bytes, artifact: signArtifact(join(dir, 'count.wasm'), { keys, did: didKey(keys.publicKey), source: 'test' }, { didWebHost: host }).signed };
 }

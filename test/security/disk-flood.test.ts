@@ -1,14 +1,14 @@
 // The space wall on files: a guest filling its disk, its inode table or its descriptor table
 // hits a limit as a WASI errno for itself; a mount too big to copy in is refused before it runs.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { cGuest, watText } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-flood-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-flood-');
 const fileio = new Uint8Array(readFileSync(new URL('../../bench/io/fileio.wasm', import.meta.url)));
 
 test('a guest writing 64 MiB into a 1 MiB VFS gets ENOSPC and fails cleanly', async () => {
@@ -51,7 +51,7 @@ test('a guest opening descriptors without closing them gets EMFILE from its own 
 
 test('a mount with more files than the operator allows is refused before the guest runs', async () => {
   const engine = testEngine({ poolSize: 1, maxMountFiles: 5 });
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-mount-flood-'));
+  const dir = tempDir('membrane-mount-flood-');
   mkdirSync(join(dir, 'd'));
   for (let i = 0; i < 6; i++) writeFileSync(join(dir, 'd', `f${i}`), 'x');
   const r = await engine.run(cGuest('escape'), { mounts: [`${dir}:/data`] });

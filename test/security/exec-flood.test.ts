@@ -2,8 +2,7 @@
 // running execs from many instances at once, spawning processes without end. Each hits its
 // per-principal limit (DESIGN §4) with QUOTA (-9), and every slot comes back afterwards.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
@@ -13,12 +12,13 @@ import { Vfs, resolveVfs } from '../../src/storage/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const nest = new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url)));
 let engine: Engine;
 
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-exec-flood-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-exec-flood-');
   const registry = CommandRegistry.withBuiltins();
   registry.register('nest', nest);
   registry.register('waiter', new Uint8Array(readFileSync(new URL('../fixtures/c/waiter.wasm', import.meta.url))));

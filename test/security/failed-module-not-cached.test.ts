@@ -4,14 +4,12 @@
 // error code, leave no file in the cache directory and no entry in memory, and fail the same way
 // the next time (nothing half-built is ever reused).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { ModuleCache } from '../../src/engine/module-cache.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { manyFunctions, treeBytes } from '../helpers/big-module.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const OPTS = { maxMemoryPages: 1024, maxTableElements: 100_000, trapOnGrowFailure: true, metered: true };
 
@@ -22,7 +20,7 @@ async function assertNothingCached(dir: string, cache: ModuleCache, what: string
 }
 
 test('a million-function module passes rewriting, fails to compile, and leaves nothing cached', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-failed-'));
+  const dir = tempDir('membrane-failed-');
   const cache = new ModuleCache(dir);
   const bytes = manyFunctions(1_000_000, 'over-v8-limit');
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -38,7 +36,7 @@ test('a million-function module passes rewriting, fails to compile, and leaves n
 });
 
 test('bodies that do not validate, a memory over the cap and non-wasm bytes leave nothing cached', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-failed-'));
+  const dir = tempDir('membrane-failed-');
   const cache = new ModuleCache(dir);
   const cases: [string, Uint8Array, string][] = [
     ['invalid bodies (rewrite worker)', manyFunctions(50_000, 'invalid', { invalidBodies: true }), 'INVALID_MODULE'],
@@ -55,7 +53,7 @@ test('bodies that do not validate, a memory over the cap and non-wasm bytes leav
 });
 
 test('through the engine: a failed run is INVALID_MODULE and the cache directory stays empty', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-failed-'));
+  const dir = tempDir('membrane-failed-');
   const engine = testEngine({ poolSize: 1, cacheDir: dir });
   const r = await engine.run(manyFunctions(20_000, 'engine-invalid', { invalidBodies: true }), { invoke: 'run' });
   assert.equal(r.ok, false);

@@ -4,8 +4,7 @@
 // its manifest; and the operator's registered commands — the very buffers in the registry — still
 // run under requireSigned, through fan-out and the shell, while a look-alike copy does not.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry } from '../../src/index.ts';
@@ -14,8 +13,9 @@ import { signArtifact } from '../../src/provenance/artifact.ts';
 import { runShell } from '../../src/shell/run.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-fanout-signed-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-fanout-signed-');
 delete process.env[SIGNING_KEY_ENV];
 const upper = new Uint8Array(readFileSync(new URL('../fixtures/c/upper.wasm', import.meta.url)));
 const bob = (() => {
@@ -35,7 +35,7 @@ test('fan-out of an unsigned module: every input NOT_CAPABLE and audited; with i
   } finally {
     log.close();
   }
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-fanout-art-'));
+  const dir = tempDir('membrane-fanout-art-');
   writeFileSync(join(dir, 'upper.wasm'), upper);
   const { signed } = signArtifact(join(dir, 'upper.wasm'), bob);
   const ran = await engine.fanout({ module: upper, artifact: signed, inputs: ['a', 'b'], tenant: 'fanner' });

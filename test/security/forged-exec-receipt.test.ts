@@ -4,8 +4,6 @@
 // (power names, counts, anchors) are refused by `checkReceipt` before anything trusts them.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { checkReceipt, parseReceipt, signExecReceipt } from '../../src/provenance/receipt.ts';
@@ -15,8 +13,9 @@ import { KeyPair } from '../../src/provenance/keys.ts';
 import { didKey } from '../../src/provenance/did.ts';
 import { replayExecReceipt } from '../../src/engine/receipts.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-forged-exec-receipt-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-forged-exec-receipt-');
 delete process.env[ENGINE_KEY_ENV];
 const engine = testEngine({ poolSize: 1 });
 

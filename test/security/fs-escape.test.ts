@@ -2,15 +2,15 @@
 // that points at the host (absolute, `..` chains, /proc, symlinks it plants) resolves inside the
 // VFS or fails with a WASI errno, through the engine end to end.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { cGuest } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { Vfs } from '../../src/storage/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 const command = (name: string) => new Uint8Array(readFileSync(new URL(`../../commands/bin/${name}.wasm`, import.meta.url)));
 
@@ -52,7 +52,7 @@ test('without the vfs cap a guest has no filesystem at all: its fs imports do no
 
 test('--mount: the escape guest sees the host directory as /data, reaches nothing else, and its write lands on the host', async () => {
   const { writeFileSync, readFileSync: read, existsSync, mkdirSync, symlinkSync, readdirSync } = await import('node:fs');
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
+  const dir = tempDir('membrane-mount-');
   writeFileSync(join(dir, 'input.txt'), 'from the host\n');
   mkdirSync(join(dir, 'sub'));
   writeFileSync(join(dir, 'sub', 'gone.txt'), 'delete me\n');
@@ -71,8 +71,8 @@ test('--mount: the escape guest sees the host directory as /data, reaches nothin
 
 test('a read-only mount is never written back, and a guest removal reaches the host only for read-write mounts', async () => {
   const { writeFileSync, existsSync } = await import('node:fs');
-  const ro = mkdtempSync(join(tmpdir(), 'membrane-mount-ro-'));
-  const rw = mkdtempSync(join(tmpdir(), 'membrane-mount-rw-'));
+  const ro = tempDir('membrane-mount-ro-');
+  const rw = tempDir('membrane-mount-rw-');
   writeFileSync(join(ro, 'keep.txt'), 'x');
   writeFileSync(join(rw, 'drop.txt'), 'x');
   assert.equal((await engine.run(command('rm'), { argv: ['/ro/keep.txt'], mounts: [`${ro}:/ro:ro`] })).exitCode, 0);
@@ -82,7 +82,7 @@ test('a read-only mount is never written back, and a guest removal reaches the h
 });
 
 test('bad mounts are POLICY_INVALID: outside the workspace, .., missing host dirs, no vfs cap', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
+  const dir = tempDir('membrane-mount-');
   for (const m of [`${dir}:/tmp/x`, `${dir}:/memory`, `${dir}:/a/../b`, `${dir}/nope:/data`, 'nocolon']) {
     const r = await engine.run(command('ls'), { mounts: [m] });
     assert.equal(r.error?.code, 'POLICY_INVALID', m);

@@ -3,8 +3,7 @@
 // redirects to a private address. Each gets DENIED (-1) and an audit record; nothing connects.
 // The test's own server is reachable only because the operator allowed its address.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
@@ -12,6 +11,7 @@ import { GUEST_ERR } from '../../src/abi/command.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { httpServer, outgoingSockets, tableResolver, type TestServer } from '../net/servers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/netfetch.wasm', import.meta.url)));
 let engine: Engine;
@@ -21,7 +21,7 @@ let decoy: TestServer;
 const big = Buffer.alloc(10 * 1024 * 1024, 'x');
 
 before(async () => {
-  home = mkdtempSync(join(tmpdir(), 'membrane-guest-ssrf-'));
+  home = tempDir('membrane-guest-ssrf-');
   process.env['MEMBRANE_HOME'] = home;
   // The operator allows exactly 127.0.0.2 (the test's API server); the decoy holds the usual
   // loopback address every disguised literal below points at.

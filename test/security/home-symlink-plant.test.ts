@@ -5,7 +5,6 @@
 // relative to the home, never a host path), and the target outside is left untouched.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
@@ -15,18 +14,19 @@ import { readCachedWasm, writeCacheFile } from '../../src/storage/cache-file.ts'
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { Vfs } from '../../src/storage/vfs.ts';
 import { TokenStore, tokensFile } from '../../src/interfaces/http/tokens.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const fileio = new Uint8Array(readFileSync(new URL('../../bench/io/fileio.wasm', import.meta.url)));
 const BAIT = 'the attacker wants this file rewritten\n';
 let outside: string;
 
 before(() => {
-  outside = mkdtempSync(join(tmpdir(), 'membrane-plant-target-'));
+  outside = tempDir('membrane-plant-target-');
 });
 
 /** A fresh home with a file outside it that a planted link points at. */
 function setup(): { home: string; target: string } {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-plant-home-'));
+  const home = tempDir('membrane-plant-home-');
   process.env['MEMBRANE_HOME'] = home;
   process.env[AUDIT_KEY_ENV] = '1d'.repeat(32);
   const target = join(outside, `target-${Math.random().toString(36).slice(2)}`);

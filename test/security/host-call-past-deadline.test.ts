@@ -6,16 +6,15 @@
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import dc from 'node:diagnostics_channel';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { makeTestPki, tableResolver } from '../net/servers.ts';
 import { watText } from '../helpers/wat.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`../fixtures/c/${name}.wasm`, import.meta.url)));
 const guest = fixture('netfetch');
@@ -71,7 +70,7 @@ const opened: Socket[] = [];
 const onSocket = (m: unknown): void => void opened.push((m as { socket: Socket }).socket);
 
 before(async () => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-host-call-deadline-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-host-call-deadline-');
   dc.subscribe('net.client.socket', onSocket);
   tcp = await silentTcp();
   await new Promise<void>((r) => tlsSilent.listen(0, HOST, r));

@@ -6,9 +6,6 @@
 // side's own check; a profile never includes it, and neither does another host cap's grant.
 // Through the library, the HTTP API (a token without the cap, and a subset naming it) and MCP.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -20,8 +17,9 @@ import { call, testServer } from '../helpers/http.ts';
 import { structured } from '../interfaces/mcp-contract.ts';
 import { lanePowerServer } from '../../src/lanes/power-server.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-hostfn-absent-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-hostfn-absent-');
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'c'.repeat(64);
 let invoked = 0;
 const get: HostFunction = () => {

@@ -4,16 +4,14 @@
 // when; the worker is freed for the next call, and a late answer reaches no one. A core guest,
 // a JS snippet and a Python snippet; fuel does not run while the guest waits.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import type { HostFunctionContext } from '../../src/index.ts';
 import { hostGuest } from '../helpers/host-functions.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-hostfn-hung-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-hostfn-hung-');
 const BUDGET_MS = 1000;
 /** The property is "ends at the deadline"; the slack is for a loaded machine, far below the 60 s the function would hang. */
 const BOUND_MS = BUDGET_MS + LOAD_SLACK_MS;

@@ -4,16 +4,15 @@
 // TOO_LARGE too (audited) and never copied into the guest. The same from a JS snippet, whose
 // bridge frame cap (8 MiB) stops a larger request before it is even parsed.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { hostGuest } from '../helpers/host-functions.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-hostfn-oversized-'));
+const home = tempDir('membrane-hostfn-oversized-');
 process.env['MEMBRANE_HOME'] = home;
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'c'.repeat(64);
 const databaseFile = join(home, 'engine.sqlite');

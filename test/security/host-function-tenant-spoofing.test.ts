@@ -4,16 +4,14 @@
 // and a guest of tenant A cannot get tenant B's answer by naming B, in a core module, a JS or a
 // Python snippet, or through an HTTP token of another tenant.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import type { HostFunctionContext, JsonValue } from '../../src/index.ts';
 import { hostGuest } from '../helpers/host-functions.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { call, testServer } from '../helpers/http.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-hostfn-spoof-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-hostfn-spoof-');
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'c'.repeat(64);
 
 /** Each tenant's private orders: the function answers from the captured tenant only. */

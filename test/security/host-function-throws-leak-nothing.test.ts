@@ -6,8 +6,6 @@
 // answer, or the audit record a tenant can read; the embedder's `onHostFunctionError` hook (host
 // side) receives it.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { HostFunctionError, type HostFailure } from '../../src/index.ts';
@@ -15,8 +13,9 @@ import { GUEST_ERR } from '../../src/abi/command.ts';
 import { hostGuest } from '../helpers/host-functions.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { call, testServer } from '../helpers/http.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-hostfn-throws-'));
+const home = tempDir('membrane-hostfn-throws-');
 process.env['MEMBRANE_HOME'] = home;
 const databaseFile = join(home, 'engine.sqlite');
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'c'.repeat(64);

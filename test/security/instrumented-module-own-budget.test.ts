@@ -3,16 +3,16 @@
 // embedded original through the engine's own metering (once, against this run's fuel); a metered
 // file whose code no longer matches its original, or metering without an original, is refused.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ORIGINAL_SECTION, runnableModule, withOriginal } from '../../src/interfaces/cli/instrumented.ts';
 import { instrumentFuel } from '../../src/wasm/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { FIXTURES, wat, watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const DIR = mkdtempSync(join(tmpdir(), 'membrane-instrumented-'));
+const DIR = tempDir('membrane-instrumented-');
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: DIR });
 const W = (n: string) => join(FIXTURES, 'wat', `${n}.wat`);
 const ECHO = join(FIXTURES, '..', '..', 'commands', 'bin', 'echo.wasm');

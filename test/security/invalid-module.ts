@@ -7,8 +7,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -21,6 +20,7 @@ import { testEngine } from '../helpers/engine.ts';
 import { call, testServer } from '../helpers/http.ts';
 import type { TestServer } from '../helpers/http.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 export interface InvalidCase {
   /** What the module tries, e.g. "global.set 0 with no globals writes the fuel counter". */
@@ -56,7 +56,7 @@ function assertErrorBody(error: { code?: string; message?: string } | undefined,
 /** Registers the tests of one attack file (await it at the file's top level). */
 export async function refusedEverywhere(cases: readonly InvalidCase[]): Promise<void> {
   const engine = testEngine();
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-invalid-'));
+  const dir = tempDir('membrane-invalid-');
   const env = { MEMBRANE_HOME: dir, MEMBRANE_AUDIT_KEY: 'd'.repeat(64) };
   const server: TestServer = await testServer({ engine });
   const mcp = new Client({ name: 'membrane-security-test', version: '1.0.0' });

@@ -1,16 +1,16 @@
 // Escapes from the JS lane (src/lanes/js): each attack fails safely, and the host is unaffected.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { JsLane } from '../../src/lanes/js/index.ts';
 import type { ExecRequest } from '../../src/lanes/types.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
 import { jsRequest } from '../helpers/js-request.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const lane = new JsLane({ poolSize: 1, cacheDir: false });
-const dir = mkdtempSync(join(tmpdir(), 'membrane-js-escape-'));
+const dir = tempDir('membrane-js-escape-');
 const marker = join(dir, 'pwned');
 process.env['MEMBRANE_ESCAPE_SECRET'] = 'hunter2';
 

@@ -2,8 +2,7 @@
 // in process) instead of running it. The kernel lane must refuse it like `engine.run` does —
 // NOT_CAPABLE, audited, nothing instantiated — and open the same module with its signed manifest.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KeyPair, didKey, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
@@ -11,8 +10,9 @@ import { signArtifact } from '../../src/provenance/artifact.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { wat } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-kernel-signed-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-kernel-signed-');
 delete process.env[SIGNING_KEY_ENV];
 const alice = (() => {
   const keys = new KeyPair(Buffer.alloc(32, 6));
@@ -25,7 +25,7 @@ test('requireSigned on kernels: unsigned → NOT_CAPABLE in both placements, aud
     const bytes = await wat('kernel');
     await assert.rejects(engine.kernel(bytes, { id: 'k-worker', tenant: 'acme' }), { code: 'NOT_CAPABLE' });
     await assert.rejects(engine.kernel(bytes, { id: 'k-inproc', tenant: 'acme', inProcess: true }), { code: 'NOT_CAPABLE' });
-    const dir = mkdtempSync(join(tmpdir(), 'membrane-kernel-art-'));
+    const dir = tempDir('membrane-kernel-art-');
     writeFileSync(join(dir, 'kernel.wasm'), bytes);
     const { signed } = signArtifact(join(dir, 'kernel.wasm'), alice);
     const k = await engine.kernel(bytes, { inProcess: true, artifact: signed, tenant: 'acme' });

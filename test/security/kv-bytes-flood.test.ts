@@ -3,14 +3,14 @@
 // byte quota (MAX_TENANT_KV_BYTES, 64 MiB charged), refused with QUOTA and audited once; growing
 // a value counts, shrinking or deleting gives bytes back; engine.sqlite stays under the quota.
 import assert from 'node:assert/strict';
-import { mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { KV_MAX_VALUE_BYTES } from '../../src/storage/kv.ts';
 import { MAX_TENANT_KV_BYTES, STORE_ITEM_OVERHEAD } from '../../src/storage/store-quotas.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 /** Page slack, interior pages and the WAL (~4 MiB between checkpoints plus one value). */
 const FILE_OVERHEAD = 16 * 1024 * 1024;
@@ -19,7 +19,7 @@ let engine: Engine;
 let home: string;
 
 before(() => {
-  home = mkdtempSync(join(tmpdir(), 'membrane-kv-flood-'));
+  home = tempDir('membrane-kv-flood-');
   process.env['MEMBRANE_HOME'] = home;
   process.env['MEMBRANE_AUDIT_KEY'] = '6b'.repeat(32);
   engine = createEngine({ poolSize: 1 });

@@ -4,8 +4,7 @@
 // guests; a failed power says nothing about the host; and a power is no doorway out of QuickJS or
 // Pyodide — nor its VFS paths, SQL or commands a way onto the host (vfs, commands, exec).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CommandRegistry, createEngine, type Engine } from '../../src/index.ts';
@@ -16,6 +15,7 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { MAX_POWER_FRAME_BYTES } from '../../src/lanes/powers.ts';
 import { httpServer, outgoingSockets, type TestServer } from '../net/servers.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const FLOOD_LIMIT = 20;
 let engine: Engine;
@@ -23,7 +23,7 @@ let home: string;
 let decoy: TestServer;
 
 before(async () => {
-  home = mkdtempSync(join(tmpdir(), 'membrane-lane-powers-sec-'));
+  home = tempDir('membrane-lane-powers-sec-');
   process.env['MEMBRANE_HOME'] = home;
   process.env['MEMBRANE_AUDIT_KEY'] = 'cd'.repeat(32);
   decoy = await httpServer((_req, res) => res.end('private data'), '127.0.0.1');

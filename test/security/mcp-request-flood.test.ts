@@ -2,8 +2,6 @@
 // past it, and refused before anything is decoded or run; a caller cannot widen its grant through
 // extra keys; a host exception's text never reaches the client.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,9 +14,10 @@ import { CommandRegistry } from '../../src/engine/registry.ts';
 import { MAX_ARGS, MAX_ARG_CHARS, MAX_CONTEXT_BYTES, MAX_MODULE_BYTES, MAX_STDIN_BYTES, MAX_SUBSET_WORDS } from '../../src/interfaces/mcp/schemas.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { structured, text } from '../interfaces/mcp-contract.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 process.env['MEMBRANE_AUDIT_KEY'] ??= 'd'.repeat(64);
-const engine = testEngine({ poolSize: 1, brokers: { databaseFile: join(mkdtempSync(join(tmpdir(), 'membrane-mcp-flood-')), 'engine.sqlite') } });
+const engine = testEngine({ poolSize: 1, brokers: { databaseFile: join(tempDir('membrane-mcp-flood-'), 'engine.sqlite') } });
 
 const clients: Client[] = [];
 after(() => Promise.all(clients.map((c) => c.close())));

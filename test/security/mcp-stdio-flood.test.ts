@@ -3,14 +3,12 @@
 // cleanly. A message just under the bound is still read and answered.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { MAX_MCP_MESSAGE_BYTES } from '../../src/interfaces/mcp/stdio.ts';
 import { BIN } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const env = { ...process.env, MEMBRANE_HOME: mkdtempSync(join(tmpdir(), 'membrane-mcp-flood-')), MEMBRANE_AUDIT_KEY: 'e'.repeat(64) };
+const env = { ...process.env, MEMBRANE_HOME: tempDir('membrane-mcp-flood-'), MEMBRANE_AUDIT_KEY: 'e'.repeat(64) };
 
 function start(): { write(s: string): void; end(): void; exited: Promise<{ code: number | null; out: string; err: string }> } {
   const p = spawn(process.execPath, [BIN, 'mcp'], { env, stdio: ['pipe', 'pipe', 'pipe'] });

@@ -3,12 +3,12 @@
 // engine's `cacheMaxBytes`; the least recently used entries go first, an entry larger than the
 // whole bound is never written, and an entry evicted under a running engine is only a miss.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { manyFunctions, treeBytes } from '../helpers/big-module.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const BOUND = 1024 * 1024;
 const entries = (dir: string): string[] => {
@@ -20,7 +20,7 @@ const entries = (dir: string): string[] => {
 };
 
 test('sixty distinct uploads never take the cache directory past cacheMaxBytes', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-flood-'));
+  const dir = tempDir('membrane-cache-flood-');
   const engine = testEngine({ poolSize: 1, cacheDir: dir, cacheMaxBytes: BOUND });
   const sizes: number[] = [];
   for (let i = 0; i < 60; i++) {
@@ -36,7 +36,7 @@ test('sixty distinct uploads never take the cache directory past cacheMaxBytes',
 });
 
 test('the least recently used entry is evicted first: a module read back survives newer writes', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-lru-'));
+  const dir = tempDir('membrane-cache-lru-');
   const first = manyFunctions(2_000, 'lru-first');
   const writer = testEngine({ poolSize: 1, cacheDir: dir, cacheMaxBytes: BOUND });
   assert.equal((await writer.run(first, { invoke: 'run' })).ok, true);
@@ -54,7 +54,7 @@ test('the least recently used entry is evicted first: a module read back survive
 });
 
 test('an entry larger than the whole bound is not written, and the module still runs', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-huge-'));
+  const dir = tempDir('membrane-cache-huge-');
   const engine = testEngine({ poolSize: 1, cacheDir: dir, cacheMaxBytes: 64 * 1024 });
   const r = await engine.run(manyFunctions(20_000, 'huge'), { invoke: 'run' });
   assert.equal(r.ok, true, JSON.stringify(r.error));
@@ -63,7 +63,7 @@ test('an entry larger than the whole bound is not written, and the module still 
 });
 
 test('an entry evicted by another process is a miss, not an error', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-shared-'));
+  const dir = tempDir('membrane-cache-shared-');
   const bytes = manyFunctions(3_000, 'shared');
   const a = testEngine({ poolSize: 1, cacheDir: dir, cacheMaxBytes: BOUND });
   assert.equal((await a.run(bytes, { invoke: 'run' })).ok, true);
@@ -76,7 +76,7 @@ test('an entry evicted by another process is a miss, not an error', async () => 
 });
 
 test('interpreter builds count toward the bound and are never evicted; an entry that cannot fit beside them is not written', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-cache-lanes-'));
+  const dir = tempDir('membrane-cache-lanes-');
   mkdirSync(join(dir, 'rewritten'), { recursive: true });
   const interpreter = join(dir, 'rewritten', 'quickjs-0123456789abcdef.wasm');
   writeFileSync(interpreter, new Uint8Array(1000 * 1024));

@@ -4,19 +4,18 @@
 // terminated), a flood of uploads meets a bounded queue (OVERLOADED at once), nothing of a failed
 // module is cached, and the next module prepares normally.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ModuleCache } from '../../src/engine/module-cache.ts';
 import { RewritePool } from '../../src/engine/rewrite/pool.ts';
 import { locateRewriteWorker } from '../../src/engine/worker-file.ts';
 import { manyFunctions, treeBytes } from '../helpers/big-module.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const OPTS = { maxMemoryPages: 1024, maxTableElements: 100_000, trapOnGrowFailure: true, metered: true };
 
 function cacheWith(pool: ConstructorParameters<typeof RewritePool>[0]): { cache: ModuleCache; dir: string; rewriter: RewritePool } {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-rewrite-bomb-'));
+  const dir = tempDir('membrane-rewrite-bomb-');
   const rewriter = new RewritePool(pool);
   return { cache: new ModuleCache(dir, { rewriter }), dir, rewriter };
 }

@@ -2,22 +2,22 @@
 // by whoever prepared the directory). The copy in never follows them: the guest sees neither the
 // link nor what it points at, and the run reports how many entries it skipped.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 const command = (name: string) => new Uint8Array(readFileSync(new URL(`../../commands/bin/${name}.wasm`, import.meta.url)));
 
 test('symlinks in a mount pointing outside it are not copied in, nor followed', async () => {
-  const outside = mkdtempSync(join(tmpdir(), 'membrane-outside-'));
+  const outside = tempDir('membrane-outside-');
   writeFileSync(join(outside, 'secret.txt'), 'OUTSIDE-SECRET\n');
   mkdirSync(join(outside, 'dir'));
   writeFileSync(join(outside, 'dir', 'inner.txt'), 'OUTSIDE-INNER\n');
-  const mount = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
+  const mount = tempDir('membrane-mount-');
   writeFileSync(join(mount, 'own.txt'), 'mine\n');
   symlinkSync(join(outside, 'secret.txt'), join(mount, 'leak'));
   symlinkSync(join(outside, 'dir'), join(mount, 'leakdir'));

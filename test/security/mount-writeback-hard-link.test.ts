@@ -3,19 +3,19 @@
 // the guest's write to the link's path would rewrite the outside file. Write-back replaces the
 // directory entry instead: the outside file keeps its bytes, the mount's entry becomes a fresh inode.
 import assert from 'node:assert/strict';
-import { chmodSync, linkSync, mkdtempSync, readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, linkSync, readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 const command = (name: string) => new Uint8Array(readFileSync(new URL(`../../commands/bin/${name}.wasm`, import.meta.url)));
 
 function setup() {
-  const outside = mkdtempSync(join(tmpdir(), 'membrane-outside-'));
-  const mount = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
+  const outside = tempDir('membrane-outside-');
+  const mount = tempDir('membrane-mount-');
   writeFileSync(join(outside, 'authorized_keys'), 'ssh-ed25519 AAAA the-owner\n');
   chmodSync(join(outside, 'authorized_keys'), 0o640);
   linkSync(join(outside, 'authorized_keys'), join(mount, 'keys.txt'));

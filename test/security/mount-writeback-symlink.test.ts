@@ -4,19 +4,19 @@
 // checks every host component with lstat and skips such paths with a warning; nothing outside
 // changes, and no stray temporary files are left.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 const command = (name: string) => new Uint8Array(readFileSync(new URL(`../../commands/bin/${name}.wasm`, import.meta.url)));
 
 function setup() {
-  const outside = mkdtempSync(join(tmpdir(), 'membrane-outside-'));
-  const mount = mkdtempSync(join(tmpdir(), 'membrane-mount-'));
+  const outside = tempDir('membrane-outside-');
+  const mount = tempDir('membrane-mount-');
   writeFileSync(join(outside, 'target.txt'), 'outside original\n');
   symlinkSync(outside, join(mount, 'sub'));
   symlinkSync(join(outside, 'target.txt'), join(mount, 'config'));

@@ -4,16 +4,16 @@
 // probes those walls with a stand-in child started exactly as the real one (spawn.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runChild } from '../../src/engine/os-process/spawn.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const PROBE = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/os-process/probe.mjs');
 
 test('an os_process child cannot read a host file, write outside its storage dir, spawn, or see the parent env', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-host-secret-'));
+  const dir = tempDir('membrane-host-secret-');
   const secret = join(dir, 'secret.txt');
   writeFileSync(secret, 'host secret');
   process.env['MEMBRANE_TEST_SECRET'] = 'canary-91b2';

@@ -3,23 +3,17 @@
 // the signature on the bytes it hands over — NOT_CAPABLE, audited, and no child is spawned —
 // and still run the signed module there.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { KeyPair, didKey, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
 import { signArtifact } from '../../src/provenance/artifact.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-os-signed-'));
-process.env['MEMBRANE_HOME'] = home;
-const dir = mkdtempSync(join(tmpdir(), 'membrane-os-art-'));
-after(() => {
-  rmSync(home, { recursive: true, force: true });
-  rmSync(dir, { recursive: true, force: true });
-});
+process.env['MEMBRANE_HOME'] = tempDir('membrane-os-signed-');
 delete process.env[SIGNING_KEY_ENV];
 const alice = (() => {
   const keys = new KeyPair(Buffer.alloc(32, 4));
@@ -35,6 +29,7 @@ test('requireSigned on the os_process tier: unsigned → NOT_CAPABLE before any 
     assert.equal(unsigned.error?.code, 'NOT_CAPABLE', JSON.stringify(unsigned.error));
     assert.equal(spawned, 0, 'no child process was started for the unsigned module');
 
+    const dir = tempDir('membrane-os-art-');
     writeFileSync(join(dir, 'f.wasm'), bytes);
     const { signed } = signArtifact(join(dir, 'f.wasm'), alice);
     const ok = await engine.run(bytes, { invoke: 'f', tier: 'os_process', tenant: 'acme', artifact: signed } as Parameters<typeof engine.run>[1]);

@@ -4,15 +4,13 @@
 // now one buffer grown up to the cap, so N bytes of output cost O(N) bytes of heap however
 // they are split, and bytes past the cap are only counted.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, runShell } from '../../src/shell/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { wat } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-output-heap-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-output-heap-');
 const registry = CommandRegistry.withBuiltins();
 const MiB = 1024 * 1024;
 // seq 1 150000: 9×2 + 90×3 + 900×4 + 9000×5 + 90000×6 + 50001×7 bytes, as GNU seq prints.

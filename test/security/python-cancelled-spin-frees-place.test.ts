@@ -6,14 +6,12 @@
 // power's host function sees its signal fire. (That no child process is spawned is in
 // test/lanes/cpython.test.ts.)
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS, cpuMsDuring } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-cancel-place-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-py-cancel-place-');
 const LONG_MS = 60_000;
 const signalled: number[] = [];
 /** Called when the host function is entered (the test aborts there: the snippet is then blocked in it). */

@@ -4,13 +4,11 @@
 // past a preopen is not capable, and a link out of the VFS is refused when made); nothing of
 // the host is read, and the call's own files stay readable.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-dirfd-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-py-dirfd-');
 const engine = testEngine({ poolSize: 1, operatorLimits: { compute: { timeoutMs: 30_000 } } });
 
 const CODE = `

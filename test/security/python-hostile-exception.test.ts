@@ -10,14 +10,12 @@
 // GUEST_EXCEPTION; SystemExit stays GUEST_TRAP with its line (as before issue #15); MemoryError
 // stays MEMORY_LIMIT.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-hostile-exc-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-py-hostile-exc-');
 // compute's own 5 s would clamp the calls' 10 s budgets: a loaded machine's pool miss (a boot) needs the room.
 const engine = testEngine({ poolSize: 1, operatorLimits: { compute: { timeoutMs: 30_000 } } });
 

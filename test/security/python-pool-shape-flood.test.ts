@@ -6,14 +6,12 @@
 // parks only the profiles' own shapes, and no more than its bound over all of them; an odd shape
 // boots its own interpreter inside its call and parks nothing.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-shape-flood-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-py-shape-flood-');
 const MAX_WORKERS = 4;
 const engine = testEngine({ poolSize: 2, maxWorkers: MAX_WORKERS, maxWorkersPerTenant: MAX_WORKERS });
 const internals = engine as unknown as { lanes: { get(language: 'python'): Promise<{ warm(): Promise<void>; stats(): { ready: number } }> } };

@@ -6,14 +6,13 @@
 // never one message per write — so neither the worker's queue nor the host's grows with the
 // number of writes.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { FLUSH_INTERVAL_MS } from '../../src/engine/worker/output-forward.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-stream-flood-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-py-stream-flood-');
 const engine = testEngine({ poolSize: 1 });
 const CAP = 1024 * 1024;
 /** One post per flush interval per stream at most, and the rest of each stream once at the end. */

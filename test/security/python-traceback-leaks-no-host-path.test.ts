@@ -4,13 +4,11 @@
 // step, and a deep recursion all have frames in files that are not the snippet's. None of it may
 // appear: every frame is `<snippet>`, and no host or interpreter path is anywhere in the error.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-py-tb-paths-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-py-tb-paths-');
 const engine = testEngine({ poolSize: 1 });
 
 const HOST = /\/work\/|\/tmp\/|\/home\/|node_modules|pyodide\/|\/lib\/python|site-packages|\.py"|\.py\b|\.m?js\b|file:\/\/|wasm-function/;

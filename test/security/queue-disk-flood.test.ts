@@ -4,14 +4,14 @@
 // quota (MAX_TENANT_QUEUE_BYTES, 64 MiB charged) and its name quota (MAX_TENANT_QUEUES, 100),
 // refused with QUOTA, audited once; engine.sqlite stays under the quota plus a fixed overhead.
 import assert from 'node:assert/strict';
-import { mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { QUEUE_MAX_MESSAGE_BYTES } from '../../src/storage/queue.ts';
 import { MAX_TENANT_QUEUES, MAX_TENANT_QUEUE_BYTES, STORE_ITEM_OVERHEAD } from '../../src/storage/store-quotas.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 /** What SQLite may hold beyond the charged bytes: page slack, the indexes' interior pages and the WAL (~4 MiB between checkpoints plus one message). */
 const FILE_OVERHEAD = 16 * 1024 * 1024;
@@ -20,7 +20,7 @@ let engine: Engine;
 let home: string;
 
 before(() => {
-  home = mkdtempSync(join(tmpdir(), 'membrane-queue-flood-'));
+  home = tempDir('membrane-queue-flood-');
   process.env['MEMBRANE_HOME'] = home;
   process.env['MEMBRANE_AUDIT_KEY'] = '7e'.repeat(32);
   engine = createEngine({ poolSize: 1 });

@@ -3,16 +3,14 @@
 // signature before anything is queued: NOT_CAPABLE, audited — here with a Redis URL nobody listens
 // on, so the refusal cannot depend on a queue. (The end-to-end remote suite is test-remote/.)
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { KeyPair, didKey, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-remote-signed-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-remote-signed-');
 delete process.env[SIGNING_KEY_ENV];
 const alice = didKey(new KeyPair(Buffer.alloc(32, 5)).publicKey);
 

@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes, createHmac } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { createEngine, type LogEntry } from '../../src/index.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guestFile = new URL('../fixtures/c/brokers.wasm', import.meta.url);
 const guest = new Uint8Array(readFileSync(guestFile));
@@ -26,7 +26,7 @@ function assertClean(surface: string, text: string, secret: string): void {
 }
 
 test('no engine surface yields a secret: results, errors, info, stats, logs, audit, database files', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-secret-'));
+  const home = tempDir('membrane-secret-');
   process.env['MEMBRANE_HOME'] = home;
   const secret = randomBytes(24).toString('hex');
   const logs: LogEntry[] = [];
@@ -63,7 +63,7 @@ test('no engine surface yields a secret: results, errors, info, stats, logs, aud
 });
 
 test('the CLI takes secrets from MEMBRANE_SECRET_* and never prints them, human or --json', () => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-secret-cli-'));
+  const home = tempDir('membrane-secret-cli-');
   const secret = randomBytes(24).toString('base64');
   const env = { ...process.env, MEMBRANE_HOME: home, MEMBRANE_SECRET_API: secret };
   for (const extra of [[], ['--json']]) {

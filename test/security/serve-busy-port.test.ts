@@ -7,14 +7,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-busy-port-'));
+const HOME = tempDir('membrane-busy-port-');
 const membrane = (args: string[]) => runCli(args, { MEMBRANE_HOME: HOME }, 30_000);
 
 async function holdPort(): Promise<{ server: Server; port: number }> {

@@ -3,8 +3,7 @@
 // size cap 413, and revocation 403 — for the request in flight and every one after it (issue #5
 // must-show 4). test/fixtures/c/server.c is the handler guest.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { SandboxError, createEngine, type Engine } from '../../src/index.ts';
@@ -12,13 +11,14 @@ import { watText } from '../helpers/wat.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/server.wasm', import.meta.url)));
 let engine: Engine;
 let home: string;
 
 before(() => {
-  home = mkdtempSync(join(tmpdir(), 'membrane-serve-'));
+  home = tempDir('membrane-serve-');
   process.env['MEMBRANE_HOME'] = home;
   engine = createEngine({ poolSize: 1 });
 });

@@ -1,14 +1,13 @@
 // The shell's own bounds: a script cannot run unbounded numbers of sandboxes or pipeline stages,
 // and what it cannot parse never runs.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, MAX_PIPELINE_STAGES, MAX_SCRIPT_BYTES, runShell } from '../../src/shell/index.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-sh-limits-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-sh-limits-');
 const engine = testEngine({ poolSize: 1 });
 const registry = CommandRegistry.withBuiltins();
 

@@ -4,15 +4,14 @@
 // or, with failOnOutputLimit, the script ends OUTPUT_LIMIT. A pipe between stages is bounded by
 // the stage's own cap, and a truncated stage is reported.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, runShell } from '../../src/shell/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { shellPeakRss } from '../helpers/shell-peak-rss.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-sh-hoard-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-sh-hoard-');
 const registry = CommandRegistry.withBuiltins();
 const MiB = 1024 * 1024;
 const MARKER = '\n[membrane: sh stdout truncated at 1048576 bytes]\n';

@@ -2,16 +2,15 @@
 // 8 spinners ran 4.3 s). `--timeout` is now the whole script's budget: each command gets what is
 // left of it, and a script whose budget is spent ends TIMEOUT (CLI exit 68).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, runShell } from '../../src/shell/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { FIXTURES, wat } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-sh-deadline-'));
+const home = tempDir('membrane-sh-deadline-');
 process.env['MEMBRANE_HOME'] = home;
 const engine = testEngine({ poolSize: 2 });
 const registry = CommandRegistry.withBuiltins();

@@ -2,15 +2,14 @@
 // The shell measures the value before building it and bounds all variables of a script to
 // MAX_SHELL_VARIABLE_BYTES, so the script stops at the 20th doubling with MEMORY_LIMIT.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, MAX_SHELL_VARIABLE_BYTES, runShell } from '../../src/shell/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { shellPeakRss } from '../helpers/shell-peak-rss.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-sh-doubling-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-sh-doubling-');
 const engine = testEngine({ poolSize: 1 });
 const registry = CommandRegistry.withBuiltins();
 const MiB = 1024 * 1024;

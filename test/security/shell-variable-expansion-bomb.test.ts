@@ -3,15 +3,14 @@
 // bounds its variables (MAX_SHELL_VARIABLE_BYTES) and one command's argv (MAX_ARGC words,
 // MAX_ARGV_BYTES), measuring an expansion before it builds the string.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, MAX_ARGC, MAX_ARGV_BYTES, MAX_SHELL_VARIABLE_BYTES, runShell } from '../../src/shell/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { shellPeakRss } from '../helpers/shell-peak-rss.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-sh-bomb-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-sh-bomb-');
 const engine = testEngine({ poolSize: 1 });
 const registry = CommandRegistry.withBuiltins();
 const MiB = 1024 * 1024;

@@ -4,16 +4,16 @@
 // what is prepared (src/engine/signed.ts), so the signed bytes run — never the changed ones — on
 // `engine.run`, `engine.start` and `engine.kernel`.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KeyPair, didKey, SIGNING_KEY_ENV } from '../../src/provenance/index.ts';
 import { signArtifact } from '../../src/provenance/artifact.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { watText } from '../helpers/wat.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-signed-swap-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-signed-swap-');
 delete process.env[SIGNING_KEY_ENV];
 const alice = (() => {
   const keys = new KeyPair(Buffer.alloc(32, 9));
@@ -32,7 +32,7 @@ const KERNEL = `(module (memory (export "memory") 1) (data (i32.const 64) "hi!\\
   (func (export "process") (param i32) (result i32) (i32.const 41)))`;
 
 function signed(bytes: Uint8Array): unknown {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-signed-swap-art-'));
+  const dir = tempDir('membrane-signed-swap-art-');
   writeFileSync(join(dir, 'm.wasm'), bytes);
   return signArtifact(join(dir, 'm.wasm'), alice).signed;
 }

@@ -4,15 +4,15 @@
 // Issue #12, finding 2 (six such requests had taken the server to 2.2 GB).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, runCli } from '../helpers/cli.ts';
 import { call } from '../helpers/http.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const MiB = 1024 * 1024;
-const home = mkdtempSync(join(tmpdir(), 'membrane-serve-rss-'));
+const home = tempDir('membrane-serve-rss-');
 const env = { MEMBRANE_HOME: home, MEMBRANE_AUDIT_KEY: 'e'.repeat(64) };
 /** Waves of four: later waves show the memories of finished bombs are given back, not piled up. */
 const WAVES = 3;

@@ -4,14 +4,12 @@
 // plus a short grace — never at the broker's own 10 s — and the broker's socket is destroyed.
 import assert from 'node:assert/strict';
 import dc from 'node:diagnostics_channel';
-import { mkdtempSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { tableResolver } from '../net/servers.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const HOST = '127.0.0.2';
 const BUDGET_MS = 1000;
@@ -27,7 +25,7 @@ const opened: Socket[] = [];
 const onSocket = (m: unknown): void => void opened.push((m as { socket: Socket }).socket);
 
 before(async () => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-snippet-deadline-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-snippet-deadline-');
   dc.subscribe('net.client.socket', onSocket);
   server = createServer({ allowHalfOpen: true }, (s) => {
     accepted.push(s);

@@ -2,20 +2,19 @@
 // past its size cap — to exhaust the host's database. Each cap answers QUOTA or TOO_LARGE and
 // stores nothing beyond it (the 10 000-key kv quota: test/engine/brokers.test.ts).
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { KV_MAX_VALUE_BYTES } from '../../src/storage/kv.ts';
 import { QUEUE_MAX_DEPTH, QUEUE_MAX_MESSAGE_BYTES } from '../../src/storage/queue.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/brokers.wasm', import.meta.url)));
 let engine: Engine;
 
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-store-flood-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-store-flood-');
   engine = createEngine({ poolSize: 1 });
 });
 after(() => engine.close());

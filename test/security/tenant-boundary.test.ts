@@ -1,18 +1,17 @@
 // Attack: one tenant's guest reaches for another tenant's keys and queues. No import takes a
 // tenant — the engine captured it at start — so the same names address different data.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const guest = new Uint8Array(readFileSync(new URL('../fixtures/c/brokers.wasm', import.meta.url)));
 let engine: Engine;
 
 before(() => {
-  process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-tenants-'));
+  process.env['MEMBRANE_HOME'] = tempDir('membrane-tenants-');
   engine = createEngine({ poolSize: 2 });
 });
 after(() => engine.close());

@@ -5,15 +5,15 @@
 // retryable refusal — 503 OVERLOADED with Retry-After, nothing run — or their TIMEOUT, never a
 // 500/INTERNAL.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { call, testServer, type Reply } from '../helpers/http.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { tableResolver } from '../net/servers.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const HOST = '127.0.0.2';
 const WORKERS = 2;
@@ -32,7 +32,7 @@ after(async () => {
   await new Promise<void>((r) => silent.close(() => r()));
 });
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-starvation-'));
+const home = tempDir('membrane-starvation-');
 const engine = testEngine({
   poolSize: WORKERS,
   maxWorkers: WORKERS,

@@ -5,13 +5,13 @@
 // another process, as they would: this process's main thread is the server's alone.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { testServer } from '../helpers/http.ts';
 import { manyFunctions } from '../helpers/big-module.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const UPLOADS = 8;
 const FUNCTIONS = 900_000;
@@ -44,7 +44,7 @@ function percentile(sorted: readonly number[], p: number): number {
 }
 
 test(`/health p99 stays under ${P99_BOUND_MS} ms while ${UPLOADS} large uploads are rewritten`, { timeout: 300_000 }, async () => {
-  const cacheDir = mkdtempSync(join(tmpdir(), 'membrane-stall-cache-'));
+  const cacheDir = tempDir('membrane-stall-cache-');
   after(() => rmSync(cacheDir, { recursive: true, force: true }));
   const engine = testEngine({ poolSize: 2, cacheDir, cacheMaxBytes: 96 * 1024 * 1024 });
   const s = await testServer({ engine });

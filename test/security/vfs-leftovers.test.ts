@@ -4,17 +4,17 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createEngine, type Engine } from '../../src/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 let engine: Engine;
 let dir: string;
 
 before(() => {
-  const home = mkdtempSync(join(tmpdir(), 'membrane-vfs-leftovers-'));
+  const home = tempDir('membrane-vfs-leftovers-');
   process.env['MEMBRANE_HOME'] = home;
   dir = join(home, 'vfs');
   mkdirSync(dir, { recursive: true, mode: 0o700 });

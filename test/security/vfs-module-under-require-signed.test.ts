@@ -5,8 +5,7 @@
 // `artifact.refused` record each, nothing prepared or run), while the operator's registered
 // commands still run.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { CommandRegistry } from '../../src/index.ts';
@@ -16,8 +15,9 @@ import { signArtifact } from '../../src/provenance/artifact.ts';
 import { AuditLog } from '../../src/storage/audit.ts';
 import { O_CREAT, Vfs, resolveVfs } from '../../src/storage/index.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-vfs-signed-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-vfs-signed-');
 delete process.env[SIGNING_KEY_ENV];
 const fixture = (n: string) => new Uint8Array(readFileSync(new URL(`../fixtures/c/${n}.wasm`, import.meta.url)));
 const nest = fixture('nest');
@@ -29,7 +29,7 @@ const VFS = 'signed-only-vfs';
 
 let signedNest: unknown;
 before(() => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-vfs-signed-art-'));
+  const dir = tempDir('membrane-vfs-signed-art-');
   writeFileSync(join(dir, 'nest.wasm'), nest);
   signedNest = signArtifact(join(dir, 'nest.wasm'), alice).signed;
   const vfs = Vfs.open({ file: resolveVfs({ name: VFS }).file });

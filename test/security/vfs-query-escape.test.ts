@@ -3,7 +3,7 @@
 // capped. Each refusal is checked for its code, for leaving no trace, and for naming no host path.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +13,9 @@ import { QueryProcess } from '../../src/storage/query-process.ts';
 import { O_CREAT, Vfs } from '../../src/storage/vfs.ts';
 import { SQLITE_PACKAGE } from '../../src/storage/sqlite.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'membrane-query-escape-'));
+const dir = tempDir('membrane-query-escape-');
 process.env['MEMBRANE_HOME'] = join(dir, 'home');
 const file = join(dir, 'vfs.sqlite');
 const victim = join(dir, 'victim.sqlite');

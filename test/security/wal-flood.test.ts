@@ -6,16 +6,16 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHUNK_SIZE, MAX_HELD_WRITE_BYTES, O_CREAT, O_TRUNC, Vfs, WAL_CHECKPOINT_BYTES } from '../../src/storage/vfs.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 /** One commit of held writes (at most MAX_HELD_WRITE_BYTES): their chunks' pages, leaves, the inode and the counters, with frame headers. */
 const ONE_COMMIT_SLACK = 2 * MAX_HELD_WRITE_BYTES;
 
 test('writing 1.5× WAL_CHECKPOINT_BYTES never grows the WAL past the bound plus one commit', { timeout: 60_000 }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-wal-flood-'));
+  const dir = tempDir('membrane-wal-flood-');
   const file = join(dir, 'flood.sqlite');
   const vfs = Vfs.open({ file });
   try {

@@ -3,15 +3,13 @@
 // root (where the attacker planted the file it wants) or walks up. WASI requires such a path to
 // fail: every one answers ENOTCAPABLE (76), while `..` that stays beneath the descriptor works.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { pathGuest } from '../helpers/wasi-path-guest.ts';
 import { O_CREAT, Vfs } from '../../src/storage/index.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-home-');
 const engine = testEngine({ poolSize: 1 });
 const VFS = 'dotdot';
 const ENOTCAPABLE = 76;

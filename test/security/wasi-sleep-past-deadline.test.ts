@@ -2,8 +2,6 @@
 // absolute timestamp far in the future) — now that poll_oneoff is ambient. A sleep never outlasts
 // the call's budget: it sleeps out what is left and the call ends TIMEOUT at the deadline.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
@@ -11,8 +9,9 @@ import { FIXTURES, watText } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const HOME = mkdtempSync(join(tmpdir(), 'membrane-home-'));
+const HOME = tempDir('membrane-home-');
 const HOUR_NS = 3_600_000_000_000n;
 
 test('membrane run of a guest sleeping one hour under --timeout 1000 ends TIMEOUT after about a second', async () => {

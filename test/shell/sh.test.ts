@@ -1,13 +1,11 @@
 // The in-sandbox shell end to end: every command a sandboxed wasm guest, files in the VFS.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry, runShell } from '../../src/shell/index.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-process.env['MEMBRANE_HOME'] = mkdtempSync(join(tmpdir(), 'membrane-sh-'));
+process.env['MEMBRANE_HOME'] = tempDir('membrane-sh-');
 const engine = testEngine({ poolSize: 2 });
 const registry = CommandRegistry.withBuiltins();
 const sh = (script: string, vfs?: string) => runShell(engine, registry, script, vfs ? { vfs } : {});

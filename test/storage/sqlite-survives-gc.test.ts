@@ -6,18 +6,18 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { tempDir } from '../helpers/tmp.ts';
 
 const SQLITE_TS = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), '../../src/storage/sqlite.ts')).href;
 /** How long the child idles after dropping its objects; the collector's idle pass comes well within it. */
 const IDLE_MS = 1500;
 
 test('connections, statements and iterators dropped after close are collected while idle without killing the process', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-sqlite-gc-'));
+  const dir = tempDir('membrane-sqlite-gc-');
   try {
     const script = `
       import { openDatabase } from ${JSON.stringify(SQLITE_TS)};

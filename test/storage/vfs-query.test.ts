@@ -1,17 +1,17 @@
 // vfs_query, functionally: a guest's read-only SQL over the real VFS tables, from a database file
 // and from serialized bytes alike; the JSON shape; blobs and large integers; the queue.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { checkQuery, DEFAULT_QUERY_LIMITS, QueryService, type QueryOutcome } from '../../src/storage/query.ts';
 import { O_CREAT, Vfs } from '../../src/storage/vfs.ts';
 import { SQLITE_PACKAGE } from '../../src/storage/sqlite.ts';
 import { LOAD_SLACK_MS } from '../helpers/timing.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
-const home = mkdtempSync(join(tmpdir(), 'membrane-query-home-'));
+const home = tempDir('membrane-query-home-');
 process.env['MEMBRANE_HOME'] = home;
 const service = new QueryService();
 after(async () => {
@@ -34,7 +34,7 @@ function answer(o: QueryOutcome): Answer {
 
 /** A VFS on disk with three files and a directory; `bytes()` serializes it as the engine would. */
 function sampleVfs() {
-  const dir = mkdtempSync(join(tmpdir(), 'membrane-query-'));
+  const dir = tempDir('membrane-query-');
   const file = join(dir, 'vfs.sqlite');
   const vfs = Vfs.open({ file });
   const put = (path: string, data: Uint8Array) => vfs.write(vfs.open('workspace', path, O_CREAT).ino, 0, data);

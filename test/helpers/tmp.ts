@@ -1,0 +1,29 @@
+// Temp dirs for tests. Owns: every directory a test file makes under os.tmpdir() through
+// tempDir(), and its removal. Invariant: each one is removed (recursively) when the test process
+// exits, whether its tests passed or failed, so a run leaves nothing in the temp dir; a test that
+// frees a large dir early may still rmSync it itself. Does not protect against a process that is
+// killed (SIGKILL, a test runner's timeout): the test scripts run the suite with a TMPDIR of its
+// own that they remove at the end (scripts/with-tmpdir.mjs), which catches those.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const made: string[] = [];
+
+function removeAll(): void {
+  for (const dir of made.splice(0)) {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 2 });
+    } catch {
+      // Left for the run's own TMPDIR removal (e.g. a dir a test made unwritable as a non-root user).
+    }
+  }
+}
+
+/** A fresh directory `os.tmpdir()/PREFIX…`, removed when this process exits. */
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (made.length === 0) process.once('exit', removeAll);
+  made.push(dir);
+  return dir;
+}
