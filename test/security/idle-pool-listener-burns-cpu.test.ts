@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testEngine } from '../helpers/engine.ts';
 import { watText } from '../helpers/wat.ts';
+import { quietCpuMs } from '../helpers/timing.ts';
 
 const engine = testEngine({ poolSize: 2, maxWorkers: 2 });
 
@@ -16,16 +17,12 @@ test('after a burst of runs an idle pool of listening workers uses next to no CP
     const rs = await Promise.all([engine.run(bytes, { invoke: 'run' }), engine.run(bytes, { invoke: 'run' })]);
     for (const r of rs) assert.equal(r.ok && Number(r.result), 7, JSON.stringify(r.error));
   }
-  const idleMs = 2500;
-  const before = process.cpuUsage();
-  const t = performance.now();
-  await new Promise((r) => setTimeout(r, idleMs));
-  const used = process.cpuUsage(before);
-  const cpuMs = (used.user + used.system) / 1000;
-  const wallMs = performance.now() - t;
-  // Two spinning workers would use ~2 × wall; listeners asleep (then in their event loops) use a
-  // wake-up each. Loose: the test runner and GC share the process.
-  assert.ok(cpuMs < 0.1 * wallMs, `an idle pool used ${cpuMs.toFixed(1)} ms of CPU in ${wallMs.toFixed(0)} ms`);
+  // The quieter of two 1.25 s windows: two spinning listeners burn ~2 × wall in both, while
+  // start-up's transient work (a GC after the burst, a lazy import compiled — 340–360 ms seen on
+  // Node 24 in the first window) seldom fills both. Loose: the test runner shares the process.
+  const windowMs = 1250;
+  const cpuMs = await quietCpuMs(windowMs);
+  assert.ok(cpuMs < 0.1 * windowMs, `an idle pool used ${cpuMs.toFixed(1)} ms of CPU in the quieter of two ${windowMs} ms windows`);
   // And the pool still answers at once.
   const r = await engine.run(bytes, { invoke: 'run' });
   assert.equal(r.ok && Number(r.result), 7);
