@@ -54,7 +54,7 @@ import { agentFor, closeAgent, type AgentSurface } from './agent-slot.ts';
 import { admitSigned } from './signed.ts';
 import { TenantScheduler } from '../fabric/tenant-scheduler.ts';
 import { KernelLane, type KernelHandle, type KernelOptions } from './kernel-lane.ts';
-import { checkTier, closeOsProcess, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
+import { checkTier, instanceOnly, closeOsProcess, closeRemote, fanout, osExec, osRun, remoteRun, type FanoutOptions, type FanResult, type OsProcessCall, type OsProcessDeps } from './fanout-lane.ts';
 import { callerQuery } from './caller-query.ts';
 import { isComponent, prepareComponentStart, runComponent, type ComponentLaneParts } from './component-instance.ts';
 
@@ -165,7 +165,8 @@ export class Engine {
       const id = opts.id === undefined || opts.id === null ? `run-${++this.runs}` : checkName('id', opts.id);
       const tenant = opts.tenant === undefined || opts.tenant === null ? 'default' : checkName('tenant', opts.tenant);
       if (opts.signal?.aborted) return notRun(policy, t0);
-      checkTier(opts.tier); // only `instance` runs here: any other tier is TIER_UNAVAILABLE, never a silent downgrade
+      // Only `instance` runs here (run() sent the others away): any other tier is TIER_UNAVAILABLE, never a silent downgrade.
+      if (checkTier(opts.tier) !== 'instance') throw new SandboxError('TIER_UNAVAILABLE', `the ${String(opts.tier)} tier is not available for this run`, { tier: String(opts.tier), reason: 'this path runs on the instance tier only' });
       if (!inherited) this.auditFallback(policy, tenant, id);
       if (!inherited) bytes = await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await unlessAborted(this.prepare(bytes, policy), opts.signal); // a first compile can take seconds: an abort answers at once (the compile goes on into the cache)
@@ -235,6 +236,7 @@ export class Engine {
   async start(id: string, bytes: Uint8Array, opts: StartOptions = {}): Promise<Instance> {
     this.assertOpen();
     checkName('id', id);
+    instanceOnly(opts.tier, 'a persistent instance'); // never a silent downgrade to the instance tier
     // Reserve the name and the slot before the first await: concurrent starts cannot exceed maxInstances or share an id.
     if (this.instances.has(id) || this.starting.has(id)) {
       throw new SandboxError('POLICY_INVALID', `an instance named "${id}" already exists`, { id });

@@ -16,9 +16,9 @@
 
 import { SandboxError, type SerializedError } from '../errors.ts';
 import { fanMap, resolveWidth, type FanOutcome } from '../fabric/fanout.ts';
-import { checkTier, type Tier } from '../fabric/tiers.ts';
+import { checkTier, instanceOnly, type Tier } from '../fabric/tiers.ts';
 
-export { checkTier };
+export { checkTier, instanceOnly };
 export { closeOsProcess, osExec, osRun, type OsProcessCall, type OsProcessDeps } from './os-process/lane.ts';
 export { closeRemote, remoteRun } from './remote-lane.ts'; // for engine.ts (one import line there)
 import { positive, type PolicyOptions } from '../policy/resolve.ts';
@@ -67,8 +67,7 @@ const asBytes = (x: Uint8Array | string): Uint8Array => (typeof x === 'string' ?
 
 export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanResult[]> {
   const tier = checkTier(o.tier, { strictIsolation: o.strictIsolation === true, redisUrl: deps.redisUrl ?? null });
-  if (tier === 'os_process' && o.kernel !== undefined) throw new SandboxError('TIER_UNAVAILABLE', 'the os_process tier is not available: a kernel keeps one instance across calls; os_process runs one call per child process', { tier, reason: 'kernels do not run per call' });
-  if (tier === 'remote' && o.kernel !== undefined) throw new SandboxError('TIER_UNAVAILABLE', 'the remote tier is not available: kernels run on the instance tier only', { tier, reason: 'kernels run on the instance tier only' });
+  if (o.kernel !== undefined) instanceOnly(tier, 'a kernel');
   const width = resolveWidth(o.width);
   const shapes = [o.command !== undefined, o.module !== undefined, o.kernel !== undefined].filter(Boolean).length;
   if (shapes !== 1) throw new SandboxError('POLICY_INVALID', 'fanout takes exactly one of command, module or kernel');

@@ -75,7 +75,10 @@ export interface RunOptions extends GuestOptions, CallControls {
   strictIsolation?: boolean;
 }
 
-export type StartOptions = GuestOptions;
+export interface StartOptions extends GuestOptions {
+  /** A persistent instance keeps one instance across calls: only `instance` (the default); `os_process` and `remote` are TIER_UNAVAILABLE. */
+  tier?: 'instance' | 'os_process' | 'remote';
+}
 
 /** The part of a spec fixed by the module, its link plan, the policy and the engine: the same for every run of them. */
 export type SpecFrame = Omit<GuestSpec, 'session' | 'wasi' | 'vfs' | 'depth'>;

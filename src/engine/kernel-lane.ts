@@ -22,6 +22,7 @@ import { SandboxError, toSandboxError } from '../errors.ts';
 import { narrowPolicy, resolvePolicy, type PolicyConfig, type PolicyOptions } from '../policy/resolve.ts';
 import { resolveArena, type Arena, type ArenaOptions } from '../abi/kernel-arena.ts';
 import { InProcessKernel } from '../fabric/in-process.ts';
+import { instanceOnly } from '../fabric/tiers.ts';
 import { planLinks } from './linker.ts';
 import { buildSpec } from './guest-spec.ts';
 import { budgetOf, graceFor } from './budget.ts';
@@ -42,6 +43,8 @@ export interface KernelOptions extends PolicyOptions, ArenaOptions {
   id?: string;
   /** The module's signed manifest, when the engine runs only signed modules (`requireSigned`). */
   artifact?: unknown;
+  /** A kernel keeps one instance across calls: only `instance` (the default); `os_process` and `remote` are TIER_UNAVAILABLE. */
+  tier?: 'instance' | 'os_process' | 'remote';
 }
 
 export interface KernelCallOptions {
@@ -88,6 +91,7 @@ export class KernelLane {
   constructor(private readonly deps: KernelDeps) {}
 
   async open(bytes: Uint8Array, opts: KernelOptions = {}): Promise<KernelHandle> {
+    instanceOnly(opts.tier, 'a kernel'); // never a silent downgrade to the instance tier
     if (this.live.size + this.opening >= this.deps.config.maxInstances) {
       throw new SandboxError('MEMORY_LIMIT', `the engine already holds its maximum of ${this.deps.config.maxInstances} kernels`, { maxInstances: this.deps.config.maxInstances });
     }

@@ -74,3 +74,17 @@ export function checkTier(tier: unknown, ctx: TierContext = {}): Tier {
   }
   throw new SandboxError('POLICY_INVALID', `tier must be one of ${TIERS.join(', ')}`, { tier: String(tier).slice(0, 32) });
 }
+
+/**
+ * For a lane that keeps one instance across calls (a kernel, a persistent instance): only
+ * `instance` runs it. `os_process` runs one call per child and `remote` one job per worker run, so
+ * either is TIER_UNAVAILABLE saying so — never the instance tier in their place.
+ */
+export function instanceOnly(tier: unknown, what: string): 'instance' {
+  if (tier === undefined || tier === 'instance') return 'instance';
+  if (tier === 'os_process' || tier === 'remote') {
+    const reason = `${what} keeps one instance across calls; the ${tier} tier runs one call per ${tier === 'os_process' ? 'child process' : 'job'}`;
+    throw unavailable(tier, reason);
+  }
+  return checkTier(tier) as never; // POLICY_INVALID: not a tier
+}

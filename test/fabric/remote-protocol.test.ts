@@ -89,7 +89,7 @@ test('an engine without remote: run and fanout on the remote tier are TIER_UNAVA
     assert.match(m.error!.message, /does not carry invoke/);
     const h = await remote.run(new Uint8Array(8), { tier: 'remote', profile: 'compute', caps: ['vfs', 'acme:orders'] });
     assert.equal(h.ok, false);
-    await assert.rejects(remote.fanout({ kernel: new Uint8Array(8), inputs: ['x'], tier: 'remote' }), /kernels run on the instance tier only/);
+    await assert.rejects(remote.fanout({ kernel: new Uint8Array(8), inputs: ['x'], tier: 'remote' }), /a kernel keeps one instance across calls; the remote tier runs one call per job/);
   } finally {
     await Promise.all([local.close(), remote.close()]);
   }
