@@ -4,8 +4,8 @@
  *
  * Owns: what one input is for each shape — a registered command or a WASI module: a fresh run
  * with the input as stdin, the output its stdout bytes (a non-zero exit is that input's error);
- * a kernel: one call, over a set of at most `width` kernel handles opened for this fan-out and
- * closed after it (a handle the caller passes is used as is: its calls are serialized) — the tier
+ * a kernel: one call, over a set of at most `width` kernel handles (and no more than the cores)
+ * opened for this fan-out and closed after it (a handle the caller passes is used as is: its calls are serialized) — the tier
  * check before anything runs, and the result shape.
  * Invariant: results are in input order, one per input; a failed input does not stop the others
  * unless `failFast`; every run goes through the engine's own walls, pool and tenant scheduling.
@@ -14,6 +14,7 @@
  * `width` ahead, an array is the caller's.
  */
 
+import { availableParallelism } from 'node:os';
 import { SandboxError, type SerializedError } from '../errors.ts';
 import { fanMap, resolveWidth, type FanOutcome } from '../fabric/fanout.ts';
 import { checkTier, instanceOnly, type Tier } from '../fabric/tiers.ts';
@@ -80,7 +81,7 @@ export async function fanout(deps: FanoutDeps, o: FanoutOptions): Promise<FanRes
   let cleanup = async (): Promise<void> => {};
   if (o.kernel !== undefined) {
     const k = o.kernel;
-    const handles = k instanceof Uint8Array ? new KernelSet(() => deps.kernel(k, { ...o.kernelOptions, ...limits, tenant })) : null;
+    const handles = k instanceof Uint8Array ? new KernelSet(() => deps.kernel(k, { ...o.kernelOptions, ...limits, tenant }), Math.min(width, availableParallelism())) : null;
     cleanup = async () => handles?.close();
     task = async (input) => {
       const h = handles ? await handles.take() : (k as KernelHandle);
@@ -143,23 +144,47 @@ function mapInputs(inputs: FanoutOptions['inputs']): Iterable<Uint8Array> | Asyn
   })();
 }
 
-/** Kernel handles for one fan-out: opened on demand (at most one per lane), reused, closed at the end. */
+/**
+ * Kernel handles for one fan-out: opened on demand, at most `max` of them (the width, and no more
+ * than the machine's cores: a kernel call is pure CPU on its worker, so a handle past the cores
+ * only adds a worker boot and contention), reused, closed at the end. An input that finds every
+ * handle busy waits for the next one given back; a handle that fails to open frees its place for a
+ * waiting input to try again, so a failing open is every waiting input's error, never a hang.
+ */
 class KernelSet {
   private readonly free: KernelHandle[] = [];
   private readonly all: Promise<KernelHandle>[] = [];
+  private readonly waiting: { resolve: (h: KernelHandle) => void; reject: (e: unknown) => void }[] = [];
+  private opened = 0;
 
-  constructor(private readonly open: () => Promise<KernelHandle>) {}
+  constructor(
+    private readonly open: () => Promise<KernelHandle>,
+    private readonly max: number,
+  ) {}
 
-  async take(): Promise<KernelHandle> {
+  take(): Promise<KernelHandle> {
     const h = this.free.pop();
-    if (h) return h;
-    const p = this.open();
-    this.all.push(p);
-    return p;
+    if (h) return Promise.resolve(h);
+    if (this.opened < this.max) return this.openOne();
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
   }
 
   give(h: KernelHandle): void {
-    this.free.push(h);
+    const w = this.waiting.shift();
+    if (w) w.resolve(h);
+    else this.free.push(h);
+  }
+
+  private openOne(): Promise<KernelHandle> {
+    this.opened++;
+    const p = this.open();
+    this.all.push(p);
+    p.catch(() => {
+      this.opened--;
+      const w = this.waiting.shift();
+      if (w) this.openOne().then(w.resolve, w.reject);
+    });
+    return p;
   }
 
   async close(): Promise<void> {

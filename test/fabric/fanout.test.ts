@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SandboxError } from '../../src/errors.ts';
+import { availableParallelism } from 'node:os';
 import { fanMap } from '../../src/fabric/fanout.ts';
+import { fanout } from '../../src/engine/fanout-lane.ts';
+import { CommandRegistry } from '../../src/index.ts';
+import type { KernelHandle } from '../../src/engine/kernel-lane.ts';
 import { wat } from '../helpers/wat.ts';
 import { testEngine } from '../helpers/engine.ts';
 
@@ -79,6 +83,37 @@ test('engine.fanout over a kernel: results in input order, width kernels at most
     assert.ok(r.ok, JSON.stringify(r));
     assert.equal(dec.decode(r.output), inputs[i]!.toUpperCase());
   });
+});
+
+test('a kernel fan-out opens at most min(width, cores) handles; a failing open is each waiting input\'s error, never a hang', async () => {
+  let opened = 0;
+  let live = 0;
+  let peak = 0;
+  const handle = (): KernelHandle => ({
+    id: `k${opened}`,
+    placement: 'worker',
+    lastFuelUsed: 1,
+    call: async (input) => {
+      peak = Math.max(peak, ++live);
+      await new Promise((r) => setTimeout(r, 2));
+      live--;
+      return input;
+    },
+    callSync: () => { throw new Error('unused'); },
+    close: async () => {},
+  } as KernelHandle);
+  const deps = { run: async () => { throw new Error('unused'); }, commands: CommandRegistry.withBuiltins(), kernel: async () => (opened++, handle()) };
+  const inputs = Array.from({ length: 40 }, (_, i) => `in ${i}`);
+  const out = await fanout(deps, { kernel: new Uint8Array(8), inputs, width: 16 });
+  assert.deepEqual(out.map((r) => (r.ok ? dec.decode(r.output) : r.error.code)), inputs);
+  assert.equal(opened, Math.min(16, availableParallelism()), 'one handle per core at most');
+  assert.ok(peak <= opened, `calls at once ${peak}`);
+  let tries = 0;
+  const failing = { ...deps, kernel: async () => { tries++; await new Promise((r) => setTimeout(r, 1)); throw new SandboxError('GUEST_TRAP', 'no such kernel'); } };
+  const bad = await fanout(failing, { kernel: new Uint8Array(8), inputs: inputs.slice(0, 12), width: 16 });
+  assert.deepEqual(new Set(bad.map((r) => (r.ok ? 'ok' : r.error.code))), new Set(['GUEST_TRAP']));
+  assert.equal(bad.length, 12);
+  assert.equal(tries, 12, 'each input tried to open a handle once');
 });
 
 test('engine.fanout over a registered command: each input is its stdin; a bad input fails alone', async () => {
