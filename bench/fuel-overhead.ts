@@ -1,7 +1,7 @@
 /**
  * The work wall's price (DESIGN §11): CPU kernels compiled with clang -O2 (bench/kernels/), each
  * run uninstrumented and fuel-instrumented on V8 in this process, plus QuickJS (the JS lane's
- * engine) running a JS loop both ways. Targets: geometric mean ≤ 1.15×, no kernel above 1.35×.
+ * engine) running a JS loop both ways. Targets: geometric mean ≤ 1.15× (DESIGN §11), and the worst kernel ≤ 1.15× (issue #20; DESIGN asked ≤ 1.35×).
  *
  * The meter grants 1e9-unit chunks from an unlimited budget, so a refill is rare and what is
  * measured is the inline charging. Runs of the two builds alternate, so drift hits both alike;
@@ -31,7 +31,7 @@ const REPS = 11;
 const WARMUP = 2;
 const CHUNK = 1_000_000_000n;
 const GEOMEAN_TARGET = 1.15;
-const MAX_TARGET = 1.35;
+const MAX_TARGET = 1.15; // issue #20 raised it from DESIGN's 1.35×
 const QUICKJS_LOOP = '(() => { let s = 0; for (let i = 0; i < 2e6; i++) s += i % 7; return s; })()';
 
 /** The host half of the fuel contract, with an unlimited budget. */
