@@ -52,3 +52,18 @@ test('a persistent instance asked for os_process or remote is TIER_UNAVAILABLE a
   assert.equal(engine.info('downgrade-me').id, 'downgrade-me');
   await inst.stop();
 });
+
+test('an exec asked for the remote tier is TIER_UNAVAILABLE saying exec does not run there (also with Redis configured), not run on a worker', async () => {
+  const withRedis = testEngine({ poolSize: 1, remote: { redis: 'redis://127.0.0.1:9' } });
+  try {
+    for (const e of [engine, withRedis]) {
+      const r = await e.exec({ language: 'js', code: 'console.log("ran")', tier: 'remote' });
+      assert.equal(r.ok, false);
+      assert.equal(r.stdout, '');
+      assert.equal(r.error?.code, 'TIER_UNAVAILABLE');
+      assert.match(r.error?.message ?? '', /exec runs on the instance and os_process tiers/);
+    }
+  } finally {
+    await withRedis.close();
+  }
+});

@@ -234,6 +234,8 @@ export async function osRun(deps: OsProcessDeps, bytes: Uint8Array, opts: RunOpt
 export async function osExec(deps: OsProcessDeps, opts: ExecOptions & OsProcessCall): Promise<ExecOutcome> {
   const t0 = performance.now();
   try {
+    // A snippet is no module a fleet worker could take by hash: say so, not "redis not configured".
+    if (opts.tier === 'remote') throw new SandboxError('TIER_UNAVAILABLE', 'the remote tier is not available: it runs modules and commands (engine.run, engine.fanout); exec runs on the instance and os_process tiers', { tier: 'remote', reason: 'exec does not run on the remote tier' });
     const { result, warnings } = await call(deps, 'exec', { ...opts } as Record<string, unknown> & OsProcessCall, {});
     const r = result as unknown as ExecOutcome;
     return { ...r, warnings: [...(r.warnings ?? []), ...warnings] };
