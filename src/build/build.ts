@@ -158,6 +158,7 @@ export async function build(
   let warnings: readonly string[] = [];
   let file: string | null = null;
   const tenant = opts?.tenant ?? 'default';
+  let release: (() => void) | null = null;
   const done = (r: { wasm?: Uint8Array; error?: SandboxError }): BuildResult => {
     const result: BuildResult = {
       ok: r.error === undefined,
@@ -182,6 +183,8 @@ export async function build(
     warnings = policy.warnings;
     if (!policy.caps.includes('vfs')) throw new SandboxError('NOT_CAPABLE', `the ${policy.profile} profile has no vfs: the build lane needs one for its sources`, { cap: 'vfs' });
     const toolchain = budget?.warmup === true ? requireToolchain(engine.config.cacheDir) : await readyToolchain(engine, policy);
+    // A build of its own takes a fair turn (an exec's build runs inside the exec's; the warm-up is the engine's).
+    if (!budget) release = await engine.turn(tenant, policy.timeoutMs, opts?.signal);
     const images = [toolchain.sysroot()];
     file = join(storageDir('vfs'), `build-${randomUUID()}.sqlite`);
     writeSources(file, req.files, engine.config.vfsMaxBytes, engine.config.vfsMaxInodes);
@@ -230,6 +233,7 @@ export async function build(
   } catch (e) {
     return done({ error: toSandboxError(e) });
   } finally {
+    release?.();
     if (file) removeDatabase(file);
   }
 }

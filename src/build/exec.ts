@@ -34,6 +34,7 @@ export async function execNative(engine: BuildHost, opts: ExecOptions): Promise<
     stdout: '', stderr: '', fuelUsed: 0, poolHit: false,
     ...r, durationMs: performance.now() - t0, profile, warnings,
   });
+  let release: (() => void) | null = null;
   try {
     if (typeof opts.code !== 'string') throw new SandboxError('POLICY_INVALID', 'code must be a string');
     if (Buffer.byteLength(opts.code) > MAX_CODE_BYTES) throw new SandboxError('POLICY_INVALID', `code is larger than ${MAX_CODE_BYTES} bytes`);
@@ -47,7 +48,9 @@ export async function execNative(engine: BuildHost, opts: ExecOptions): Promise<
     profile = policy.profile;
     warnings = policy.warnings;
     const cxx = opts.language !== 'c';
-    await readyToolchain(engine, policy);
+    await readyToolchain(engine, policy); // the engine's, once: no tenant's turn is held while it warms
+    // One fair turn for the compile, the link and the run (they are its steps, not admitted again).
+    release = await engine.turn(opts.tenant ?? 'default', policy.timeoutMs, opts.signal);
     const deadline = performance.now() + policy.timeoutMs;
     const fuelBudget = policy.fuel * LANE_FUEL_UNIT;
     const built = await build(engine, {
@@ -84,5 +87,7 @@ export async function execNative(engine: BuildHost, opts: ExecOptions): Promise<
     });
   } catch (e) {
     return out({ ok: false, error: toSandboxError(e).toPublic() });
+  } finally {
+    release?.();
   }
 }

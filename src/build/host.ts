@@ -52,4 +52,10 @@ export interface BuildHost {
   /** Rewrite and compile a module ahead of its first run (out of any call's deadline). */
   warm(bytes: Uint8Array, opts: PolicyOptions): Promise<void>;
   audit(event: { tenant: string; kind: string; detail: Record<string, unknown> }): void;
+  /**
+   * A turn from the engine's tenant scheduler (src/fabric/tenant-scheduler.ts) for one build or
+   * C/C++ exec: its steps run inside it and are not admitted again. Rejects OVERLOADED when not
+   * admitted within `waitMs`, CANCELLED on `signal`.
+   */
+  turn(tenant: string, waitMs: number, signal?: AbortSignal): Promise<() => void>;
 }

@@ -319,6 +319,11 @@ export class Engine {
     return this.execute(bytes, opts, { policy, argv0: opts.argv0 ?? opts.id ?? 'main', depth: 0, signal: new AbortController().signal, ...(port ? { port } : {}) });
   }
 
+  /** Internal to the build lane: a fair turn for one build or C/C++ exec (its steps are not admitted again). */
+  turn(tenant: string, waitMs: number, signal?: AbortSignal): Promise<() => void> {
+    return this.fair.admit(checkName('tenant', tenant), waitMs, signal);
+  }
+
   /** Compile and link C/C++ sources inside the sandbox (the build lane, src/build/build.ts). */
   build(opts: BuildOptions): Promise<BuildResult> {
     this.assertOpen();
@@ -357,9 +362,13 @@ export class Engine {
     return runExec(
       opts,
       this.config,
-      async (language, onProgress) => { // a fair turn first (a refusal is the outcome's error), then the lane
+      async (language, onProgress) => {
+        // The lane first: its boot is the engine's, once (CPython's can take seconds on a fresh
+        // machine), and no tenant's turns are held while it runs; then a fair turn (a refusal is
+        // the outcome's error) for the snippet itself.
+        const lane = await this.lanes.get(language, onProgress);
         release = await this.fair.admit(opts.tenant ?? 'default', resolvePolicy(opts, this.config).timeoutMs, opts.signal);
-        return this.lanes.get(language, onProgress);
+        return lane;
       },
       (tenant, requested, ran) => this.brokers.record({ tenant, instance: '', kind: 'profile-fallback', detail: { requested: requested.slice(0, 64), ran } }),
       // The snippet's principal: its tenant and an exec-unique instance (revocable like any other).
