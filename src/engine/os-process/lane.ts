@@ -35,6 +35,7 @@ import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEn
 import { ChildPool } from './pool.ts';
 import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
+import { prlimitPath, rlimitsFor, type Rlimits } from './rlimits.ts';
 
 export interface OsProcessDeps {
   readonly config: EngineConfig;
@@ -69,6 +70,14 @@ const BOOT_MS = 5_000;
 const PYTHON_BOOT_MS = 30_000;
 const GRACE_MS = 500;
 const WARN_NO_BWRAP = (why: string): string => `os_process: ${why}; the child ran under the Node permission model alone (no namespaces)`;
+
+const WARN_NO_RLIMITS = 'os_process: prlimit not found (util-linux); the child ran without rlimits';
+
+/** The engine's child rlimits with prlimit's path, or null without prlimit (the result then says so). */
+function limitsOf(c: EngineConfig): { prlimit: string; limits: Rlimits } | null {
+  const bin = prlimitPath();
+  return bin === null ? null : { prlimit: bin, limits: rlimitsFor(c) };
+}
 
 function refuse(what: string): never {
   throw new SandboxError('NOT_CAPABLE', `the os_process tier does not support ${what} yet (run it on the instance tier)`, { tier: 'os_process' });
@@ -166,6 +175,8 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
       // load addons — and a Python exec, whose interpreter keeps its own files in an in-memory
       // SQLite VFS whatever it is granted (without them it could not start at all).
       addons: granted.caps.includes('vfs') || (kind === 'exec' && o['language'] === 'python'),
+      // The engine's, not the call's: a pooled child is started before its call (rlimits.ts).
+      rlimits: limitsOf(deps.config),
     };
     // A pooled child of exactly this configuration, or a fresh one (no pool, none of this kind, or the pool is failing).
     const pool = deps.closed() ? null : poolFor(deps.config);
@@ -200,7 +211,7 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
       const detail = typeof a.detail === 'object' && a.detail !== null ? (a.detail as Record<string, unknown>) : {};
       deps.record({ tenant, instance, kind: String(a.kind).slice(0, 64), detail: { ...detail, tier: 'os_process' } });
     }
-    const warnings = [...policy.warnings, ...(granted.warning ? [granted.warning] : []), ...(status.bwrap === null ? [WARN_NO_BWRAP(status.reason ?? 'bwrap not installed')] : [])];
+    const warnings = [...policy.warnings, ...(granted.warning ? [granted.warning] : []), ...(status.bwrap === null ? [WARN_NO_BWRAP(status.reason ?? 'bwrap not installed')] : []), ...(plan.rlimits ? [] : [WARN_NO_RLIMITS])];
     return { result: reply.result, warnings };
   } finally {
     release();

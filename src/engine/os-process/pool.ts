@@ -47,7 +47,7 @@ interface Slot {
   taken: boolean;
 }
 
-const keyOf = (p: Plan): string => JSON.stringify([p.bwrap, p.addons, p.shareNet, p.readDirs, p.warm]);
+const keyOf = (p: Plan): string => JSON.stringify([p.bwrap, p.addons, p.shareNet, p.readDirs, p.warm, p.rlimits ?? null]);
 
 export class ChildPool {
   private readonly slots = new Map<string, Slot[]>();
@@ -167,7 +167,7 @@ export class ChildPool {
   private start(key: string, plan: Plan, entry: string): Slot | null {
     let child: Child;
     try {
-      child = startChild({ entry, bwrap: plan.bwrap, addons: plan.addons, shareNet: plan.shareNet, readDirs: plan.readDirs }, this.o.boot(plan.warm));
+      child = startChild({ entry, bwrap: plan.bwrap, addons: plan.addons, shareNet: plan.shareNet, readDirs: plan.readDirs, rlimits: plan.rlimits ?? null }, this.o.boot(plan.warm));
     } catch {
       this.failed(); // e.g. no storage dir: calls start fresh children and report it themselves
       return null;

@@ -2,7 +2,8 @@
  * The `os_process` tier's process boundary: how one child is started and ended. The child is
  * `process.execPath` running `dist/os-child.mjs` with an empty environment (only
  * `MEMBRANE_HOME`, its private storage dir), under Node's permission model, inside bubblewrap
- * when bubblewrap is installed and can create namespaces here.
+ * when bubblewrap is installed and can create namespaces here, and under rlimits (rlimits.ts)
+ * when prlimit is there.
  *
  * Owns: the child's command line (permission flags, bwrap binds), its deadline (SIGKILL at
  * deadline + grace after its request → TIMEOUT), the reply cap (a larger reply → the child is
@@ -37,6 +38,7 @@ import { SandboxError } from '../../errors.ts';
 import { findBwrap } from '../../fabric/tiers.ts';
 import { packageRoot } from '../../storage/package-root.ts';
 import { BROKER_MARK } from './protocol.ts';
+import { prlimitArgs, type Rlimits } from './rlimits.ts';
 
 /** Whether bubblewrap can sandbox a child here, and if not, why. Cached per PATH. */
 export interface BwrapStatus {
@@ -73,6 +75,8 @@ export interface BootPlan {
   readonly addons: boolean;
   /** Share the host's network namespace under bwrap (only when a net cap is granted). */
   readonly shareNet: boolean;
+  /** Start it through prlimit with these limits (rlimits.ts); absent or null: none. */
+  readonly rlimits?: { readonly prlimit: string; readonly limits: Rlimits } | null;
 }
 
 /** What one call sets on the child it is given. */
@@ -201,7 +205,9 @@ export function startChild(plan: BootPlan, boot = ''): Child {
   const root = packageRoot();
   const reads = [...new Set([root, ...moduleDirs(root), real(dirname(process.execPath)), ...plan.readDirs.map(real)])];
   const node = [real(process.execPath), ...permissionFlags([...reads, home], [home]), ...(plan.addons ? ['--allow-addons'] : []), plan.entry];
-  const argv = plan.bwrap ? [...bwrapArgs(plan.bwrap, reads, home, plan.shareNet), ...node] : node;
+  const inner = plan.bwrap ? [...bwrapArgs(plan.bwrap, reads, home, plan.shareNet), ...node] : node;
+  // prlimit sets the limits and execs the rest in its own process: the pid is the child's throughout.
+  const argv = plan.rlimits ? [...prlimitArgs(plan.rlimits.prlimit, plan.rlimits.limits), ...inner] : inner;
   const child = spawn(argv[0]!, argv.slice(1), { env: { MEMBRANE_HOME: home }, cwd: home, stdio: ['pipe', 'pipe', process.env['MEMBRANE_OS_PROCESS_STDERR'] === '1' ? 'inherit' : 'ignore'], detached: true });
   if (child.pid !== undefined) live.set(child.pid, home);
   if (!exitHook) {
