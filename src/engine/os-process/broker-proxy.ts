@@ -29,6 +29,7 @@
 import { SandboxError } from '../../errors.ts';
 import { REMOTE_CALLS, type BrokerAnswer, type BrokerCaller } from '../../brokers/index.ts';
 import { fromB64, toB64, MAX_BROKER_IN_FLIGHT, MAX_BROKER_LINE_BYTES, type BrokerAnswerLine, type BrokerRequestLine } from './protocol.ts';
+import { parseHostRequest, serveHost, type HostDesk } from './host-proxy.ts';
 import type { Child, SideLines } from './spawn.ts';
 
 /** The parent engine's brokers (`Brokers`, src/brokers/index.ts). */
@@ -36,6 +37,15 @@ export interface BrokerDesk {
   call(caller: BrokerCaller, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer | Promise<BrokerAnswer>;
   net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number): Promise<Uint8Array | number>;
   refuseOversized(caller: BrokerCaller, name: string, bytes: number): number;
+  /** The embedder's host functions (a `host` line: host-proxy.ts). */
+  hostCall: HostDesk;
+  /** A defined host cap's function names and size caps (what a child granted it is told), or null. */
+  hostCapShape(cap: string): { readonly fns: readonly string[]; readonly maxArgBytes: number } | null;
+}
+
+/** The call a child's requests are served as: its broker caller and the host caps it was granted. */
+export interface ProxyCaller extends BrokerCaller {
+  readonly hostCaps?: readonly string[];
 }
 
 /** The longest import name a request may carry (the catalog's are far shorter). */
@@ -59,6 +69,7 @@ export function parseRequest(line: string): BrokerRequestLine | null {
   if (!isCount(o['id'], Number.MAX_SAFE_INTEGER) || o['id'] === 0) return null;
   const id = o['id'];
   if (o['kind'] === 'cancel') return { kind: 'cancel', id };
+  if (o['kind'] === 'host') return parseHostRequest(o, id);
   if (o['kind'] !== 'broker') return null;
   const { name, args, oversized, cap, leftMs } = o;
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_CHARS) return null;
@@ -78,7 +89,7 @@ interface InFlight {
  * what is in flight is aborted, late answers are dropped). `deadline` (`performance.now()`) is
  * when the child is killed: no broker work of the call outlives it.
  */
-export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: BrokerCaller, deadline: number): { readonly side: SideLines; end(): void } {
+export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: ProxyCaller, deadline: number): { readonly side: SideLines; end(): void } {
   const inFlight = new Map<number, InFlight>();
   const stop = new AbortController();
   let lastId = 0;
@@ -90,7 +101,9 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     child.fail(new SandboxError('INTERNAL', `the os_process child broke the broker protocol (${why}); it was killed`));
   };
 
-  const serve = async (req: Extract<BrokerRequestLine, { kind: 'broker' }>, signal: AbortSignal): Promise<BrokerAnswerLine> => {
+  const hostCaller = { tenant: caller.tenant, instance: caller.instance, hostCaps: caller.hostCaps ?? [], ...(caller.marks ? { marks: caller.marks } : {}) };
+  const serve = async (req: Exclude<BrokerRequestLine, { kind: 'cancel' }>, signal: AbortSignal): Promise<BrokerAnswerLine> => {
+    if (req.kind === 'host') return serveHost((...a) => desk.hostCall(...a), hostCaller, req, signal, deadline);
     const { id, name } = req;
     if (req.oversized !== undefined) return { id, ok: false, errno: desk.refuseOversized(caller, name, req.oversized) };
     const args = (req.args ?? []).map(fromB64);
