@@ -91,6 +91,15 @@ interface InFlight {
  */
 export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: ProxyCaller, deadline: number): { readonly side: SideLines; end(): void } {
   const inFlight = new Map<number, InFlight>();
+  // Answered lately, not cancelled: a child's cancel may cross its answer in the pipes (both at the deadline) — taken once each.
+  const answered = new Set<number>();
+  const settle = (id: number): void => {
+    const cancelled = inFlight.get(id)?.cancelled === true;
+    inFlight.delete(id);
+    if (cancelled) return;
+    answered.add(id);
+    if (answered.size > MAX_BROKER_IN_FLIGHT) answered.delete(answered.values().next().value!);
+  };
   const stop = new AbortController();
   let lastId = 0;
   let ended = false;
@@ -122,6 +131,7 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     if (req === null) return violation('a malformed request');
     if (req.kind === 'cancel') {
       const r = inFlight.get(req.id);
+      if (!r && answered.delete(req.id)) return;
       if (!r || r.cancelled) return violation('a cancel of no request in flight');
       r.cancelled = true;
       r.abort.abort();
@@ -135,7 +145,7 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     serve(req, AbortSignal.any([stop.signal, entry.abort.signal])).then(
       (answer) => {
         // Still in flight until the answer has left this process: a child that does not read cannot pile answers up here.
-        if (ended || !child.send(JSON.stringify(answer), () => inFlight.delete(req.id))) inFlight.delete(req.id);
+        if (ended || !child.send(JSON.stringify(answer), () => settle(req.id))) inFlight.delete(req.id);
       },
       () => {
         // A broker that threw (e.g. its database failed): the call fails, the parent goes on. No host detail reaches the child.
