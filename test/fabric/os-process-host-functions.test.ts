@@ -127,7 +127,7 @@ test('a cap the call was not granted is absent in the child as in a worker: LINK
   assert.equal(there.error?.code, 'LINK_UNSATISFIED');
   const none = await engine.run(g.bytes, { invoke: 'call', args: [0, 64], ...OS });
   assert.equal(none.error?.code, 'LINK_UNSATISFIED');
-  const js = await engine.exec({ language: 'js', caps: ['kv'], code: '[typeof acme_orders, typeof acme_secret, Object.keys(globalThis).filter((k) => k.startsWith("acme"))]', ...OS });
+  const js = await engine.exec({ language: 'js', caps: ['kv'], code: '[typeof acme_orders, typeof acme_secret, Object.getOwnPropertyNames(globalThis).filter((k) => k.startsWith("acme"))]', ...OS });
   assert.deepEqual(js.result, ['undefined', 'undefined', []]);
 });
 
