@@ -1,8 +1,11 @@
 /**
- * The child's side of an `os_process` call's brokered powers: its engine's brokers forward
- * (`BrokerOptions.forward`) every broker call — a core guest's imports through HostServices, a
- * JS/TS/Python snippet's powers through its power server — to the parent engine, as request lines
- * on stdout (protocol.ts), and wait for the answer line on stdin.
+ * The child's side of an `os_process` call's brokered powers and host functions: its engine's
+ * brokers forward (`BrokerOptions.forward`) every broker call and every host function call — a
+ * core guest's imports through HostServices, a JS/TS/Python snippet's powers through its power
+ * server — to the parent engine, as request lines on stdout (protocol.ts), and wait for the
+ * answer line on stdin. Its `hostFunctions` is the child engine's table of host caps: empty until
+ * the call's request grants some (`grant`), then exactly those — names, function names and
+ * argument caps, never a function.
  *
  * Owns: request ids (increasing, never reused), a request too large to carry sent as its size
  * (`oversized`: the parent's cadence refuses it TOO_LARGE and records it, as in a worker), the

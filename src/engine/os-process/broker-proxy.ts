@@ -1,6 +1,7 @@
 /**
  * The parent's side of an `os_process` call's brokered powers (kv, queue, secrets, net, browse,
- * tcp/udp/tls, llm): the child's engine holds none of them — no network namespace under bwrap, no
+ * tcp/udp/tls, llm) and host functions (a `host` line, served by host-proxy.ts through the same
+ * ids, in-flight bound and cancels): the child's engine holds none of them — no network namespace under bwrap, no
  * environment, no secrets, no engine database — and sends each broker call of its guest as a
  * request line (protocol.ts); this module serves it through the parent engine's own brokers, as
  * the call the parent gave the child, and writes the answer on the child's stdin.
@@ -11,7 +12,8 @@
  * name alone (a network call to `net`, anything else to `call`, whose hub refuses what is not a
  * broker import: INVALID); the deadline of each request (what the child says is left, never past
  * the child's own kill time); cancelling what is in flight when the child withdraws a request or
- * the call ends, however it ends.
+ * the call ends, however it ends; a cancel that crossed its request's answer in the pipes (both
+ * sent at the deadline) taken once — a cancel of an id never answered, or a second one, still kills.
  * Invariant: every request is served as `caller` — the call's tenant, its instance, its resolved
  * grant, and `tier: 'os_process'` on every audit record — never as anything the child names. So
  * the cadence (granted → revoked → rate → size), the stores' quotas, the network guard (SSRF

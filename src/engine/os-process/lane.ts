@@ -6,10 +6,11 @@
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
- * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel; host
- * functions, mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
- * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) here,
- * through this engine's brokers, as the call (broker-proxy.ts); the tenant turn; the bwrap decision (strict →
+ * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel;
+ * mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
+ * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) and its
+ * granted host functions here, through this engine's brokers, as the call (broker-proxy.ts,
+ * host-proxy.ts: the child is told the granted caps' names only); the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
  * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
  * first os_process call, closed with the engine).

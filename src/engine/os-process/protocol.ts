@@ -11,9 +11,10 @@
  * Owns: the request, reply and broker line shapes and their (de)serialization; the bounds of a
  * broker request line and of the requests a child may have in flight.
  * Invariant: only data crosses — module bytes or source text, numbers and strings; no functions,
- * signals or host objects (the parent strips them before sending). A broker request names an
- * import and carries its arguments; never a tenant, a grant or a caller — the parent serves it
- * as the call it gave the child.
+ * signals or host objects (the parent strips them before sending); of the embedder's host
+ * functions, only the names and argument caps of those the call was granted. A broker request
+ * names an import (a host request a cap and function) and carries its arguments; never a tenant,
+ * a grant or a caller — the parent serves it as the call it gave the child.
  * Does not protect against: a child that lies in its reply — the parent caps the reply's size and
  * checks its shape, but a compromised child can report any result for its own call.
  */
