@@ -164,6 +164,8 @@ export interface HostCaller {
   readonly tenant: string;
   readonly instance: string;
   readonly hostCaps: readonly string[];
+  /** Added to the detail of every audit record made for this caller (an os_process call's `tier`). */
+  readonly marks?: Readonly<Record<string, string>>;
 }
 
 export interface HostFunctionsDeps {
@@ -201,14 +203,16 @@ export class HostFunctions {
    */
   async call(caller: HostCaller, cap: string, fn: string, given: Uint8Array | number, stops: readonly AbortSignal[], deadline: number): Promise<Uint8Array | number> {
     const def = this.caps.get(cap);
-    const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.hostCaps };
-    const refused = this.deps.cadence.admit(who, cap, fn, { bytes: typeof given === 'number' ? given : given.byteLength, max: def?.maxArgBytes ?? 0 });
+    const who = { tenant: caller.tenant, instance: caller.instance, caps: caller.hostCaps, ...(caller.marks ? { marks: caller.marks } : {}) };
+    // A request that travels as its size is too large by definition, whatever size it claims.
+    const max = def?.maxArgBytes ?? 0;
+    const refused = this.deps.cadence.admit(who, cap, fn, { bytes: typeof given === 'number' ? Math.max(given, max + 1) : given.byteLength, max });
     if (refused !== null) return refused;
     if (typeof given === 'number') return GUEST_ERR.TOO_LARGE;
     const args = given;
     const f = def?.functions.get(fn);
     const audit = (code: string, why: string): void =>
-      this.deps.record({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: fn, code, why } });
+      this.deps.record({ tenant: caller.tenant, instance: caller.instance, kind: 'denied', detail: { broker: cap, op: fn, code, why, ...caller.marks } });
     if (!def || !f) {
       audit('NOT_FOUND', 'no such host function');
       return GUEST_ERR.NOT_FOUND;

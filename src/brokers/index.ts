@@ -70,6 +70,13 @@ export interface BrokerCaller {
 export interface BrokerForward {
   call(name: string, args: readonly Uint8Array[], cap: number): Promise<BrokerAnswer>;
   net(name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number): Promise<Uint8Array | number>;
+  /**
+   * Host functions served on the other side: the caps and function names this engine links and
+   * offers (its `EngineConfig.hostFunctions`; the other side fills it for its call), and each call
+   * of one, answered there — its cadence, its function, its audit.
+   */
+  readonly hostFunctions?: Readonly<Record<string, readonly string[]>>;
+  host?(cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number): Promise<Uint8Array | number>;
 }
 
 /** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
@@ -220,7 +227,15 @@ export class Brokers {
    * function, bounded by `deadline` (`performance.now()`), `stops` and revocation.
    */
   hostCall(caller: HostCaller, cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number): Promise<Uint8Array | number> {
+    const forward = this.options.forward;
+    if (forward?.host) return forward.host(cap, fn, args, stops, deadline);
     return this.host.call(caller, cap, fn, args, stops, deadline);
+  }
+
+  /** A defined host cap's function names and size caps (what an os_process child is told of a granted cap), or null. */
+  hostCapShape(cap: string): { readonly fns: readonly string[]; readonly maxArgBytes: number; readonly maxResultBytes: number } | null {
+    const c = this.host.caps.get(cap);
+    return c ? { fns: [...c.functions.keys()], maxArgBytes: c.maxArgBytes, maxResultBytes: c.maxResultBytes } : null;
   }
 
   private db(): Database {

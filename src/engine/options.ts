@@ -234,7 +234,8 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     vfsMaxBytes: Math.floor(count('vfsMaxBytes', o.vfsMaxBytes, DEFAULT_MAX_BYTES)),
     vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),
     maxMountFiles: Math.floor(count('maxMountFiles', o.maxMountFiles, MAX_MOUNT_FILES)),
-    hostFunctions: hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
+    // Served elsewhere (an os_process child): the other side's table of the call's granted caps.
+    hostFunctions: o.brokers?.forward?.hostFunctions ?? hostFunctionNames(resolveHostFunctions(o.hostFunctions)),
     requireSigned: o.requireSigned === undefined ? null : Object.freeze(o.requireSigned.map(trustedDid)),
     didResolver: o.requireSigned === undefined ? null : new DidResolver({ documents: o.didDocuments ?? {}, fetch: o.didWebFetch === true, net: { ...(o.brokers?.net?.allowCidrs ? { allowCidrs: o.brokers.net.allowCidrs } : {}), ...(o.brokers?.net?.resolver ? { resolver: o.brokers.net.resolver } : {}), ...(o.brokers?.net?.ca ? { ca: o.brokers.net.ca } : {}) } }),
     remote: resolveRemote(o.remote),

@@ -65,9 +65,8 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
     ...(policy.hostCaps.length > 0
       ? {
           hostFunctions: granted,
-          hostCall: (cap: string, fn: string, args: Uint8Array, stop: AbortSignal, deadline: number) =>
+          hostCall: (cap: string, fn: string, args: Uint8Array | number, stop: AbortSignal, deadline: number) =>
             brokers.hostCall({ tenant, instance, hostCaps: policy.hostCaps }, cap, fn, args, [stop], deadline),
-          hostAdmit: (cap: string, op: string, bytes: number, max: number) => brokers.cadence.admit({ tenant, instance, caps: policy.hostCaps }, cap, op, { bytes, max }),
         }
       : {}),
   });

@@ -46,10 +46,12 @@ export interface LanePowerDeps {
   readonly host?: LaneHost;
   /** The granted host caps and their functions (absent: none granted). */
   readonly hostFunctions?: Readonly<Record<string, readonly string[]>>;
-  /** An embedder host function (the cadence runs inside): its JSON answer, or a guest error code. */
-  readonly hostCall?: (cap: string, fn: string, args: Uint8Array, stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
-  /** The cadence's steps 1-4 for a host cap (an oversized host power request): null = go. */
-  readonly hostAdmit?: (cap: string, op: string, bytes: number, max: number) => number | null;
+  /**
+   * An embedder host function (the cadence runs inside): its JSON answer, or a guest error code.
+   * `args` a number: a request too large to carry, by its size (the cadence refuses it, TOO_LARGE
+   * or the earlier step's code, and records it — where the host functions are served).
+   */
+  readonly hostCall?: (cap: string, fn: string, args: Uint8Array | number, stop: AbortSignal, deadline: number) => Promise<Uint8Array | number>;
 }
 
 /** Caps whose powers the call's LaneHost serves. */
@@ -203,8 +205,9 @@ export function lanePowerServer(deps: LanePowerDeps): { serve: PowerServer; end:
   /** `cap.fn(args)`: the argument as JSON (undefined → null), the function's JSON answer as a value. */
   const hostPower = async (cap: string, fn: string, req: PowerRequest): Promise<PowerAnswer> => {
     if (req.oversized !== undefined) {
-      const refused = deps.hostAdmit?.(cap, fn, req.oversized, MAX_POWER_FRAME_BYTES) ?? GUEST_ERR.DENIED;
-      return { ok: false, code: refused === null ? 'TOO_LARGE' : codeOf(refused) };
+      // Its size alone (larger than any cap's maxArgBytes): the cadence refuses it where the functions are served.
+      const refused = await deps.hostCall!(cap, fn, Math.max(req.oversized, MAX_POWER_FRAME_BYTES + 1), ended.signal, performance.now() + Math.max(0, deadline - Date.now()));
+      return { ok: false, code: typeof refused === 'number' ? codeOf(refused) : 'TOO_LARGE' };
     }
     if (req.args.length > 1) return { ok: false, code: 'INVALID' };
     const args = encoder.encode(JSON.stringify(req.args[0] === undefined ? null : req.args[0]));

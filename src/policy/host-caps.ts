@@ -43,8 +43,13 @@ export function checkHostCapName(word: string): string {
   return word;
 }
 
+/** Whether `name` has the shape of a host function's name (a cap may still not define it). */
+export function isHostFunctionName(name: unknown): name is string {
+  return typeof name === 'string' && FUNCTION_PATTERN.test(name);
+}
+
 export function checkHostFunctionName(cap: string, name: string): string {
-  if (typeof name !== 'string' || !FUNCTION_PATTERN.test(name)) {
+  if (!isHostFunctionName(name)) {
     throw new SandboxError('POLICY_INVALID', `host function names are identifiers of ≤ 32 characters not starting with "__" (in "${cap}")`, {
       cap,
       function: String(name).slice(0, 64),

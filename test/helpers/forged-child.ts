@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after } from 'node:test';
-import { Brokers, type BrokerCaller, type BrokerOptions } from '../../src/brokers/index.ts';
+import { Brokers, resolveHostFunctions, type BrokerOptions, type HostFailure, type HostFunctionsOptions } from '../../src/brokers/index.ts';
 import { auditInDatabase } from '../../src/engine/audit-sink.ts';
-import { brokerProxy } from '../../src/engine/os-process/broker-proxy.ts';
+import { brokerProxy, type ProxyCaller } from '../../src/engine/os-process/broker-proxy.ts';
 import { replyText } from '../../src/engine/os-process/protocol.ts';
 import { startChild } from '../../src/engine/os-process/spawn.ts';
 import type { CapWord } from '../../src/policy/profiles.ts';
@@ -26,10 +26,10 @@ export interface Record_ {
   detail: Record<string, unknown>;
 }
 
-/** Real brokers with a private engine database (removed after the file's tests) and an audit list. */
-export function testBrokers(records: Record_[], options: BrokerOptions = {}): Brokers {
+/** Real brokers with a private engine database (removed after the file's tests) and an audit list; the embedder's host functions, if any. */
+export function testBrokers(records: Record_[], options: BrokerOptions = {}, hostFunctions?: HostFunctionsOptions, onHostError?: (f: HostFailure) => void): Brokers {
   const dir = mkdtempSync(join(tmpdir(), 'membrane-forged-'));
-  const brokers = new Brokers({ databaseFile: join(dir, 'engine.sqlite'), audit: () => ({ append: (e) => void records.push(e) }), ...options }, auditInDatabase);
+  const brokers = new Brokers({ databaseFile: join(dir, 'engine.sqlite'), audit: () => ({ append: (e) => void records.push(e) }), ...options }, auditInDatabase, resolveHostFunctions(hostFunctions), onHostError ?? null);
   after(() => {
     brokers.close();
     rmSync(dir, { recursive: true, force: true });
@@ -38,9 +38,11 @@ export function testBrokers(records: Record_[], options: BrokerOptions = {}): Br
 }
 
 /** The caller lane.ts serves a call's child as. */
-export const callerOf = (tenant: string, caps: readonly CapWord[]): BrokerCaller => ({ tenant, instance: 'os-run', policy: { caps }, marks: { tier: 'os_process' } });
+export const callerOf = (tenant: string, caps: readonly CapWord[], hostCaps: readonly string[] = []): ProxyCaller => ({ tenant, instance: 'os-run', policy: { caps }, hostCaps, marks: { tier: 'os_process' } });
 
 export const b64 = (s: string): string => Buffer.from(s).toString('base64');
+/** A forged `host` request line (`acme:x`.`fn` with a JSON argument). */
+export const hostRequest = (id: number, cap: string, fn: string, json: string, extra: Record<string, unknown> = {}): string => JSON.stringify({ kind: 'host', id, cap, fn, args: b64(json), leftMs: 5_000, ...extra });
 export const request = (id: number, name: string, args: string[], extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ kind: 'broker', id, name, args: args.map(b64), cap: 1 << 20, leftMs: 5_000, ...extra });
 
@@ -52,7 +54,7 @@ export interface ForgedOutcome {
 }
 
 /** Run the forger on `script` as `caller`'s call, served by `brokers`: its answers, or the call's error. */
-export async function forged(brokers: Brokers, caller: BrokerCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal): Promise<ForgedOutcome> {
+export async function forged(brokers: Brokers, caller: ProxyCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal): Promise<ForgedOutcome> {
   const t0 = performance.now();
   const child = startChild({ entry: FORGER, readDirs: [], bwrap: null, addons: false, shareNet: false });
   const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs);

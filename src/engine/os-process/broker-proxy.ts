@@ -1,6 +1,7 @@
 /**
  * The parent's side of an `os_process` call's brokered powers (kv, queue, secrets, net, browse,
- * tcp/udp/tls, llm): the child's engine holds none of them — no network namespace under bwrap, no
+ * tcp/udp/tls, llm) and host functions (a `host` line, served by host-proxy.ts through the same
+ * ids, in-flight bound and cancels): the child's engine holds none of them — no network namespace under bwrap, no
  * environment, no secrets, no engine database — and sends each broker call of its guest as a
  * request line (protocol.ts); this module serves it through the parent engine's own brokers, as
  * the call the parent gave the child, and writes the answer on the child's stdin.
@@ -11,7 +12,8 @@
  * name alone (a network call to `net`, anything else to `call`, whose hub refuses what is not a
  * broker import: INVALID); the deadline of each request (what the child says is left, never past
  * the child's own kill time); cancelling what is in flight when the child withdraws a request or
- * the call ends, however it ends.
+ * the call ends, however it ends; a cancel that crossed its request's answer in the pipes (both
+ * sent at the deadline) taken once — a cancel of an id never answered, or a second one, still kills.
  * Invariant: every request is served as `caller` — the call's tenant, its instance, its resolved
  * grant, and `tier: 'os_process'` on every audit record — never as anything the child names. So
  * the cadence (granted → revoked → rate → size), the stores' quotas, the network guard (SSRF
@@ -29,6 +31,7 @@
 import { SandboxError } from '../../errors.ts';
 import { REMOTE_CALLS, type BrokerAnswer, type BrokerCaller } from '../../brokers/index.ts';
 import { fromB64, toB64, MAX_BROKER_IN_FLIGHT, MAX_BROKER_LINE_BYTES, type BrokerAnswerLine, type BrokerRequestLine } from './protocol.ts';
+import { parseHostRequest, serveHost, type HostDesk } from './host-proxy.ts';
 import type { Child, SideLines } from './spawn.ts';
 
 /** The parent engine's brokers (`Brokers`, src/brokers/index.ts). */
@@ -36,6 +39,15 @@ export interface BrokerDesk {
   call(caller: BrokerCaller, name: string, args: readonly Uint8Array[], cap: number): BrokerAnswer | Promise<BrokerAnswer>;
   net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number): Promise<Uint8Array | number>;
   refuseOversized(caller: BrokerCaller, name: string, bytes: number): number;
+  /** The embedder's host functions (a `host` line: host-proxy.ts). */
+  hostCall: HostDesk;
+  /** A defined host cap's function names and size caps (what a child granted it is told), or null. */
+  hostCapShape(cap: string): { readonly fns: readonly string[]; readonly maxArgBytes: number } | null;
+}
+
+/** The call a child's requests are served as: its broker caller and the host caps it was granted. */
+export interface ProxyCaller extends BrokerCaller {
+  readonly hostCaps?: readonly string[];
 }
 
 /** The longest import name a request may carry (the catalog's are far shorter). */
@@ -59,6 +71,7 @@ export function parseRequest(line: string): BrokerRequestLine | null {
   if (!isCount(o['id'], Number.MAX_SAFE_INTEGER) || o['id'] === 0) return null;
   const id = o['id'];
   if (o['kind'] === 'cancel') return { kind: 'cancel', id };
+  if (o['kind'] === 'host') return parseHostRequest(o, id);
   if (o['kind'] !== 'broker') return null;
   const { name, args, oversized, cap, leftMs } = o;
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_CHARS) return null;
@@ -78,8 +91,17 @@ interface InFlight {
  * what is in flight is aborted, late answers are dropped). `deadline` (`performance.now()`) is
  * when the child is killed: no broker work of the call outlives it.
  */
-export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: BrokerCaller, deadline: number): { readonly side: SideLines; end(): void } {
+export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: ProxyCaller, deadline: number): { readonly side: SideLines; end(): void } {
   const inFlight = new Map<number, InFlight>();
+  // Answered lately, not cancelled: a child's cancel may cross its answer in the pipes (both at the deadline) — taken once each.
+  const answered = new Set<number>();
+  const settle = (id: number): void => {
+    const cancelled = inFlight.get(id)?.cancelled === true;
+    inFlight.delete(id);
+    if (cancelled) return;
+    answered.add(id);
+    if (answered.size > MAX_BROKER_IN_FLIGHT) answered.delete(answered.values().next().value!);
+  };
   const stop = new AbortController();
   let lastId = 0;
   let ended = false;
@@ -90,7 +112,9 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     child.fail(new SandboxError('INTERNAL', `the os_process child broke the broker protocol (${why}); it was killed`));
   };
 
-  const serve = async (req: Extract<BrokerRequestLine, { kind: 'broker' }>, signal: AbortSignal): Promise<BrokerAnswerLine> => {
+  const hostCaller = { tenant: caller.tenant, instance: caller.instance, hostCaps: caller.hostCaps ?? [], ...(caller.marks ? { marks: caller.marks } : {}) };
+  const serve = async (req: Exclude<BrokerRequestLine, { kind: 'cancel' }>, signal: AbortSignal): Promise<BrokerAnswerLine> => {
+    if (req.kind === 'host') return serveHost((...a) => desk.hostCall(...a), hostCaller, req, signal, deadline);
     const { id, name } = req;
     if (req.oversized !== undefined) return { id, ok: false, errno: desk.refuseOversized(caller, name, req.oversized) };
     const args = (req.args ?? []).map(fromB64);
@@ -109,6 +133,7 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     if (req === null) return violation('a malformed request');
     if (req.kind === 'cancel') {
       const r = inFlight.get(req.id);
+      if (!r && answered.delete(req.id)) return;
       if (!r || r.cancelled) return violation('a cancel of no request in flight');
       r.cancelled = true;
       r.abort.abort();
@@ -122,7 +147,7 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     serve(req, AbortSignal.any([stop.signal, entry.abort.signal])).then(
       (answer) => {
         // Still in flight until the answer has left this process: a child that does not read cannot pile answers up here.
-        if (ended || !child.send(JSON.stringify(answer), () => inFlight.delete(req.id))) inFlight.delete(req.id);
+        if (ended || !child.send(JSON.stringify(answer), () => settle(req.id))) inFlight.delete(req.id);
       },
       () => {
         // A broker that threw (e.g. its database failed): the call fails, the parent goes on. No host detail reaches the child.

@@ -4,8 +4,10 @@
  * line (the engine settings) from stdin, builds a one-call engine and warms what the boot line
  * says (a no-op module's run, or the JS/TS interpreters), writes the ready line, then reads its
  * one request line, runs it, writes one reply line to stdout and exits. While the call runs, its
- * brokered powers go to the parent (broker-link.ts): request lines on stdout, answer lines on
- * stdin. A pooled child waits between the ready line and the request; it has seen no call before
+ * brokered powers and its host functions go to the parent (broker-link.ts): request lines on
+ * stdout, answer lines on stdin. The host caps the call was granted come with its request (their
+ * names, function names and argument size caps — no function): its engine links and offers
+ * exactly those, as stand-ins that ask the parent. A pooled child waits between the ready line and the request; it has seen no call before
  * its own (the warm-up is the engine's own constant work, its audit records dropped) and serves
  * none after.
  *
@@ -93,6 +95,8 @@ async function main(): Promise<void> {
   await ready; // the ready line goes before anything of the call (its broker requests, its reply)
   const req = decode(rest) as ChildRequest;
   audit.length = 0; // what the warm-up recorded (if anything) is not the call's
+  // The call's granted host caps: stand-ins linked and offered now, each call served by the parent.
+  if (req.hostFunctions !== undefined) link.grant(req.hostFunctions);
   let result: Record<string, unknown>;
   if (req.kind === 'run') {
     const opts = { ...req.opts };

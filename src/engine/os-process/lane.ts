@@ -6,10 +6,11 @@
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
- * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel; host
- * functions, mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
- * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) here,
- * through this engine's brokers, as the call (broker-proxy.ts); the tenant turn; the bwrap decision (strict →
+ * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel;
+ * mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
+ * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) and its
+ * granted host functions here, through this engine's brokers, as the call (broker-proxy.ts,
+ * host-proxy.ts: the child is told the granted caps' names only); the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
  * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
  * first os_process call, closed with the engine).
@@ -34,6 +35,7 @@ import type { RunResult } from '../results.ts';
 import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEngineSettings, type ChildReply, type WarmKind } from './protocol.ts';
 import { ChildPool } from './pool.ts';
 import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
+import { hostFunctionTable } from './host-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
 import { prlimitPath, rlimitsFor, type Rlimits } from './rlimits.ts';
 
@@ -88,7 +90,6 @@ function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: Po
   const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
   const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
   if (named.length > 0) refuse(`${named.join(', ')}: spawning is not served across the process boundary`);
-  if (policy.hostCaps.length > 0) refuse('host functions');
   for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact', 'onStdout', 'onStderr', 'onProgress']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
   const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
   const caps = policy.caps.filter((c) => !REFUSED_CAPS.includes(c));
@@ -135,9 +136,9 @@ function parseReply(out: string): ChildReply {
   return reply;
 }
 
-/** The call's limits as resolved here: the child resolves the same numbers, never larger ones. */
+/** The call's limits as resolved here: the child resolves the same numbers, never larger ones (and the host caps granted here). */
 function limits(policy: PolicyConfig, caps: readonly string[]): Record<string, unknown> {
-  return { profile: policy.profile, timeoutMs: policy.timeoutMs, fuel: policy.fuel, memoryBytes: policy.memoryBytes, caps: [...caps] };
+  return { profile: policy.profile, timeoutMs: policy.timeoutMs, fuel: policy.fuel, memoryBytes: policy.memoryBytes, caps: [...caps, ...policy.hostCaps] };
 }
 
 /** Data-only fields of the call (functions, signals and tier fields stay here). */
@@ -166,7 +167,8 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
-    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
+    const hostFunctions = hostFunctionTable(policy.hostCaps, deps.brokers);
+    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) }, ...(hostFunctions ? { hostFunctions } : {}) });
     const plan = {
       readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
       bwrap: status.bwrap,
@@ -193,7 +195,7 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
     const killAfterMs = policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS;
     // The child's broker requests are served here as this call: its tenant, instance and grant; its records marked.
-    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, marks: { tier: 'os_process' } }, performance.now() + killAfterMs);
+    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, hostCaps: policy.hostCaps, marks: { tier: 'os_process' } }, performance.now() + killAfterMs);
     try {
       out = await child.call(request, {
         killAfterMs,

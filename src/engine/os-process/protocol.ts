@@ -11,9 +11,10 @@
  * Owns: the request, reply and broker line shapes and their (de)serialization; the bounds of a
  * broker request line and of the requests a child may have in flight.
  * Invariant: only data crosses — module bytes or source text, numbers and strings; no functions,
- * signals or host objects (the parent strips them before sending). A broker request names an
- * import and carries its arguments; never a tenant, a grant or a caller — the parent serves it
- * as the call it gave the child.
+ * signals or host objects (the parent strips them before sending); of the embedder's host
+ * functions, only the names and argument caps of those the call was granted. A broker request
+ * names an import (a host request a cap and function) and carries its arguments; never a tenant,
+ * a grant or a caller — the parent serves it as the call it gave the child.
  * Does not protect against: a child that lies in its reply — the parent caps the reply's size and
  * checks its shape, but a compromised child can report any result for its own call.
  */
@@ -43,8 +44,15 @@ export interface ChildBoot {
 export type WarmKind = 'run' | 'js';
 
 export type ChildRequest =
-  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown> }
-  | { readonly kind: 'exec'; readonly opts: Record<string, unknown> };
+  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable }
+  | { readonly kind: 'exec'; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable };
+
+/**
+ * The host caps a call was granted, as its child links and offers them: each cap's function
+ * names and its argument size cap (a larger argument travels as its size alone). Never a cap the
+ * call was not granted, never a function: the functions stay in the parent, which serves each call.
+ */
+export type HostFunctionTable = Readonly<Record<string, { readonly fns: readonly string[]; readonly maxArgBytes: number }>>;
 
 /** The child's first line on stdout: its engine is built and it waits for its request. */
 export const READY_LINE = 'ready\n';
@@ -101,7 +109,23 @@ export const MAX_BROKER_IN_FLIGHT = 8;
  */
 export type BrokerRequestLine =
   | { readonly kind: 'broker'; readonly id: number; readonly name: string; readonly args?: readonly string[]; readonly oversized?: number; readonly cap: number; readonly leftMs: number }
+  | HostRequestLine
   | { readonly kind: 'cancel'; readonly id: number };
+
+/**
+ * A host function call (after BROKER_MARK): `cap`.`fn` with its JSON argument (base64), or only
+ * its size (`oversized`: larger than the cap's maxArgBytes); `leftMs` as for a broker request.
+ * Answered like a broker request: `value` the JSON answer's length, `payload` the answer.
+ */
+export interface HostRequestLine {
+  readonly kind: 'host';
+  readonly id: number;
+  readonly cap: string;
+  readonly fn: string;
+  readonly args?: string;
+  readonly oversized?: number;
+  readonly leftMs: number;
+}
 
 /** The parent's answer to broker request `id` (on the child's stdin): the broker's answer as in a worker. */
 export type BrokerAnswerLine =
