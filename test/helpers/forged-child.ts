@@ -15,6 +15,7 @@ import { auditInDatabase } from '../../src/engine/audit-sink.ts';
 import { brokerProxy, type ProxyCaller } from '../../src/engine/os-process/broker-proxy.ts';
 import { replyText } from '../../src/engine/os-process/protocol.ts';
 import { startChild } from '../../src/engine/os-process/spawn.ts';
+import type { StreamDesk } from '../../src/engine/os-process/stream.ts';
 import type { CapWord } from '../../src/policy/profiles.ts';
 
 export const FORGER = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/os-process/forger.mjs');
@@ -54,10 +55,10 @@ export interface ForgedOutcome {
 }
 
 /** Run the forger on `script` as `caller`'s call, served by `brokers`: its answers, or the call's error. */
-export async function forged(brokers: Brokers, caller: ProxyCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal): Promise<ForgedOutcome> {
+export async function forged(brokers: Brokers, caller: ProxyCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal, stream: StreamDesk | null = null): Promise<ForgedOutcome> {
   const t0 = performance.now();
   const child = startChild({ entry: FORGER, readDirs: [], bwrap: null, addons: false, shareNet: false });
-  const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs);
+  const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs, stream);
   try {
     const out = await child.call(JSON.stringify(script), { killAfterMs, maxReplyBytes: 32 << 20, lines: 2, side: proxy.side, signal });
     const reply = JSON.parse(replyText(out) ?? 'null') as { result: { answers: ForgedOutcome['answers'] } };

@@ -32,6 +32,7 @@ import { SandboxError } from '../../errors.ts';
 import { REMOTE_CALLS, type BrokerAnswer, type BrokerCaller } from '../../brokers/index.ts';
 import { fromB64, toB64, MAX_BROKER_IN_FLIGHT, MAX_BROKER_LINE_BYTES, type BrokerAnswerLine, type BrokerRequestLine } from './protocol.ts';
 import { parseHostRequest, serveHost, type HostDesk } from './host-proxy.ts';
+import type { OutputLine, StreamDesk } from './stream.ts';
 import type { Child, SideLines } from './spawn.ts';
 
 /** The parent engine's brokers (`Brokers`, src/brokers/index.ts). */
@@ -59,7 +60,7 @@ const MAX_U32 = 0xffff_ffff;
 const isCount = (v: unknown, max: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
 
 /** A request line, or null when it is not one (any field of the wrong shape). */
-export function parseRequest(line: string): BrokerRequestLine | null {
+export function parseRequest(line: string): BrokerRequestLine | OutputLine | null {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -68,6 +69,7 @@ export function parseRequest(line: string): BrokerRequestLine | null {
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
   const o = v as Record<string, unknown>;
+  if (o['kind'] === 'out') return (o['fd'] === 1 || o['fd'] === 2 || o['fd'] === 3) && typeof o['text'] === 'string' ? { kind: 'out', fd: o['fd'], text: o['text'] } : null;
   if (!isCount(o['id'], Number.MAX_SAFE_INTEGER) || o['id'] === 0) return null;
   const id = o['id'];
   if (o['kind'] === 'cancel') return { kind: 'cancel', id };
@@ -91,7 +93,7 @@ interface InFlight {
  * what is in flight is aborted, late answers are dropped). `deadline` (`performance.now()`) is
  * when the child is killed: no broker work of the call outlives it.
  */
-export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: ProxyCaller, deadline: number): { readonly side: SideLines; end(): void } {
+export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: ProxyCaller, deadline: number, stream: StreamDesk | null = null): { readonly side: SideLines; end(): void } {
   const inFlight = new Map<number, InFlight>();
   // Answered lately, not cancelled: a child's cancel may cross its answer in the pipes (both at the deadline) — taken once each.
   const answered = new Set<number>();
@@ -103,6 +105,7 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     if (answered.size > MAX_BROKER_IN_FLIGHT) answered.delete(answered.values().next().value!);
   };
   const stop = new AbortController();
+  let streamed = 0;
   let lastId = 0;
   let ended = false;
   const violation = (why: string): void => {
@@ -131,6 +134,13 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     if (ended) return;
     const req = parseRequest(line);
     if (req === null) return violation('a malformed request');
+    if (req.kind === 'out') {
+      // Output the call asked to stream (stream.ts): bounded in all, whatever the taps pass on.
+      if (stream === null || !stream.fds.includes(req.fd)) return violation('output it was not asked to stream');
+      streamed += req.text.length;
+      if (streamed > stream.budget) return violation('more output than its cap');
+      return stream.deliver(req.fd, req.text);
+    }
     if (req.kind === 'cancel') {
       const r = inFlight.get(req.id);
       if (!r && answered.delete(req.id)) return;

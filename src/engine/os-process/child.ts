@@ -24,6 +24,7 @@
 import { createEngine } from '../engine.ts';
 import type { ExecOptions } from '../../lanes/exec.ts';
 import { ParentLink } from './broker-link.ts';
+import { childCallbacks } from './stream.ts';
 import { decode, encode, fromB64, READY_LINE, toB64, type ChildBoot, type ChildReply, type ChildRequest } from './protocol.ts';
 
 /** stdin as lines (the last may end with the input instead of a newline): handed to `onLine` with their index. */
@@ -97,16 +98,18 @@ async function main(): Promise<void> {
   audit.length = 0; // what the warm-up recorded (if anything) is not the call's
   // The call's granted host caps: stand-ins linked and offered now, each call served by the parent.
   if (req.hostFunctions !== undefined) link.grant(req.hostFunctions);
+  // The streams the call asked for: each chunk its callback gets goes to the parent as an `out` line.
+  const streams = childCallbacks(req.stream, (line) => void process.stdout.write(line));
   let result: Record<string, unknown>;
   if (req.kind === 'run') {
-    const opts = { ...req.opts };
+    const opts: Record<string, unknown> = { ...req.opts, ...streams };
     const stdin = opts['stdin'] as { b64?: unknown } | undefined;
     if (typeof stdin === 'object' && stdin !== null && typeof stdin.b64 === 'string') opts['stdin'] = fromB64(stdin.b64);
     const r = await e.run(fromB64(req.module), opts);
     const { stdoutBytes, ...out } = r;
     result = { ...out, ...(stdoutBytes ? { stdoutBytes: toB64(stdoutBytes) } : {}) };
   } else {
-    result = { ...(await e.exec(req.opts as unknown as ExecOptions)) };
+    result = { ...(await e.exec({ ...(req.opts as unknown as ExecOptions), ...streams })) };
   }
   // No engine.close: the process exits now, its threads with it (and the parent kills its group).
   const reply: ChildReply = { result, audit };

@@ -7,7 +7,8 @@
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
  * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel;
- * mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
+ * mounts, persistent VFS, receipts) with NOT_CAPABLE saying why; the caller's streaming
+ * callbacks served here from the child's `out` lines (stream.ts);
  * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) and its
  * granted host functions here, through this engine's brokers, as the call (broker-proxy.ts,
  * host-proxy.ts: the child is told the granted caps' names only); the tenant turn; the bwrap decision (strict →
@@ -37,6 +38,7 @@ import { ChildPool } from './pool.ts';
 import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
 import { hostFunctionTable } from './host-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
+import { streamDesk } from './stream.ts';
 import { prlimitPath, rlimitsFor, type Rlimits } from './rlimits.ts';
 
 export interface OsProcessDeps {
@@ -90,7 +92,7 @@ function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: Po
   const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
   const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
   if (named.length > 0) refuse(`${named.join(', ')}: spawning is not served across the process boundary`);
-  for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact', 'onStdout', 'onStderr', 'onProgress']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
+  for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
   const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
   const caps = policy.caps.filter((c) => !REFUSED_CAPS.includes(c));
   return { caps, warning: dropped.length > 0 ? `os_process: ran without the profile's ${dropped.join(', ')} (not served in a child process)` : null };
@@ -168,7 +170,9 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
     const hostFunctions = hostFunctionTable(policy.hostCaps, deps.brokers);
-    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) }, ...(hostFunctions ? { hostFunctions } : {}) });
+    // The caller's callbacks stay here: the child is told which streams to send back (stream.ts).
+    const stream = streamDesk(o as Parameters<typeof streamDesk>[0], deps.config.outputLimitBytes);
+    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) }, ...(hostFunctions ? { hostFunctions } : {}), ...(stream ? { stream: stream.fds } : {}) });
     const plan = {
       readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
       bwrap: status.bwrap,
@@ -195,7 +199,7 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
     const killAfterMs = policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS;
     // The child's broker requests are served here as this call: its tenant, instance and grant; its records marked.
-    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, hostCaps: policy.hostCaps, marks: { tier: 'os_process' } }, performance.now() + killAfterMs);
+    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, hostCaps: policy.hostCaps, marks: { tier: 'os_process' } }, performance.now() + killAfterMs, stream);
     try {
       out = await child.call(request, {
         killAfterMs,
@@ -206,6 +210,7 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
       });
     } finally {
       proxy.end(); // whatever the child still had in flight is aborted, however the call ended
+      stream?.end(); // nothing reaches a callback after the call
       if (!deps.closed()) pool?.refill({ ...plan, warm }); // the replacement boots once this call is done
     }
     const reply = parseReply(out);

@@ -44,8 +44,8 @@ export interface ChildBoot {
 export type WarmKind = 'run' | 'js';
 
 export type ChildRequest =
-  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable }
-  | { readonly kind: 'exec'; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable };
+  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable; readonly stream?: readonly number[] }
+  | { readonly kind: 'exec'; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable; readonly stream?: readonly number[] };
 
 /**
  * The host caps a call was granted, as its child links and offers them: each cap's function
