@@ -63,7 +63,7 @@ test("a real call's child runs with the engine's rlimits, hard and soft, and no 
       return [m![1]!, m![2]!];
     };
     assert.deepEqual(row('Max data size'), [String(want.dataBytes), String(want.dataBytes)]);
-    assert.equal(want.dataBytes, 2048 * MiB + 4 * 512 * MiB);
+    assert.equal(want.dataBytes, 8192 * MiB + 4 * 512 * MiB);
     assert.deepEqual(row('Max file size'), [String(want.fileBytes), String(want.fileBytes)]);
     assert.deepEqual(row('Max open files'), ['1024', '1024']);
     assert.deepEqual(row('Max cpu time'), [String(want.cpuSeconds), String(want.cpuSeconds)]);

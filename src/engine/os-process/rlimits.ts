@@ -7,9 +7,10 @@
  *
  * Owns: the numbers — per engine, not per call, because a pooled child is started before its call
  * is known: writable memory (RLIMIT_DATA: the largest memory a call of this engine may be granted,
- * four times over for its guest's copies and a worker's heaps, plus 2 GiB for Node and compiled
- * code — V8's wasm memories and ArrayBuffers count against it, its PROT_NONE reservations do
- * not), one file's size (RLIMIT_FSIZE: twice the guest VFS cap plus 64 MiB), open files
+ * four times over for its guest's copies and a worker's heaps, plus 8 GiB for Node and V8 — V8's
+ * wasm memories and ArrayBuffers count against it, and so do its writable reservations, which is
+ * why the base is large: this bounds a runaway child well below a machine's memory, it is not a
+ * tight wall; the guest's own wall is the engine's `memoryBytes`), one file's size (RLIMIT_FSIZE: twice the guest VFS cap plus 64 MiB), open files
  * (RLIMIT_NOFILE 1024), CPU seconds (RLIMIT_CPU: twice the longest budget plus the boot
  * allowances: a backstop behind the wall-clock SIGKILL, for a parent that cannot deliver it), no
  * core files (RLIMIT_CORE 0: a guest's memory never lands on disk); whether prlimit is here.
@@ -35,8 +36,13 @@ export interface Rlimits {
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-/** Node, V8's heaps and compiled code (LLVM's module compiles to ~0.5 GiB in a C exec's child). */
-const BASE_DATA_BYTES = 2 * GiB;
+/**
+ * Node and V8 themselves: heaps, compiled code and what V8 reserves writable per isolate (each
+ * worker thread is one), which RLIMIT_DATA counts though it is not touched — a Node 24 child
+ * running a hello-world component showed 2.8 GiB of VmData against 0.2 GiB resident, a C exec's
+ * 2.3 GiB (Node 20: 1.3 and 0.65 GiB). A reservation refused is a V8 fatal error in the child.
+ */
+const BASE_DATA_BYTES = 8 * GiB;
 /** The longest boot a child is given (CPython's) and the kill grace, in seconds. */
 const BOOT_SECONDS = 35;
 
