@@ -35,6 +35,8 @@ import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEn
 import { ChildPool } from './pool.ts';
 import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
+import { commandManifest, SPAWNING_CAPS } from './commands.ts';
+import type { CommandRegistry } from '../registry.ts';
 
 export interface OsProcessDeps {
   readonly config: EngineConfig;
@@ -43,6 +45,8 @@ export interface OsProcessDeps {
   readonly closed: () => boolean;
   /** This engine's brokers: the child's brokered powers are served here. */
   readonly brokers: BrokerDesk;
+  /** This engine's command registry: a call granted a spawning cap gets it (commands.ts). */
+  readonly commands: CommandRegistry;
 }
 
 /** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
@@ -57,13 +61,6 @@ export interface OsProcessCall {
   readonly bootMs?: number;
 }
 
-/**
- * Caps this tier does not serve: process spawning (commands, exec, parallel: untested across the
- * boundary). Named in a call's `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the
- * child runs without them, with a warning. The guest VFS (`vfs`) is served in the child: private,
- * in its own storage dir; the brokered powers (kv, net, …) in this engine (broker-proxy.ts).
- */
-const REFUSED_CAPS = ['parallel', 'commands', 'exec'];
 const BOOT_MS = 5_000;
 /** CPython's boot in a fresh child (the interpreter, its standard library; no pre-booted pool). */
 const PYTHON_BOOT_MS = 30_000;
@@ -74,20 +71,28 @@ function refuse(what: string): never {
   throw new SandboxError('NOT_CAPABLE', `the os_process tier does not support ${what} yet (run it on the instance tier)`, { tier: 'os_process' });
 }
 
-/** The caps the child gets, and a warning for profile defaults it does not get; or NOT_CAPABLE. */
+/**
+ * The caps the child gets (all the call's: the spawning caps run inside it, commands.ts), and a
+ * warning for any it does not get (none today); or NOT_CAPABLE.
+ */
 function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: PolicyConfig['caps'][number][]; warning: string | null } {
-  const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
-  const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
-  if (named.length > 0) refuse(`${named.join(', ')}: spawning is not served across the process boundary`);
   if (policy.hostCaps.length > 0) refuse('host functions');
   for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact', 'onStdout', 'onStderr', 'onProgress']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
-  const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
-  const caps = policy.caps.filter((c) => !REFUSED_CAPS.includes(c));
-  return { caps, warning: dropped.length > 0 ? `os_process: ran without the profile's ${dropped.join(', ')} (not served in a child process)` : null };
+  return { caps: [...policy.caps], warning: null };
 }
 
 function settings(c: EngineConfig): ChildEngineSettings {
-  return { operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'], strictProfiles: c.strictProfiles, fuel: c.fuel, fuelChunk: c.fuelChunk, outputLimitBytes: c.outputLimitBytes, cacheDir: c.cacheDir };
+  return {
+    operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'],
+    strictProfiles: c.strictProfiles,
+    fuel: c.fuel,
+    fuelChunk: c.fuelChunk,
+    outputLimitBytes: c.outputLimitBytes,
+    cacheDir: c.cacheDir,
+    workerHeapMb: c.workerHeapMb,
+    workerStackMb: c.workerStackMb,
+    requireSigned: c.requireSigned !== null,
+  };
 }
 
 const bootLine = (c: EngineConfig, warm: WarmKind | null): string => `${encode({ kind: 'boot', engine: settings(c), warm } satisfies ChildBoot)}\n`;
@@ -157,7 +162,9 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   if (policy.requestedProfile !== policy.profile) deps.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile, tier: 'os_process' } });
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
-    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
+    // A call that may run commands gets the parent's registry with it (a pooled child booted before the call has none).
+    const commands = granted.caps.some((c) => SPAWNING_CAPS.includes(c)) ? { commands: commandManifest(deps.commands) } : {};
+    const request = encode({ kind, ...payload, ...commands, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
     const plan = {
       readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
       bwrap: status.bwrap,

@@ -18,6 +18,8 @@
  * checks its shape, but a compromised child can report any result for its own call.
  */
 
+import type { CommandEntry } from './commands.ts';
+
 /** Engine settings passed down: the parent's, never anything higher. */
 export interface ChildEngineSettings {
   readonly operatorLimits: Record<string, { memoryBytes?: number; timeoutMs?: number; fuel?: number }>;
@@ -26,6 +28,15 @@ export interface ChildEngineSettings {
   readonly fuelChunk: number;
   readonly outputLimitBytes: number;
   readonly cacheDir: string | null;
+  /** The guest workers' heap and stack (the parent's: a spawned command's worker is bounded as in a worker run). */
+  readonly workerHeapMb: number;
+  readonly workerStackMb: number;
+  /**
+   * The parent runs only signed modules: the child, which has no trusted DIDs, refuses every
+   * module a guest names by VFS path (DENIED, `artifact.refused`); the call's own module was
+   * checked by the parent, and registered commands are the operator's.
+   */
+  readonly requireSigned: boolean;
 }
 
 /** The first line on a child's stdin: what its engine is built from (the same for every call of one parent engine). */
@@ -42,9 +53,10 @@ export interface ChildBoot {
 
 export type WarmKind = 'run' | 'js';
 
+/** `commands`: the parent's command registry, for a call granted a spawning cap (os-process/commands.ts). */
 export type ChildRequest =
-  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown> }
-  | { readonly kind: 'exec'; readonly opts: Record<string, unknown> };
+  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown>; readonly commands?: readonly CommandEntry[] }
+  | { readonly kind: 'exec'; readonly opts: Record<string, unknown>; readonly commands?: readonly CommandEntry[] };
 
 /** The child's first line on stdout: its engine is built and it waits for its request. */
 export const READY_LINE = 'ready\n';
