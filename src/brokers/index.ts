@@ -70,6 +70,8 @@ export interface BrokerCaller {
 export interface BrokerForward {
   call(name: string, args: readonly Uint8Array[], cap: number): Promise<BrokerAnswer>;
   net(name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number): Promise<Uint8Array | number>;
+  /** The caller's tenant's exec or live-process slot, counted on the other side (its release), or null at the limit. */
+  slot?(kind: 'exec' | 'process'): Promise<(() => void) | null>;
 }
 
 /** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */

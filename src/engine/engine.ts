@@ -101,6 +101,7 @@ export class Engine {
   constructor(options: EngineOptions = {}) {
     const resolved = resolveEngine(options);
     const commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: resolved.cacheDir });
+    const forward = options.brokers?.forward;
     this.config = Object.freeze({ ...resolved, operatorModule: (b: Uint8Array) => commands.isRegisteredModule(b) });
     // Rewriting and compiling never run on this thread (module uploads, the Python interpreter).
     this.rewriter = new RewritePool({ file: locateRewriteWorker });
@@ -127,6 +128,7 @@ export class Engine {
       hostCall: (caller, cap, fn, args, stops, deadline) =>
         this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
       signedOnly: this.config.requireSigned !== null,
+      ...(forward?.slot ? { slots: (kind: 'exec' | 'process') => forward.slot!(kind) } : {}), // an os_process child: its tenant's slots are the parent's
     });
     this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c), record: (e) => this.brokers.record(e) });
   }
@@ -424,7 +426,7 @@ export class Engine {
     this.brokers.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile } });
   }
 
-  private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e), closed: () => this.closed, brokers: this.brokers, commands: this.commands }; }
+  private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e), closed: () => this.closed, brokers: this.brokers, commands: this.commands, slots: (t, k) => this.services.takeSlot(k, t) }; }
   private get componentParts(): ComponentLaneParts { return { config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i), record: (t, i, kind, d) => this.brokers.record({ tenant: t, instance: i, kind, detail: d }) }; }
 
   private assertOpen(): void {

@@ -64,7 +64,7 @@ export interface LaneHostDeps {
   /** `vfs_query` against a database file (storage/query.ts): the JSON answer or a guest code name. */
   readonly query: (file: string, sql: string) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
   /** One of the tenant's concurrent exec slots: its release, or null at the limit. */
-  readonly takeExec: () => (() => void) | null;
+  readonly takeExec: () => (() => void) | null | Promise<(() => void) | null>;
   /** The cadence's steps 1-4 (granted, revoked, rate, size): null = go. */
   readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
   readonly record: (kind: string, detail: Record<string, unknown>) => void;
@@ -159,7 +159,7 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
     const found = isCommandPath(req.name) ? fromVfs(req.name, req.argv) : (deps.command(req.name, req.argv) ?? refuse(GUEST_ERR.NOT_FOUND));
     let release: (() => void) | null = null;
     if (mode === 'exec') {
-      release = deps.takeExec();
+      release = await deps.takeExec();
       if (release === null) {
         deps.record('denied', { broker: 'exec', op, code: 'QUOTA', why: 'the tenant already runs its maximum of concurrent execs' });
         deps.vfs?.step({ op: 'exec', depth: COMMAND_DEPTH, argv, refused: 'QUOTA' });

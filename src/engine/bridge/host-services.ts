@@ -102,11 +102,21 @@ export interface HostServicesDeps {
    * registered commands are not gated.
    */
   readonly signedOnly: boolean;
+  /**
+   * Where a tenant's exec and live-process slots are counted when not here: an os_process
+   * child's are its parent engine's, shared with every call of the tenant (broker-link.ts). A
+   * slot's release, or null at the limit.
+   */
+  readonly slots?: (kind: SlotKind) => Promise<(() => void) | null>;
 }
+
+/** The per-tenant counters: concurrent execs, live processes. */
+export type SlotKind = 'exec' | 'process';
 
 interface Process {
   readonly promise: Promise<RunResult>;
   readonly abort: AbortController;
+  readonly release: () => void;
   response: Uint8Array | null;
 }
 
@@ -139,14 +149,25 @@ export class HostServices {
    * One of `tenant`'s concurrent exec slots for a snippet's exec-cap call (src/lanes/host.ts):
    * its release (idempotent), or null when the tenant already has MAX_CONCURRENT_EXECS in flight.
    */
-  takeExec(tenant: string): (() => void) | null {
-    if ((this.execs.get(tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return null;
-    this.bump(this.execs, tenant, 1);
+  takeExec(tenant: string): (() => void) | null | Promise<(() => void) | null> {
+    return this.deps.slots ? this.deps.slots('exec') : this.takeSlot('exec', tenant);
+  }
+
+  /** One of `tenant`'s slots of `kind` counted here (idempotent release), or null at its limit. */
+  takeSlot(kind: SlotKind, tenant: string): (() => void) | null {
+    const [map, max] = kind === 'exec' ? [this.execs, MAX_CONCURRENT_EXECS] : [this.live, MAX_LIVE_PROCESSES];
+    if ((map.get(tenant) ?? 0) >= max) return null;
+    this.bump(map, tenant, 1);
     let held = true;
     return () => {
-      if (held) this.bump(this.execs, tenant, -1);
+      if (held) this.bump(map, tenant, -1);
       held = false;
     };
+  }
+
+  /** A slot for `caller`: here, or where the slots are counted (an os_process child's parent). */
+  private async slot(kind: SlotKind, tenant: string): Promise<(() => void) | null> {
+    return this.deps.slots ? this.deps.slots(kind) : this.takeSlot(kind, tenant);
   }
 
   /** Count the host calls of jobs run as instance `id` until `unwatch()`. */
@@ -162,7 +183,7 @@ export class HostServices {
   }
 
   private fullJob(caller: Caller, serving: ServeSlot): JobHost {
-    const slots = new Set<number>();
+    const slots = new Map<number, () => void>();
     const processes = new Map<number, Process>();
     let nextSlot = 1;
     let nextPid = 1;
@@ -180,14 +201,16 @@ export class HostServices {
       return err(GUEST_ERR.QUOTA);
     };
     const releaseExec = (slot: number): void => {
-      if (slots.delete(slot)) this.bump(this.execs, caller.tenant, -1);
+      const release = slots.get(slot);
+      slots.delete(slot);
+      release?.();
     };
     const reap = (pid: number): void => {
       const p = processes.get(pid);
       if (!p) return;
       processes.delete(pid);
       p.abort.abort();
-      this.bump(this.live, caller.tenant, -1);
+      p.release();
     };
 
     const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle, call: HostCall): Promise<HostReply> => {
@@ -209,10 +232,11 @@ export class HostServices {
           if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota(cap, op, `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
           let slot = 0;
           if (req.mode === 'exec') {
-            if ((this.execs.get(caller.tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return quota(cap, op, `${MAX_CONCURRENT_EXECS} execs in flight`);
+            const release = await this.slot('exec', caller.tenant);
+            if (release === null) return quota(cap, op, `${MAX_CONCURRENT_EXECS} execs in flight`);
             slot = nextSlot++;
-            slots.add(slot);
-            this.bump(this.execs, caller.tenant, 1);
+            slots.set(slot, release);
+            if (ended) releaseExec(slot); // the job ended while the slot was asked for
           }
           try {
             const resolved = await this.resolve(caller, req.name, blobs[0]);
@@ -242,15 +266,17 @@ export class HostServices {
           if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota('exec', 'process_spawn', `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
           const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
           if (typeof request === 'number') return err(request);
-          if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
+          const release = await this.slot('process', caller.tenant);
+          if (release === null) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
           const bytes = this.commandBytes(caller, request.name, blobs[1]);
-          if (typeof bytes === 'number') return err(bytes);
-          if (ended) return err(GUEST_ERR.UNAVAILABLE);
+          if (typeof bytes === 'number' || ended) {
+            release();
+            return err(typeof bytes === 'number' ? bytes : GUEST_ERR.UNAVAILABLE);
+          }
           const abort = new AbortController();
           const pid = nextPid++;
-          this.bump(this.live, caller.tenant, 1);
           const promise = this.deps.runProcess(caller, { request, bytes, depth: req.depth, signal: abort.signal });
-          processes.set(pid, { promise, abort, response: null });
+          processes.set(pid, { promise, abort, release, response: null });
           return ok(pid);
         }
         case 'process_wait': {
@@ -336,13 +362,13 @@ export class HostServices {
         ended = true;
         stop?.abort(JOB_ENDED);
         stop = null;
-        for (const slot of [...slots]) releaseExec(slot);
+        for (const slot of [...slots.keys()]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
       interrupt: () => {
         stop?.abort(JOB_ENDED);
         stop = null;
-        for (const slot of [...slots]) releaseExec(slot);
+        for (const slot of [...slots.keys()]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
     };

@@ -4,6 +4,9 @@
  * JS/TS/Python snippet's powers through its power server — to the parent engine, as request lines
  * on stdout (protocol.ts), and wait for the answer line on stdin.
  *
+ * Also holds the call's spawn slots in the parent (`slot`: the tenant's exec and live-process
+ * counters are the parent engine's, shared by all its calls, as on the instance tier).
+ *
  * Owns: request ids (increasing, never reused), a request too large to carry sent as its size
  * (`oversized`: the parent's cadence refuses it TOO_LARGE and records it, as in a worker), the
  * time left to the call (`leftMs`), withdrawing a request whose call stopped waiting (`cancel`;
@@ -42,6 +45,18 @@ export class ParentLink implements BrokerForward {
     return a.ok ? fromB64(a.payload ?? '') : a.errno;
   }
 
+  /** One of the tenant's exec or live-process slots, held in the parent (its release), or null at the limit (or the parent gone). */
+  async slot(kind: 'exec' | 'process'): Promise<(() => void) | null> {
+    const id = this.nextId++;
+    const a = await this.send(id, { kind: 'slot', id, slot: kind }, null);
+    if (a === null || !a.ok) return null;
+    let held = true;
+    return () => {
+      if (held && !this.closed) this.write(`${BROKER_MARK}${JSON.stringify({ kind: 'release', id } satisfies BrokerRequestLine)}\n`);
+      held = false;
+    };
+  }
+
   /** One answer line from stdin (for a request still awaited; others are dropped). */
   answer(line: string): void {
     let a: BrokerAnswerLine;
@@ -66,6 +81,12 @@ export class ParentLink implements BrokerForward {
     const leftMs = Number.isFinite(deadline) ? Math.max(0, Math.floor(deadline - performance.now())) : NO_DEADLINE_MS;
     const req: BrokerRequestLine =
       bytes > MAX_BROKER_ARGS_BYTES ? { kind: 'broker', id, name, oversized: bytes, cap, leftMs } : { kind: 'broker', id, name, args: args.map(toB64), cap, leftMs };
+    return this.send(id, req, stop);
+  }
+
+  /** Write request `id` and wait for its answer (null: withdrawn, or stdin ended). */
+  private send(id: number, req: BrokerRequestLine, stop: AbortSignal | null): Promise<BrokerAnswerLine | null> {
+    if (this.closed) return Promise.resolve(null);
     return new Promise((resolve) => {
       const onStop = (): void => {
         if (!this.pending.has(id)) return;

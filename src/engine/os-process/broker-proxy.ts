@@ -5,8 +5,12 @@
  * request line (protocol.ts); this module serves it through the parent engine's own brokers, as
  * the call the parent gave the child, and writes the answer on the child's stdin.
  *
+ * Also the call's spawn slots (`slot`/`release` lines): the tenant's exec and live-process
+ * counters are this engine's (HostServices), shared by all the tenant's calls on every tier; a
+ * slot the child did not release is released when the call ends.
+ *
  * Owns: reading a request line as hostile input (strict shape; a malformed line, a reused or
- * unknown id, a second cancel, more than MAX_BROKER_IN_FLIGHT requests in flight → the child is
+ * unknown id, a second cancel, a release of no slot held, more than MAX_BROKER_IN_FLIGHT requests in flight → the child is
  * killed and its call fails INTERNAL; spawn.ts bounds each line's size); routing by the import's
  * name alone (a network call to `net`, anything else to `call`, whose hub refuses what is not a
  * broker import: INVALID); the deadline of each request (what the child says is left, never past
@@ -27,6 +31,7 @@
  */
 
 import { SandboxError } from '../../errors.ts';
+import { GUEST_ERR } from '../../abi/command.ts';
 import { REMOTE_CALLS, type BrokerAnswer, type BrokerCaller } from '../../brokers/index.ts';
 import { fromB64, toB64, MAX_BROKER_IN_FLIGHT, MAX_BROKER_LINE_BYTES, type BrokerAnswerLine, type BrokerRequestLine } from './protocol.ts';
 import type { Child, SideLines } from './spawn.ts';
@@ -37,6 +42,9 @@ export interface BrokerDesk {
   net(caller: BrokerCaller, name: string, args: readonly Uint8Array[], stop: AbortSignal, deadline: number): Promise<Uint8Array | number>;
   refuseOversized(caller: BrokerCaller, name: string, bytes: number): number;
 }
+
+/** The parent's per-tenant spawn counters for this call (host-services.ts `takeSlot`): a slot's release, or null at the limit. */
+export type SlotDesk = (kind: 'exec' | 'process') => (() => void) | null;
 
 /** The longest import name a request may carry (the catalog's are far shorter). */
 const MAX_NAME_CHARS = 64;
@@ -58,7 +66,8 @@ export function parseRequest(line: string): BrokerRequestLine | null {
   const o = v as Record<string, unknown>;
   if (!isCount(o['id'], Number.MAX_SAFE_INTEGER) || o['id'] === 0) return null;
   const id = o['id'];
-  if (o['kind'] === 'cancel') return { kind: 'cancel', id };
+  if (o['kind'] === 'cancel' || o['kind'] === 'release') return { kind: o['kind'], id };
+  if (o['kind'] === 'slot') return o['slot'] === 'exec' || o['slot'] === 'process' ? { kind: 'slot', id, slot: o['slot'] } : null;
   if (o['kind'] !== 'broker') return null;
   const { name, args, oversized, cap, leftMs } = o;
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_CHARS) return null;
@@ -78,8 +87,10 @@ interface InFlight {
  * what is in flight is aborted, late answers are dropped). `deadline` (`performance.now()`) is
  * when the child is killed: no broker work of the call outlives it.
  */
-export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: BrokerCaller, deadline: number): { readonly side: SideLines; end(): void } {
+export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: BrokerCaller, deadline: number, slots: SlotDesk = () => null): { readonly side: SideLines; end(): void } {
   const inFlight = new Map<number, InFlight>();
+  /** The call's spawn slots held here, by the id of the request that took each. */
+  const held = new Map<number, () => void>();
   const stop = new AbortController();
   let lastId = 0;
   let ended = false;
@@ -114,11 +125,25 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
       r.abort.abort();
       return;
     }
+    if (req.kind === 'release') {
+      const release = held.get(req.id);
+      if (!release) return violation('a release of no slot held');
+      held.delete(req.id);
+      return release();
+    }
     if (req.id <= lastId) return violation('a request id used before');
     lastId = req.id;
     if (inFlight.size >= MAX_BROKER_IN_FLIGHT) return violation(`more than ${MAX_BROKER_IN_FLIGHT} requests in flight`);
     const entry: InFlight = { abort: new AbortController(), cancelled: false };
     inFlight.set(req.id, entry);
+    if (req.kind === 'slot') {
+      // Taken here at once, as the call (its tenant's counters, shared with all its calls): held until released or the call ends.
+      const release = slots(req.slot);
+      if (release) held.set(req.id, release);
+      const answer: BrokerAnswerLine = release ? { id: req.id, ok: true, value: 0 } : { id: req.id, ok: false, errno: GUEST_ERR.QUOTA };
+      if (!child.send(JSON.stringify(answer), () => inFlight.delete(req.id))) inFlight.delete(req.id);
+      return;
+    }
     serve(req, AbortSignal.any([stop.signal, entry.abort.signal])).then(
       (answer) => {
         // Still in flight until the answer has left this process: a child that does not read cannot pile answers up here.
@@ -140,6 +165,8 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
       ended = true;
       stop.abort();
       inFlight.clear();
+      for (const release of held.values()) release();
+      held.clear();
     },
   };
 }

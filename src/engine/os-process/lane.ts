@@ -47,6 +47,8 @@ export interface OsProcessDeps {
   readonly brokers: BrokerDesk;
   /** This engine's command registry: a call granted a spawning cap gets it (commands.ts). */
   readonly commands: CommandRegistry;
+  /** A tenant's exec or live-process slot (HostServices.takeSlot): a child's spawns count with all the tenant's calls. */
+  readonly slots: (tenant: string, kind: 'exec' | 'process') => (() => void) | null;
 }
 
 /** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
@@ -189,7 +191,7 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
     const killAfterMs = policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS;
     // The child's broker requests are served here as this call: its tenant, instance and grant; its records marked.
-    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, marks: { tier: 'os_process' } }, performance.now() + killAfterMs);
+    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, marks: { tier: 'os_process' } }, performance.now() + killAfterMs, (k) => deps.slots(tenant, k));
     try {
       out = await child.call(request, {
         killAfterMs,

@@ -109,11 +109,21 @@ export const MAX_BROKER_IN_FLIGHT = 8;
  * A broker request (after BROKER_MARK): `name` a `membrane` broker import with its string
  * arguments (base64) and the guest's `cap` (its out buffer); or only their total size
  * (`oversized`) when they are too large to carry; `leftMs` what is left of the child's call.
- * `cancel` withdraws request `id` (the child's call ended or timed out: its answer is not awaited).
+ * `cancel` withdraws request `id` (the child's call ended or timed out: its answer is not awaited);
+ * `slot` and `release` (SlotLine) hold the tenant's spawn slots.
  */
 export type BrokerRequestLine =
   | { readonly kind: 'broker'; readonly id: number; readonly name: string; readonly args?: readonly string[]; readonly oversized?: number; readonly cap: number; readonly leftMs: number }
-  | { readonly kind: 'cancel'; readonly id: number };
+  | { readonly kind: 'cancel'; readonly id: number }
+  | SlotLine;
+
+/**
+ * The tenant's exec and live-process slots are counted in the parent, across all its calls
+ * (host-services.ts `slots`): `slot` asks for one (answered like a broker request: ok, or the
+ * errno QUOTA at the limit), `release` gives back the slot request `id` got (no answer; the parent
+ * releases whatever the call still holds when it ends).
+ */
+export type SlotLine = { readonly kind: 'slot'; readonly id: number; readonly slot: 'exec' | 'process' } | { readonly kind: 'release'; readonly id: number };
 
 /** The parent's answer to broker request `id` (on the child's stdin): the broker's answer as in a worker. */
 export type BrokerAnswerLine =
