@@ -6,15 +6,21 @@
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
- * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel; host
- * functions, mounts, persistent VFS, receipts, streaming callbacks) with NOT_CAPABLE saying why;
- * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) here,
+ * call); refusing what this tier cannot do yet (host functions, mounts, persistent VFS, receipts,
+ * streaming callbacks) with NOT_CAPABLE saying why; sending this engine's command registry with a
+ * call granted a spawning cap (`commands`, `exec`, `parallel`: they run inside the child, on its
+ * own worker threads — commands.ts), and holding the tenant's exec and live-process slots here for
+ * the child (shared with every call of the tenant, released when the call ends); serving the
+ * call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) here,
  * through this engine's brokers, as the call (broker-proxy.ts); the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
  * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
  * first os_process call, closed with the engine).
- * Invariant: a call asked for `os_process` runs in a child or does not run — never in process;
- * the child it gets was started with exactly its call's flags (pool.ts keys).
+ * Invariant: a call asked for `os_process` runs in a child or does not run — never in process,
+ * and nothing it spawns runs anywhere else (the child cannot start a process); the child it gets
+ * was started with exactly its call's flags (pool.ts keys); its commands are this engine's or
+ * fewer, and `requireSigned` holds in it (the call's module is checked here; the child refuses
+ * every module a guest names by VFS path).
  * Does not protect against: see spawn.ts (the boundary) — and a child's reply is taken as its
  * call's result (its size is capped, its shape is not trusted beyond that). A pooled child that
  * dies in the instant after it was handed out is its call's INSTANCE_DEAD, as a fresh one would be.
