@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { after } from 'node:test';
 import { Brokers, type BrokerCaller, type BrokerOptions } from '../../src/brokers/index.ts';
 import { auditInDatabase } from '../../src/engine/audit-sink.ts';
-import { brokerProxy } from '../../src/engine/os-process/broker-proxy.ts';
+import { brokerProxy, type SlotDesk } from '../../src/engine/os-process/broker-proxy.ts';
 import { replyText } from '../../src/engine/os-process/protocol.ts';
 import { startChild } from '../../src/engine/os-process/spawn.ts';
 import type { CapWord } from '../../src/policy/profiles.ts';
@@ -52,10 +52,10 @@ export interface ForgedOutcome {
 }
 
 /** Run the forger on `script` as `caller`'s call, served by `brokers`: its answers, or the call's error. */
-export async function forged(brokers: Brokers, caller: BrokerCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal): Promise<ForgedOutcome> {
+export async function forged(brokers: Brokers, caller: BrokerCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal, slots?: SlotDesk): Promise<ForgedOutcome> {
   const t0 = performance.now();
   const child = startChild({ entry: FORGER, readDirs: [], bwrap: null, addons: false, shareNet: false });
-  const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs);
+  const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs, slots);
   try {
     const out = await child.call(JSON.stringify(script), { killAfterMs, maxReplyBytes: 32 << 20, lines: 2, side: proxy.side, signal });
     const reply = JSON.parse(replyText(out) ?? 'null') as { result: { answers: ForgedOutcome['answers'] } };
