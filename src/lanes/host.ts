@@ -64,7 +64,7 @@ export interface LaneHostDeps {
   /** `vfs_query` against a database file (storage/query.ts): the JSON answer or a guest code name. */
   readonly query: (file: string, sql: string) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
   /** One of the tenant's concurrent exec slots: its release, or null at the limit. */
-  readonly takeExec: () => (() => void) | null | Promise<(() => void) | null>;
+  readonly takeExec: () => (() => void) | null | Promise<(() => void) | null>; // a promise when counted elsewhere (an os_process child)
   /** The cadence's steps 1-4 (granted, revoked, rate, size): null = go. */
   readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
   readonly record: (kind: string, detail: Record<string, unknown>) => void;

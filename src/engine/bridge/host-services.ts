@@ -5,8 +5,9 @@
  * buffer is kept for its retry, so a function never runs twice for one request).
  *
  * Owns: resolving a command name in the operator's registry (or taking a path's module from the
- * caller's own VFS, as its worker read it) and preparing the module with the caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
- * processes — a principal is the tenant, so a tenant's instances share them); the process table
+ * caller's own VFS, as its worker read it) and preparing the module with the caller's limits and caps; taking the per-principal slots (tenant-slots.ts: ≤ 64 concurrent execs, ≤ 32 live
+ * processes — a principal is the tenant, so a tenant's instances share them; an os_process
+ * child takes its parent engine's, `slots`); the process table
  * of each job (processes run on other workers; they end when their job ends); handing
  * `vfs_query` to the query service with the caller's own database.
  * Invariant: every decision is made here from the caller's captured context (tenant, policy,
@@ -41,14 +42,13 @@ import { PARKED, type HostCall, type WorkerHandle } from './worker-handle.ts';
 import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
 import { LazyJob, type JobHost, type ServeSlot } from './job-host.ts';
-
-/** DESIGN §4: the exec cap's per-principal limits. */
+import { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES, TenantSlots, type SlotKind } from './tenant-slots.ts';
 
 /** A job's stop reason (an AbortError, as a reason-less abort's): made once, not a stack trace per job. */
 const JOB_ENDED = new DOMException('the job ended', 'AbortError');
 
-export const MAX_CONCURRENT_EXECS = 64;
-export const MAX_LIVE_PROCESSES = 32;
+/** DESIGN §4: the exec cap's per-principal limits (tenant-slots.ts). */
+export { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES };
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 
@@ -110,9 +110,6 @@ export interface HostServicesDeps {
   readonly slots?: (kind: SlotKind) => Promise<(() => void) | null>;
 }
 
-/** The per-tenant counters: concurrent execs, live processes. */
-export type SlotKind = 'exec' | 'process';
-
 interface Process {
   readonly promise: Promise<RunResult>;
   readonly abort: AbortController;
@@ -126,8 +123,7 @@ export type { JobHost, ServeSlot };
 export const MAX_SERVE_RESPONSE_BYTES = 1024 * 1024;
 
 export class HostServices {
-  private readonly execs = new Map<string, number>();
-  private readonly live = new Map<string, number>();
+  private readonly counters = new TenantSlots();
   /** Host calls (all but `log`) per watched instance id: a receipt's "did it call out?" (engine/receipts.ts). */
   private readonly watched = new Map<string, { calls: number }>();
 
@@ -135,7 +131,7 @@ export class HostServices {
 
   /** Concurrent execs and live processes of a tenant right now (for tests and metrics). */
   usage(tenant: string): { execs: number; processes: number } {
-    return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
+    return this.counters.usage(tenant);
   }
 
   /** A registered command (the operator's registry) for a snippet's commands: its module, full arguments, image mounts and toolkit declaration. */
@@ -149,23 +145,16 @@ export class HostServices {
    * One of `tenant`'s concurrent exec slots for a snippet's exec-cap call (src/lanes/host.ts):
    * its release (idempotent), or null when the tenant already has MAX_CONCURRENT_EXECS in flight.
    */
-  takeExec(tenant: string): (() => void) | null | Promise<(() => void) | null> {
-    return this.deps.slots ? this.deps.slots('exec') : this.takeSlot('exec', tenant);
+  takeExec(tenant: string): Promise<(() => void) | null> {
+    return this.slot('exec', tenant);
   }
 
   /** One of `tenant`'s slots of `kind` counted here (idempotent release), or null at its limit. */
   takeSlot(kind: SlotKind, tenant: string): (() => void) | null {
-    const [map, max] = kind === 'exec' ? [this.execs, MAX_CONCURRENT_EXECS] : [this.live, MAX_LIVE_PROCESSES];
-    if ((map.get(tenant) ?? 0) >= max) return null;
-    this.bump(map, tenant, 1);
-    let held = true;
-    return () => {
-      if (held) this.bump(map, tenant, -1);
-      held = false;
-    };
+    return this.counters.take(kind, tenant);
   }
 
-  /** A slot for `caller`: here, or where the slots are counted (an os_process child's parent). */
+  /** A slot of `tenant`: here, or where the slots are counted (an os_process child's parent). */
   private async slot(kind: SlotKind, tenant: string): Promise<(() => void) | null> {
     return this.deps.slots ? this.deps.slots(kind) : this.takeSlot(kind, tenant);
   }
@@ -453,11 +442,5 @@ export class HostServices {
     } catch {
       // an operator's logger failing is not the guest's problem
     }
-  }
-
-  private bump(map: Map<string, number>, key: string, by: number): void {
-    const n = (map.get(key) ?? 0) + by;
-    if (n <= 0) map.delete(key);
-    else map.set(key, n);
   }
 }
