@@ -3,12 +3,16 @@
 // engine's own worker threads, from the parent's registry — with the same stdout, exit codes and
 // fuel as the same call on the instance tier.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { CommandRegistry } from '../../src/index.ts';
 import { GUEST_ERR } from '../../src/abi/command.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { poolFull } from '../helpers/os-pool.ts';
+import { commandShelfDir } from '../../src/engine/os-process/lane.ts';
+import { INLINE_MAX_BYTES } from '../../src/engine/os-process/commands.ts';
 
 const NO_BWRAP = { tier: 'os_process', bwrapPath: '' } as const;
 const fixture = (n: string) => new Uint8Array(readFileSync(new URL(`../fixtures/c/${n}.wasm`, import.meta.url)));
@@ -72,4 +76,40 @@ test("the child's commands are exactly the parent's: no built-ins it lacks, a la
   assert.equal(cut.there.stdout, 'spawned 1 refused 0 code 0\nwaited ok 0\n');
   const whole = await both(engine, nest, { profile: 'minimal', argv: ['spawn', '1', 'nest', 'exec', 'echo', 'yes'] });
   assert.equal(whole.there.stdout, 'spawned 1 refused 0 code 0\nwaited ok 1\n');
+});
+
+/** `bytes` with a custom section of `pad` bytes appended (still the same command). */
+function padded(bytes: Uint8Array, pad: number): Uint8Array {
+  const leb = (n: number): number[] => {
+    const out: number[] = [];
+    do {
+      const b = n & 0x7f;
+      n >>>= 7;
+      out.push(n ? b | 0x80 : b);
+    } while (n);
+    return out;
+  };
+  const name = [...Buffer.from('pad')];
+  const body = [...leb(name.length), ...name];
+  return new Uint8Array([...bytes, 0, ...leb(body.length + pad), ...body, ...new Uint8Array(pad)]);
+}
+
+test('a big registered command goes to the child by content hash (a file of the engine\'s shelf), checked there; the shelf goes with the engine', { timeout: 120_000 }, async () => {
+  const big = padded(new Uint8Array(readFileSync(new URL('../../commands/bin/echo.wasm', import.meta.url))), INLINE_MAX_BYTES);
+  const r = withNest(new CommandRegistry());
+  r.register('bigecho', big);
+  const engine = testEngine({ commands: r, poolSize: 1, osProcessPool: 0 });
+  const same = await both(engine, nest, { profile: 'minimal', argv: ['run', 'bigecho', 'by', 'hash'] });
+  assert.equal(same.there.stdout, 'by hash\nstatus=0 error=\n');
+  const shelf = commandShelfDir(engine.config)!;
+  const sha = createHash('sha256').update(big).digest('hex');
+  assert.deepEqual(readdirSync(shelf), [`${sha}.wasm`], 'only the big module is on the shelf (nest went inline)');
+  // A shelf file changed behind the engine's back no longer hashes the same: the child leaves the command out.
+  const file = join(shelf, `${sha}.wasm`);
+  chmodSync(file, 0o600);
+  writeFileSync(file, padded(big.subarray(0, 8), 16));
+  const tampered = await engine.run(nest, { profile: 'minimal', argv: ['run', 'bigecho', 'x'], ...NO_BWRAP });
+  assert.equal(tampered.stdout, `error ${GUEST_ERR.NOT_FOUND}\n`);
+  await engine.close();
+  assert.equal(existsSync(shelf), false);
 });

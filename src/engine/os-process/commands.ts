@@ -6,9 +6,12 @@
  * was booted before the call, and a registration may have come since): each command by name and
  * sha256; a built-in (the package's own commands/bin file, which the child can read) by that
  * alone, the child reading the file and checking its hash; an operator's registered module by its
- * bytes (base64), with its toolkit declaration.
+ * bytes (base64) — or, from 256 KiB on, by the path of its copy on the engine's shelf (a
+ * directory of `<sha256>.wasm` files its children may read), the child checking the hash — with
+ * its toolkit declaration.
  *
- * Owns: building that manifest (hashes cached per module buffer) and filling the child's registry
+ * Owns: building that manifest (hashes cached per module buffer), the shelf (made with the
+ * engine's first os_process call, removed with the engine or at the host's exit), and filling the child's registry
  * from it; the child's "operator module" test (`ChildRegistry.isRegisteredModule`): a registered
  * command's buffer, or the one module the parent admitted for this call.
  * Invariant: the child's commands are at most the parent's — exactly the names the parent resolves
@@ -16,25 +19,73 @@
  * parent would run (a built-in whose file no longer hashes the same is left out) and the same
  * declaration. A call granted no spawning cap gets an empty registry.
  * Does not protect against: an operator registering a hostile module (it runs in the sandbox, as
- * on the instance tier); a very large registry (every spawning call carries its registered
- * modules' bytes).
+ * on the instance tier); a host killed by a signal (its shelf stays in the temp dir); a local user
+ * writing the shelf (a changed file no longer hashes the same: the child leaves the command out).
  */
 
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommandRegistry } from '../registry.ts';
 import { packageRoot } from '../../storage/package-root.ts';
 import type { Declaration } from '../../policy/toolkit.ts';
 import { fromB64, toB64 } from './protocol.ts';
 
-/** One command as the child gets it: a built-in by name and hash, anything else by its bytes too. */
+/**
+ * One command as the child gets it: a built-in by name and hash; a registered module by its bytes
+ * too, or — from INLINE_MAX_BYTES on — by the path of its copy in the engine's shelf.
+ */
 export interface CommandEntry {
   readonly name: string;
   readonly sha256: string;
   readonly builtin?: true;
   readonly b64?: string;
+  readonly path?: string;
   readonly declared?: Declaration;
+}
+
+/** A registered module this big or bigger goes by content hash (a file of the shelf), not in every request. */
+export const INLINE_MAX_BYTES = 256 * 1024;
+
+/** Shelves not yet removed: a host that exits without closing its engine removes them on its way out. */
+const shelves = new Set<string>();
+let exitHook = false;
+
+/**
+ * The engine's directory of registered modules for its children, by content hash
+ * (`<sha256>.wasm`, read-only, written once each): made with the engine's first os_process call,
+ * readable by every child it starts (one of the plan's read dirs, so the pool key does not change),
+ * removed with the engine.
+ */
+export class CommandShelf {
+  readonly dir: string;
+  private readonly placed = new Set<string>();
+
+  constructor() {
+    this.dir = mkdtempSync(join(tmpdir(), 'membrane-oscmd-'));
+    if (!exitHook) process.once('exit', () => shelves.forEach((d) => rmSync(d, { recursive: true, force: true })));
+    exitHook = true;
+    shelves.add(this.dir);
+  }
+
+  /** The path of `bytes` (hash `sha`) on the shelf, written now if it is not there yet. */
+  place(sha: string, bytes: Uint8Array): string {
+    const path = join(this.dir, `${sha}.wasm`);
+    if (!this.placed.has(sha)) {
+      const tmp = `${path}.${process.pid}.tmp`;
+      writeFileSync(tmp, bytes, { mode: 0o400 });
+      renameSync(tmp, path);
+      chmodSync(path, 0o400);
+      this.placed.add(sha);
+    }
+    return path;
+  }
+
+  close(): void {
+    shelves.delete(this.dir);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 }
 
 /** The caps under which a guest runs commands: with none of them granted, the child gets no registry. */
@@ -49,13 +100,12 @@ const hashOf = (b: Uint8Array): string => {
 };
 
 /** The parent's registry as the child needs it (the toolchain's tools are not sent). */
-export function commandManifest(registry: CommandRegistry): CommandEntry[] {
-  return registry.entries().map((e) => ({
-    name: e.name,
-    sha256: hashOf(e.bytes),
-    ...(e.builtin ? { builtin: true as const } : { b64: toB64(e.bytes) }),
-    ...(e.declared ? { declared: e.declared } : {}),
-  }));
+export function commandManifest(registry: CommandRegistry, shelf: CommandShelf): CommandEntry[] {
+  return registry.entries().map((e) => {
+    const sha256 = hashOf(e.bytes);
+    const how = e.builtin ? { builtin: true as const } : e.bytes.byteLength >= INLINE_MAX_BYTES ? { path: shelf.place(sha256, e.bytes) } : { b64: toB64(e.bytes) };
+    return { name: e.name, sha256, ...how, ...(e.declared ? { declared: e.declared } : {}) };
+  });
 }
 
 const COMMAND_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
@@ -71,7 +121,9 @@ export class ChildRegistry extends CommandRegistry {
       if (typeof e !== 'object' || e === null || typeof e.name !== 'string' || !COMMAND_NAME.test(e.name) || typeof e.sha256 !== 'string') continue;
       let bytes: Uint8Array;
       try {
-        bytes = e.builtin === true ? new Uint8Array(readFileSync(join(packageRoot(), 'commands', 'bin', `${e.name}.wasm`))) : fromB64(String(e.b64));
+        if (e.builtin === true) bytes = new Uint8Array(readFileSync(join(packageRoot(), 'commands', 'bin', `${e.name}.wasm`)));
+        else if (typeof e.path === 'string') bytes = new Uint8Array(readFileSync(e.path));
+        else bytes = fromB64(String(e.b64));
       } catch {
         continue; // a built-in this package lacks: not a command here either
       }

@@ -41,7 +41,7 @@ import { decode, encode, fromB64, replyText, toB64, type ChildBoot, type ChildEn
 import { ChildPool } from './pool.ts';
 import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
-import { commandManifest, SPAWNING_CAPS } from './commands.ts';
+import { CommandShelf, commandManifest, SPAWNING_CAPS } from './commands.ts';
 import type { CommandRegistry } from '../registry.ts';
 
 export interface OsProcessDeps {
@@ -107,6 +107,14 @@ const bootLine = (c: EngineConfig, warm: WarmKind | null): string => `${encode({
 
 /** One pool of pre-started children per engine (its config), made on the first os_process call. */
 const pools = new WeakMap<EngineConfig, ChildPool>();
+/** One shelf of big registered modules per engine (commands.ts), made on the first os_process call. */
+const shelves = new WeakMap<EngineConfig, CommandShelf>();
+
+function shelfFor(c: EngineConfig): CommandShelf {
+  let shelf = shelves.get(c);
+  if (!shelf) shelves.set(c, (shelf = new CommandShelf()));
+  return shelf;
+}
 
 function poolFor(c: EngineConfig): ChildPool | null {
   if (c.osProcessPool <= 0) return null;
@@ -120,6 +128,13 @@ export async function closeOsProcess(c: EngineConfig): Promise<void> {
   const pool = pools.get(c);
   pools.delete(c);
   await pool?.close();
+  shelves.get(c)?.close();
+  shelves.delete(c);
+}
+
+/** An engine's shelf of big registered modules, if it has one (tests). */
+export function commandShelfDir(c: EngineConfig): string | null {
+  return shelves.get(c)?.dir ?? null;
 }
 
 /** An engine's waiting children (tests look for leftovers and kill one; the benchmark waits for a full pool). */
@@ -171,10 +186,11 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
   const release = await deps.fair.admit(tenant, policy.timeoutMs, o.signal);
   try {
     // A call that may run commands gets the parent's registry with it (a pooled child booted before the call has none).
-    const commands = granted.caps.some((c) => SPAWNING_CAPS.includes(c)) ? { commands: commandManifest(deps.commands) } : {};
+    const shelf = shelfFor(deps.config);
+    const commands = granted.caps.some((c) => SPAWNING_CAPS.includes(c)) ? { commands: commandManifest(deps.commands, shelf) } : {};
     const request = encode({ kind, ...payload, ...commands, opts: { ...dataOf(o), ...limits(policy, granted.caps) } });
     const plan = {
-      readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
+      readDirs: [...(deps.config.cacheDir ? [deps.config.cacheDir] : []), shelf.dir], // the shelf: the same for every call of this engine
       bwrap: status.bwrap,
       shareNet: false,
       // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may
