@@ -51,7 +51,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
           return r.ok ? { ok: true, json: r.json } : { ok: false, errno: GUEST_ERR[r.code] };
         },
         takeExec: () => services.takeExec(tenant),
-        admit,
+        admit: (cap, op, bytes, max) => brokers.spawnAdmit({ tenant, instance, caps }, cap, op, bytes, max),
         record: (kind, detail) => brokers.record({ tenant, instance, kind, detail }),
         signedOnly: config.requireSigned !== null,
       })

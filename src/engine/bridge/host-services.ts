@@ -28,7 +28,6 @@ import { FUEL_REFILL_IMPORT, importKey } from '../../policy/catalog.ts';
 import { planLinks } from '../linker.ts';
 import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
-import type { CapWord } from '../../policy/profiles.ts';
 import type { Declaration } from '../../policy/toolkit.ts';
 import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, type BrokerAnswer } from '../../brokers/index.ts';
 import { fanMap, values } from '../../fabric/fanout.ts';
@@ -43,6 +42,9 @@ import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
 import { LazyJob, type JobHost, type ServeSlot } from './job-host.ts';
 import { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES, TenantSlots, type SlotKind } from './tenant-slots.ts';
+
+/** The caps of the command lanes: their cadence is `admit` (an os_process child's runs in its parent). */
+type SpawnCap = 'commands' | 'exec' | 'parallel';
 
 /** A job's stop reason (an AbortError, as a reason-less abort's): made once, not a stack trace per job. */
 const JOB_ENDED = new DOMException('the job ended', 'AbortError');
@@ -82,7 +84,7 @@ export interface HostServicesDeps {
   /** A main-thread broker call (kv, queue, secrets, …) after the cadence (a promise when the brokers are forwarded: an os_process child's). */
   readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer | Promise<BrokerAnswer>;
   /** The cadence's first four steps for a call served here (`run_command_many`): null = go. */
-  readonly admit: (caller: Caller, cap: CapWord, op: string, bytes: number, max: number) => number | null;
+  readonly admit: (caller: Caller, cap: SpawnCap, op: string, bytes: number, max: number) => number | null | Promise<number | null>;
   /** An audit record for a refusal decided here (depth, concurrency, live processes). */
   readonly record: (caller: Caller, kind: string, detail: Record<string, unknown>) => void;
   /** Tasks `run_command_many` runs at once. */
@@ -215,7 +217,7 @@ export class HostServices {
         case 'command': {
           const cap = req.mode === 'exec' ? 'exec' : 'commands';
           const op = req.mode === 'exec' ? 'exec' : 'run_command';
-          const refused = this.deps.admit(caller, cap, op, 0, 1);
+          const refused = await this.deps.admit(caller, cap, op, 0, 1);
           if (refused !== null) return err(refused);
           // Nested commands on the caller's worker call with their own depth: deeper, never past the cap.
           if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota(cap, op, `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
@@ -250,7 +252,7 @@ export class HostServices {
           releaseExec(req.slot);
           return ok(0);
         case 'process_spawn': {
-          const refused = this.deps.admit(caller, 'exec', 'process_spawn', blobs[0]?.length ?? 0, MAX_REQUEST_BYTES);
+          const refused = await this.deps.admit(caller, 'exec', 'process_spawn', blobs[0]?.length ?? 0, MAX_REQUEST_BYTES);
           if (refused !== null) return err(refused);
           if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota('exec', 'process_spawn', `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
           const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
@@ -365,7 +367,7 @@ export class HostServices {
 
   /** `run_command_many`: the cadence, then one task per input on the pool; the encoded responses. */
   private async runMany(caller: Caller, raw: Uint8Array, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
-    const refused = this.deps.admit(caller, 'parallel', 'run_command_many', raw.byteLength, MAX_REQUEST_BYTES);
+    const refused = await this.deps.admit(caller, 'parallel', 'run_command_many', raw.byteLength, MAX_REQUEST_BYTES);
     if (refused !== null) return refused;
     const many = decodeManyRequest(raw);
     if (typeof many === 'number') return many;

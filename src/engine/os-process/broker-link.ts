@@ -4,8 +4,9 @@
  * JS/TS/Python snippet's powers through its power server — to the parent engine, as request lines
  * on stdout (protocol.ts), and wait for the answer line on stdin.
  *
- * Also holds the call's spawn slots in the parent (`slot`: the tenant's exec and live-process
- * counters are the parent engine's, shared by all its calls, as on the instance tier).
+ * Also asks the parent for the command lanes' accounting (`admit`: the cadence for a spawning
+ * cap; `slot`: the tenant's exec and live-process counters — the parent engine's, shared by all
+ * its calls, as on the instance tier).
  *
  * Owns: request ids (increasing, never reused), a request too large to carry sent as its size
  * (`oversized`: the parent's cadence refuses it TOO_LARGE and records it, as in a worker), the
@@ -55,6 +56,13 @@ export class ParentLink implements BrokerForward {
       if (held && !this.closed) this.write(`${BROKER_MARK}${JSON.stringify({ kind: 'release', id } satisfies BrokerRequestLine)}\n`);
       held = false;
     };
+  }
+
+  /** The cadence's steps 1-4 for a call of a spawning cap, run in the parent as the call: null = go, else the guest errno. */
+  async admit(cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number): Promise<number | null> {
+    const id = this.nextId++;
+    const a = await this.send(id, { kind: 'admit', id, cap, op, bytes, max }, null);
+    return a === null ? GUEST_ERR.UNAVAILABLE : a.ok ? null : a.errno;
   }
 
   /** One answer line from stdin (for a request still awaited; others are dropped). */

@@ -5,8 +5,9 @@
  * request line (protocol.ts); this module serves it through the parent engine's own brokers, as
  * the call the parent gave the child, and writes the answer on the child's stdin.
  *
- * Also the call's spawn slots (`slot`/`release` lines): the tenant's exec and live-process
- * counters are this engine's (HostServices), shared by all the tenant's calls on every tier; a
+ * Also the command lanes' accounting (`admit`, `slot`, `release` lines): the cadence for a
+ * spawning cap (granted → revoked → rate → size, its denials recorded here) and the tenant's exec
+ * and live-process counters are this engine's, shared by all the tenant's calls on every tier; a
  * slot the child did not release is released when the call ends.
  *
  * Owns: reading a request line as hostile input (strict shape; a malformed line, a reused or
@@ -43,8 +44,17 @@ export interface BrokerDesk {
   refuseOversized(caller: BrokerCaller, name: string, bytes: number): number;
 }
 
-/** The parent's per-tenant spawn counters for this call (host-services.ts `takeSlot`): a slot's release, or null at the limit. */
-export type SlotDesk = (kind: 'exec' | 'process') => (() => void) | null;
+/**
+ * The parent's accounting of this call's command lanes: `slot` its tenant's spawn counters
+ * (HostServices.takeSlot: a slot's release, or null at the limit); `admit` the cadence's steps
+ * 1-4 as the call (null = go, else the guest errno).
+ */
+export interface SlotDesk {
+  slot(kind: 'exec' | 'process'): (() => void) | null;
+  admit(cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number): number | null;
+}
+
+const NO_SPAWNING: SlotDesk = { slot: () => null, admit: () => GUEST_ERR.DENIED };
 
 /** The longest import name a request may carry (the catalog's are far shorter). */
 const MAX_NAME_CHARS = 64;
@@ -68,6 +78,12 @@ export function parseRequest(line: string): BrokerRequestLine | null {
   const id = o['id'];
   if (o['kind'] === 'cancel' || o['kind'] === 'release') return { kind: o['kind'], id };
   if (o['kind'] === 'slot') return o['slot'] === 'exec' || o['slot'] === 'process' ? { kind: 'slot', id, slot: o['slot'] } : null;
+  if (o['kind'] === 'admit') {
+    const { cap, op, bytes, max } = o;
+    if (cap !== 'commands' && cap !== 'exec' && cap !== 'parallel') return null;
+    if (typeof op !== 'string' || op.length === 0 || op.length > MAX_NAME_CHARS || !isCount(bytes, Number.MAX_SAFE_INTEGER) || !isCount(max, Number.MAX_SAFE_INTEGER)) return null;
+    return { kind: 'admit', id, cap, op, bytes, max };
+  }
   if (o['kind'] !== 'broker') return null;
   const { name, args, oversized, cap, leftMs } = o;
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_CHARS) return null;
@@ -87,7 +103,7 @@ interface InFlight {
  * what is in flight is aborted, late answers are dropped). `deadline` (`performance.now()`) is
  * when the child is killed: no broker work of the call outlives it.
  */
-export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: BrokerCaller, deadline: number, slots: SlotDesk = () => null): { readonly side: SideLines; end(): void } {
+export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: BrokerCaller, deadline: number, spawning: SlotDesk = NO_SPAWNING): { readonly side: SideLines; end(): void } {
   const inFlight = new Map<number, InFlight>();
   /** The call's spawn slots held here, by the id of the request that took each. */
   const held = new Map<number, () => void>();
@@ -136,11 +152,16 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
     if (inFlight.size >= MAX_BROKER_IN_FLIGHT) return violation(`more than ${MAX_BROKER_IN_FLIGHT} requests in flight`);
     const entry: InFlight = { abort: new AbortController(), cancelled: false };
     inFlight.set(req.id, entry);
-    if (req.kind === 'slot') {
-      // Taken here at once, as the call (its tenant's counters, shared with all its calls): held until released or the call ends.
-      const release = slots(req.slot);
-      if (release) held.set(req.id, release);
-      const answer: BrokerAnswerLine = release ? { id: req.id, ok: true, value: 0 } : { id: req.id, ok: false, errno: GUEST_ERR.QUOTA };
+    if (req.kind === 'slot' || req.kind === 'admit') {
+      // Decided here at once, as the call (its tenant's counters and cadence, shared with all its calls); a slot is held until released or the call ends.
+      let errno: number | null;
+      if (req.kind === 'admit') errno = spawning.admit(req.cap, req.op, req.bytes, req.max);
+      else {
+        const release = spawning.slot(req.slot);
+        if (release) held.set(req.id, release);
+        errno = release ? null : GUEST_ERR.QUOTA;
+      }
+      const answer: BrokerAnswerLine = errno === null ? { id: req.id, ok: true, value: 0 } : { id: req.id, ok: false, errno };
       if (!child.send(JSON.stringify(answer), () => inFlight.delete(req.id))) inFlight.delete(req.id);
       return;
     }

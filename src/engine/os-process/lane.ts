@@ -43,6 +43,7 @@ import { brokerProxy, type BrokerDesk } from './broker-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
 import { CommandShelf, commandManifest, SPAWNING_CAPS } from './commands.ts';
 import type { CommandRegistry } from '../registry.ts';
+import type { CallerOf } from '../../brokers/cadence.ts';
 
 export interface OsProcessDeps {
   readonly config: EngineConfig;
@@ -55,6 +56,8 @@ export interface OsProcessDeps {
   readonly commands: CommandRegistry;
   /** A tenant's exec or live-process slot (HostServices.takeSlot): a child's spawns count with all the tenant's calls. */
   readonly slots: (tenant: string, kind: 'exec' | 'process') => (() => void) | null;
+  /** The cadence's steps 1-4 for a child's call of a spawning cap, as the call (this engine's `Cadence.admit`). */
+  readonly admit: (caller: CallerOf, cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number) => number | null;
 }
 
 /** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
@@ -213,7 +216,10 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
     const killAfterMs = policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS;
     // The child's broker requests are served here as this call: its tenant, instance and grant; its records marked.
-    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, marks: { tier: 'os_process' } }, performance.now() + killAfterMs, (k) => deps.slots(tenant, k));
+    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, marks: { tier: 'os_process' } }, performance.now() + killAfterMs, {
+      slot: (k) => deps.slots(tenant, k),
+      admit: (cap, op, bytes, max) => deps.admit({ tenant, instance, caps: granted.caps, marks: { tier: 'os_process' } }, cap, op, bytes, max),
+    });
     try {
       out = await child.call(request, {
         killAfterMs,

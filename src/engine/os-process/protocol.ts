@@ -118,12 +118,16 @@ export type BrokerRequestLine =
   | SlotLine;
 
 /**
- * The tenant's exec and live-process slots are counted in the parent, across all its calls
- * (host-services.ts `slots`): `slot` asks for one (answered like a broker request: ok, or the
- * errno QUOTA at the limit), `release` gives back the slot request `id` got (no answer; the parent
- * releases whatever the call still holds when it ends).
+ * The command lanes' accounting is the parent's, across all the tenant's calls: `admit` runs the
+ * cadence's steps 1-4 (granted, revoked, rate, size) for a call of a spawning cap (answered like
+ * a broker request: ok, or the guest errno); `slot` asks for one of the tenant's exec or
+ * live-process slots (ok, or QUOTA at the limit); `release` gives back the slot request `id` got
+ * (no answer; the parent releases whatever the call still holds when it ends).
  */
-export type SlotLine = { readonly kind: 'slot'; readonly id: number; readonly slot: 'exec' | 'process' } | { readonly kind: 'release'; readonly id: number };
+export type SlotLine =
+  | { readonly kind: 'admit'; readonly id: number; readonly cap: 'commands' | 'exec' | 'parallel'; readonly op: string; readonly bytes: number; readonly max: number }
+  | { readonly kind: 'slot'; readonly id: number; readonly slot: 'exec' | 'process' }
+  | { readonly kind: 'release'; readonly id: number };
 
 /** The parent's answer to broker request `id` (on the child's stdin): the broker's answer as in a worker. */
 export type BrokerAnswerLine =
