@@ -9,8 +9,9 @@
  * call); refusing what this tier cannot do yet (host functions, mounts, persistent VFS, receipts,
  * streaming callbacks) with NOT_CAPABLE saying why; sending this engine's command registry with a
  * call granted a spawning cap (`commands`, `exec`, `parallel`: they run inside the child, on its
- * own worker threads — commands.ts), and holding the tenant's exec and live-process slots here for
- * the child (shared with every call of the tenant, released when the call ends); serving the
+ * own worker threads — commands.ts), and running their cadence and holding the tenant's exec and
+ * live-process slots here for the child (shared with every call of the tenant, released when the
+ * call ends); serving the
  * call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) here,
  * through this engine's brokers, as the call (broker-proxy.ts); the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
