@@ -15,7 +15,7 @@ import { setMaxListeners } from 'node:events';
 import { openDatabase, type Database } from '../storage/sqlite.ts';
 import { engineDatabaseFile, startAuditLog } from '../storage/audit.ts';
 import { resolveStoreQuotas, type StoreQuotaOptions } from '../storage/store-quotas.ts';
-import { Cadence, type AuditSink, type CadenceOptions, type Principal } from './cadence.ts';
+import { Cadence, type AuditSink, type CadenceOptions, type CallerOf, type Principal } from './cadence.ts';
 import { BrokerHub, type BrokerAnswer } from './hub.ts';
 import { SecretStore, type SecretSpec } from './secrets.ts';
 import { NET_CALLS, NetBroker, type NetBrokerOptions } from './net.ts';
@@ -77,6 +77,10 @@ export interface BrokerForward {
    */
   readonly hostFunctions?: Readonly<Record<string, readonly string[]>>;
   host?(cap: string, fn: string, args: Uint8Array | number, stops: readonly AbortSignal[], deadline: number): Promise<Uint8Array | number>;
+  /** The caller's tenant's exec or live-process slot, counted on the other side (its release), or null at the limit. */
+  slot?(kind: 'exec' | 'process'): Promise<(() => void) | null>;
+  /** The cadence's steps 1-4 for a spawning cap (`commands`, `exec`, `parallel`), run on the other side: null = go. */
+  admit?(cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number): Promise<number | null>;
 }
 
 /** Broker calls that wait on the outside world (served asynchronously, abortable): their request caps. */
@@ -251,6 +255,16 @@ export class Brokers {
       this.database = db;
     }
     return this.database;
+  }
+
+  /**
+   * The cadence's steps 1-4 for a call of a spawning cap (`commands`, `exec`, `parallel`: the
+   * command lanes); forwarded (a promise) when the brokers live elsewhere — an os_process child's
+   * tenant is revoked and rate-limited in its parent.
+   */
+  spawnAdmit(caller: CallerOf, cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number): number | null | Promise<number | null> {
+    const forward = this.options.forward;
+    return forward?.admit ? forward.admit(cap, op, bytes, max) : this.cadence.admit(caller, cap, op, { bytes, max });
   }
 
   /** A main-thread broker call (kv, queue, secrets): the cadence, then the store; forwarded (a promise) when the brokers live elsewhere. */

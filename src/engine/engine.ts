@@ -101,6 +101,7 @@ export class Engine {
   constructor(options: EngineOptions = {}) {
     const resolved = resolveEngine(options);
     const commands = options.commands ?? CommandRegistry.withBuiltins({ cacheDir: resolved.cacheDir });
+    const forward = options.brokers?.forward;
     this.config = Object.freeze({ ...resolved, operatorModule: (b: Uint8Array) => commands.isRegisteredModule(b) });
     // Rewriting and compiling never run on this thread (module uploads, the Python interpreter).
     this.rewriter = new RewritePool({ file: locateRewriteWorker });
@@ -119,7 +120,7 @@ export class Engine {
       runProcess: (caller, run) => this.runProcess(caller, run),
       query: (caller, sql, snapshot, deadline) => callerQuery(() => (this.queries ??= new QueryService()), caller, sql, snapshot, deadline),
       broker: (caller, name, args, cap) => this.brokers.call(caller, name, args, cap),
-      admit: (caller, cap, op, bytes, max) => this.brokers.cadence.admit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, { bytes, max }),
+      admit: (caller, cap, op, bytes, max) => this.brokers.spawnAdmit({ tenant: caller.tenant, instance: caller.instance, caps: caller.policy.caps }, cap, op, bytes, max),
       record: (caller, kind, detail) => this.brokers.record({ tenant: caller.tenant, instance: caller.instance, kind, detail }),
       parallelism: Math.max(1, Math.min(16, this.config.maxWorkers)),
       net: (caller, name, args, stop, deadline) => this.brokers.net(caller, name, args, stop, deadline),
@@ -127,6 +128,7 @@ export class Engine {
       hostCall: (caller, cap, fn, args, stops, deadline) =>
         this.brokers.hostCall({ tenant: caller.tenant, instance: caller.instance, hostCaps: caller.policy.hostCaps }, cap, fn, args, stops, deadline),
       signedOnly: this.config.requireSigned !== null,
+      ...(forward?.slot ? { slots: (kind: 'exec' | 'process') => forward.slot!(kind) } : {}), // an os_process child: its tenant's slots are the parent's
     });
     this.kernels = new KernelLane({ config: this.config, prepare: (b, p) => this.prepare(b, p), acquireDedicated: () => this.pool.acquireDedicated(), job: (c) => this.services.job(c), record: (e) => this.brokers.record(e) });
   }
@@ -435,7 +437,7 @@ export class Engine {
     this.brokers.record({ tenant, instance, kind: 'profile-fallback', detail: { requested: policy.requestedProfile.slice(0, 64), ran: policy.profile } });
   }
 
-  private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e), closed: () => this.closed, brokers: this.brokers }; }
+  private get osDeps(): OsProcessDeps { return { config: this.config, fair: this.fair, record: (e) => this.brokers.record(e), closed: () => this.closed, brokers: this.brokers, commands: this.commands, slots: (t, k) => this.services.takeSlot(k, t), admit: (c, cap, op, bytes, max) => this.brokers.cadence.admit(c, cap, op, { bytes, max }) }; }
   private get componentParts(): ComponentLaneParts { return { config: this.config, pool: this.pool, services: this.services, prepare: (b, p) => this.prepare(b, p), admit: (t, w, s) => this.fair.admit(t, w, s), fallback: (p, t, i) => this.auditFallback(p, t, i), record: (t, i, kind, d) => this.brokers.record({ tenant: t, instance: i, kind, detail: d }) }; }
 
   private assertOpen(): void {

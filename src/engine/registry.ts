@@ -29,6 +29,8 @@ function builtinDir(): string | null {
 export class CommandRegistry {
   private readonly modules = new Map<string, Uint8Array>();
   private readonly builtins = new Map<string, string>();
+  /** Names whose module in `modules` was loaded from the built-in file (not registered over it). */
+  private readonly loaded = new Set<string>();
   /** Toolkit declarations of installed commands (the grant they run under, at most). */
   private readonly declared = new Map<string, Declaration>();
   /** The in-sandbox toolchain (clang, clang++, wasm-ld, llvm-ar), when `@yowasp/clang` is installed. */
@@ -93,6 +95,7 @@ export class CommandRegistry {
   register(name: string, bytes: Uint8Array, declared?: Declaration): void {
     if (!COMMAND_NAME.test(name)) throw new SandboxError('POLICY_INVALID', 'a command name is 1-64 of [A-Za-z0-9._+-]', { name: name.slice(0, 64) });
     this.modules.set(name, bytes);
+    this.loaded.delete(name);
     if (declared) this.declared.set(name, declared);
     else this.declared.delete(name);
   }
@@ -116,7 +119,25 @@ export class CommandRegistry {
     if (!file) return undefined;
     const bytes = new Uint8Array(readFileSync(file));
     this.modules.set(name, bytes);
+    this.loaded.add(name);
     return bytes;
+  }
+
+  /**
+   * Every command but the toolchain's tools, as an os_process child needs them
+   * (engine/os-process/commands.ts): its module, whether it is a built-in (the package's own
+   * commands/bin file, which the child reads itself), its toolkit declaration.
+   */
+  entries(): { name: string; bytes: Uint8Array; builtin: boolean; declared?: Declaration }[] {
+    const out: { name: string; bytes: Uint8Array; builtin: boolean; declared?: Declaration }[] = [];
+    for (const name of new Set([...this.modules.keys(), ...this.builtins.keys()])) {
+      if (this.isToolchainTool(name)) continue;
+      const bytes = this.get(name);
+      if (!bytes) continue;
+      const declared = this.declared.get(name);
+      out.push({ name, bytes, builtin: this.loaded.has(name), ...(declared ? { declared } : {}) });
+    }
+    return out;
   }
 
   names(): string[] {

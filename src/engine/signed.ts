@@ -11,7 +11,9 @@
  * looked up only for a signer the operator trusts, and only used when its `id` is that signer.
  *
  * Modules a guest names by VFS path are refused by the command paths themselves
- * (bridge/host-services.ts `commandBytes`, lanes/host.ts `fromVfs`): they carry no manifest.
+ * (bridge/host-services.ts `commandBytes`, lanes/host.ts `fromVfs`): they carry no manifest — in
+ * an os_process child too, whose engine gets an empty trusted list under its parent's gate
+ * (os-process/child.ts; the call's own module was admitted by the parent).
  *
  * Does not protect against: the engine's own interpreters and toolchain (QuickJS, CPython,
  * clang), which are not modules a caller passes and are not gated; spawned commands, which the

@@ -24,7 +24,7 @@ export interface EngineParts {
   readonly config: { readonly fuel: boolean; readonly vfsMaxBytes: number; readonly vfsMaxInodes: number; readonly requireSigned: readonly string[] | null };
   readonly brokers: Brokers;
   /** The registry's commands and the tenant's concurrent exec slots (the engine's `HostServices`). */
-  readonly services: { command: LaneHostDeps['command']; takeExec(tenant: string): (() => void) | null };
+  readonly services: { command: LaneHostDeps['command']; takeExec(tenant: string): Promise<(() => void) | null> };
   readonly run: LaneHostDeps['run'];
   readonly query: (source: QuerySource, sql: string) => Promise<QueryOutcome>;
   /** The engine's host caps and their function names (EngineConfig.hostFunctions). */
@@ -51,7 +51,7 @@ export function execPowerServer(parts: EngineParts, tenant: string, instance: st
           return r.ok ? { ok: true, json: r.json } : { ok: false, errno: GUEST_ERR[r.code] };
         },
         takeExec: () => services.takeExec(tenant),
-        admit,
+        admit: (cap, op, bytes, max) => brokers.spawnAdmit({ tenant, instance, caps }, cap, op, bytes, max),
         record: (kind, detail) => brokers.record({ tenant, instance, kind, detail }),
         signedOnly: config.requireSigned !== null,
       })

@@ -24,7 +24,6 @@
 
 import type { PolicyConfig } from '../policy/resolve.ts';
 import type { ImageMount } from '../storage/vfs-config.ts';
-import type { CapWord } from '../policy/profiles.ts';
 import { narrowToDeclaration, type Declaration } from '../policy/toolkit.ts';
 import { UNSIGNED_VFS_MODULE, sha256Hex } from '../provenance/artifact.ts';
 import { GUEST_ERR, MAX_ARG_BYTES, MAX_ARGC, MAX_REQUEST_BYTES, MAX_VFS_MODULE_BYTES, STATUS_ABNORMAL } from '../abi/command.ts';
@@ -64,9 +63,9 @@ export interface LaneHostDeps {
   /** `vfs_query` against a database file (storage/query.ts): the JSON answer or a guest code name. */
   readonly query: (file: string, sql: string) => Promise<{ ok: true; json: Uint8Array } | { ok: false; errno: number }>;
   /** One of the tenant's concurrent exec slots: its release, or null at the limit. */
-  readonly takeExec: () => (() => void) | null;
+  readonly takeExec: () => (() => void) | null | Promise<(() => void) | null>; // a promise when counted elsewhere (an os_process child)
   /** The cadence's steps 1-4 (granted, revoked, rate, size): null = go. */
-  readonly admit: (cap: CapWord, op: string, bytes: number, max: number) => number | null;
+  readonly admit: (cap: 'commands' | 'exec', op: string, bytes: number, max: number) => number | null | Promise<number | null>; // a promise when run elsewhere (an os_process child's parent)
   readonly record: (kind: string, detail: Record<string, unknown>) => void;
   /** The engine runs only signed modules (`requireSigned`): a module named by VFS path, which has no signed manifest, is refused. */
   readonly signedOnly?: boolean;
@@ -151,7 +150,7 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
   const runCommand = async (mode: 'commands' | 'exec', a: readonly unknown[], deadline: number, laneFuelUsed: number | undefined): Promise<{ value: unknown; fuel?: number }> => {
     const op = mode === 'exec' ? 'exec' : 'run_command';
     const req = commandArgs(a);
-    const refused = deps.admit(mode, op, req.bytes, MAX_REQUEST_BYTES);
+    const refused = await deps.admit(mode, op, req.bytes, MAX_REQUEST_BYTES);
     if (refused !== null) return refuse(refused);
     const argv = [req.name, ...req.argv];
     // A path (`./a.wasm`, `/out/tool.wasm`) names a module in the call's own VFS — one the snippet
@@ -159,7 +158,7 @@ export function laneHost(deps: LaneHostDeps): LaneHost {
     const found = isCommandPath(req.name) ? fromVfs(req.name, req.argv) : (deps.command(req.name, req.argv) ?? refuse(GUEST_ERR.NOT_FOUND));
     let release: (() => void) | null = null;
     if (mode === 'exec') {
-      release = deps.takeExec();
+      release = await deps.takeExec();
       if (release === null) {
         deps.record('denied', { broker: 'exec', op, code: 'QUOTA', why: 'the tenant already runs its maximum of concurrent execs' });
         deps.vfs?.step({ op: 'exec', depth: COMMAND_DEPTH, argv, refused: 'QUOTA' });

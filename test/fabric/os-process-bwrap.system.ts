@@ -134,3 +134,29 @@ test('inside bubblewrap (no network of its own) a guest still fetches and uses k
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('inside bubblewrap the spawning caps run in the child: built-ins, a registered command and a big one read from the shelf; nothing is left', async () => {
+  const { CommandRegistry } = await import('../../src/index.ts');
+  const registry = CommandRegistry.withBuiltins();
+  const nest = new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url)));
+  registry.register('nest', nest);
+  const echo = new Uint8Array(readFileSync(new URL('../../commands/bin/echo.wasm', import.meta.url)));
+  // echo with a 300 KiB custom section: past the inline bound, it goes by content hash.
+  const size = 4 + 300 * 1024; // the name (its length and "pad") and the padding
+  const leb = [(size & 0x7f) | 0x80, ((size >> 7) & 0x7f) | 0x80, size >> 14];
+  registry.register('bigecho', new Uint8Array([...echo, 0, ...leb, 3, 0x70, 0x61, 0x64, ...new Uint8Array(size - 4)]));
+  const spawner = testEngine({ commands: registry, poolSize: 1 });
+  const kids: number[] = [];
+  for (const [argv, want] of [
+    [['run', 'echo', 'hi'], 'hi\nstatus=0 error=\n'],
+    [['run', 'bigecho', 'big'], 'big\nstatus=0 error=\n'],
+    [['spawn', '3', 'echo', 'x'], 'spawned 3 refused 0 code 0\nwaited ok 3\n'],
+  ] as const) {
+    const here = await spawner.run(nest, { profile: 'minimal', argv: [...argv] });
+    const there = await spawner.run(nest, { profile: 'minimal', argv: [...argv], tier: 'os_process', strictIsolation: true, onChildSpawn: (p) => void kids.push(p) });
+    assert.equal(there.ok, true, JSON.stringify(there.error));
+    assert.deepEqual([there.stdout, here.stdout, there.warnings], [want, want, []]);
+  }
+  assert.deepEqual(await waitGone(kids), []);
+  assert.deepEqual(descendants(process.pid).filter((p) => kids.includes(p)), []);
+});

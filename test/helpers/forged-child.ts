@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { after } from 'node:test';
 import { Brokers, resolveHostFunctions, type BrokerOptions, type HostFailure, type HostFunctionsOptions } from '../../src/brokers/index.ts';
 import { auditInDatabase } from '../../src/engine/audit-sink.ts';
-import { brokerProxy, type ProxyCaller } from '../../src/engine/os-process/broker-proxy.ts';
+import { brokerProxy, type ProxyCaller, type ProxyExtras } from '../../src/engine/os-process/broker-proxy.ts';
 import { replyText } from '../../src/engine/os-process/protocol.ts';
 import { startChild } from '../../src/engine/os-process/spawn.ts';
 import type { StreamDesk } from '../../src/engine/os-process/stream.ts';
@@ -55,10 +55,10 @@ export interface ForgedOutcome {
 }
 
 /** Run the forger on `script` as `caller`'s call, served by `brokers`: its answers, or the call's error. */
-export async function forged(brokers: Brokers, caller: ProxyCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal, stream: StreamDesk | null = null): Promise<ForgedOutcome> {
+export async function forged(brokers: Brokers, caller: ProxyCaller, script: Record<string, unknown>, killAfterMs = 10_000, signal?: AbortSignal, extras: ProxyExtras = {}): Promise<ForgedOutcome> {
   const t0 = performance.now();
   const child = startChild({ entry: FORGER, readDirs: [], bwrap: null, addons: false, shareNet: false });
-  const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs, stream);
+  const proxy = brokerProxy(child, brokers, caller, performance.now() + killAfterMs, extras);
   try {
     const out = await child.call(JSON.stringify(script), { killAfterMs, maxReplyBytes: 32 << 20, lines: 2, side: proxy.side, signal });
     const reply = JSON.parse(replyText(out) ?? 'null') as { result: { answers: ForgedOutcome['answers'] } };

@@ -1,6 +1,6 @@
 /** Test helper for the os_process tier's pool of pre-started children (src/engine/os-process/pool.ts). */
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Engine } from '../../src/index.ts';
 import { pooledChildren } from '../../src/engine/os-process/lane.ts';
 
@@ -48,3 +48,51 @@ export function homeOf(pid: number): string {
 }
 
 export { existsSync };
+
+/** The direct child processes of `pid` (every thread's `children` list; Linux /proc). */
+export function childPids(pid: number): number[] {
+  const out = new Set<number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/)) if (c) out.add(Number(c));
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    // the process ended
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+/** The number of threads of `pid` (0 once it is gone). */
+export function threadCount(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/task`).length;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Sample a running os_process child every 20 ms until `call` settles: every process it started
+ * (its direct children — the spawning caps must start none) and its most threads at once.
+ */
+export async function watchChild<T>(pidOf: () => number, call: Promise<T>): Promise<{ result: T; started: number[]; maxThreads: number; samples: number }> {
+  const started = new Set<number>();
+  let maxThreads = 0;
+  let samples = 0;
+  let done = false;
+  const settled = call.finally(() => void (done = true));
+  while (!done) {
+    const pid = pidOf();
+    if (pid > 0) {
+      for (const c of childPids(pid)) started.add(c);
+      maxThreads = Math.max(maxThreads, threadCount(pid));
+      samples += 1;
+    }
+    await Promise.race([settled.then(() => undefined, () => undefined), new Promise((r) => setTimeout(r, 20))]);
+  }
+  return { result: await settled, started: [...started], maxThreads, samples };
+}

@@ -20,7 +20,7 @@ test('output a call did not ask to stream kills the child', async () => {
   assert.ok(isInternal(none.error, /output it was not asked to stream/), String(none.error));
   const got: string[] = [];
   const onlyStdout = streamDesk({ onStdout: (s) => got.push(s) }, 1 << 20);
-  const wrongFd = await forged(brokers, callerOf('t', []), { lines: [out(1, 'fine'), out(2, 'to stderr')] }, 10_000, undefined, onlyStdout);
+  const wrongFd = await forged(brokers, callerOf('t', []), { lines: [out(1, 'fine'), out(2, 'to stderr')] }, 10_000, undefined, { stream: onlyStdout });
   assert.ok(isInternal(wrongFd.error, /output it was not asked to stream/), String(wrongFd.error));
   assert.deepEqual(got, ['fine']);
 });
@@ -28,7 +28,7 @@ test('output a call did not ask to stream kills the child', async () => {
 test('a malformed output line (no such stream, text not a string) kills the child', async () => {
   for (const line of [out(7, 'x'), out(1, 42), out('1', 'x'), JSON.stringify({ kind: 'out', fd: 1 })]) {
     const desk = streamDesk({ onStdout: () => {}, onStderr: () => {} }, 1 << 20);
-    const r = await forged(brokers, callerOf('t', []), { lines: [line] }, 10_000, undefined, desk);
+    const r = await forged(brokers, callerOf('t', []), { lines: [line] }, 10_000, undefined, { stream: desk });
     assert.ok(isInternal(r.error, /malformed/), `${line}: ${String(r.error)}`);
   }
 });
@@ -39,7 +39,7 @@ test('a callback sees at most the output cap; a flood past the stream budget kil
   const desk = streamDesk({ onStdout: (s) => void (seen += Buffer.byteLength(s)) }, limit);
   const big = 'y'.repeat(1000);
   const lines = Math.ceil(maxStreamChars(limit) / big.length) + 2;
-  const r = await forged(brokers, callerOf('t', []), { flood: lines, line: out(1, big) }, 20_000, undefined, desk);
+  const r = await forged(brokers, callerOf('t', []), { flood: lines, line: out(1, big) }, 20_000, undefined, { stream: desk });
   assert.ok(isInternal(r.error, /more output than its cap/), String(r.error));
   assert.equal(seen, limit, 'the callback got exactly the cap, nothing past it');
 });
@@ -47,7 +47,7 @@ test('a callback sees at most the output cap; a flood past the stream budget kil
 test('a callback that throws is not called again and does not end the call; the child\'s reply still arrives', async () => {
   let calls = 0;
   const desk = streamDesk({ onStdout: () => { calls++; throw new Error('caller bug'); }, onProgress: () => { throw new Error('caller bug'); } }, 1 << 20);
-  const r = await forged(brokers, callerOf('t', []), { lines: [out(1, 'a'), out(3, 'starting'), out(3, 'again'), out(1, 'b')] }, 10_000, undefined, desk);
+  const r = await forged(brokers, callerOf('t', []), { lines: [out(1, 'a'), out(3, 'starting'), out(3, 'again'), out(1, 'b')] }, 10_000, undefined, { stream: desk });
   assert.equal(r.error, null, String(r.error));
   assert.deepEqual(r.answers, []);
   assert.equal(calls, 1);

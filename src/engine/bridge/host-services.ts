@@ -5,8 +5,9 @@
  * buffer is kept for its retry, so a function never runs twice for one request).
  *
  * Owns: resolving a command name in the operator's registry (or taking a path's module from the
- * caller's own VFS, as its worker read it) and preparing the module with the caller's limits and caps; the per-principal counters (≤ 64 concurrent execs, ≤ 32 live
- * processes — a principal is the tenant, so a tenant's instances share them); the process table
+ * caller's own VFS, as its worker read it) and preparing the module with the caller's limits and caps; taking the per-principal slots (tenant-slots.ts: ≤ 64 concurrent execs, ≤ 32 live
+ * processes — a principal is the tenant, so a tenant's instances share them; an os_process
+ * child takes its parent engine's, `slots`); the process table
  * of each job (processes run on other workers; they end when their job ends); handing
  * `vfs_query` to the query service with the caller's own database.
  * Invariant: every decision is made here from the caller's captured context (tenant, policy,
@@ -27,7 +28,6 @@ import { FUEL_REFILL_IMPORT, importKey } from '../../policy/catalog.ts';
 import { planLinks } from '../linker.ts';
 import type { PreparedModule } from '../module-cache.ts';
 import { RetryHold, retryKey } from './retry-hold.ts';
-import type { CapWord } from '../../policy/profiles.ts';
 import type { Declaration } from '../../policy/toolkit.ts';
 import { REMOTE_CALLS, decodeManyRequest, encodeManyResponse, type BrokerAnswer } from '../../brokers/index.ts';
 import { fanMap, values } from '../../fabric/fanout.ts';
@@ -41,14 +41,16 @@ import { PARKED, type HostCall, type WorkerHandle } from './worker-handle.ts';
 import { PARK, type PortHandler } from '../../wasi/port.ts';
 import type { LogEntry } from '../options.ts';
 import { LazyJob, type JobHost, type ServeSlot } from './job-host.ts';
+import { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES, TenantSlots, type SlotKind } from './tenant-slots.ts';
 
-/** DESIGN §4: the exec cap's per-principal limits. */
+/** The caps of the command lanes: their cadence is `admit` (an os_process child's runs in its parent). */
+type SpawnCap = 'commands' | 'exec' | 'parallel';
 
 /** A job's stop reason (an AbortError, as a reason-less abort's): made once, not a stack trace per job. */
 const JOB_ENDED = new DOMException('the job ended', 'AbortError');
 
-export const MAX_CONCURRENT_EXECS = 64;
-export const MAX_LIVE_PROCESSES = 32;
+/** DESIGN §4: the exec cap's per-principal limits (tenant-slots.ts). */
+export { MAX_CONCURRENT_EXECS, MAX_LIVE_PROCESSES };
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 
@@ -82,7 +84,7 @@ export interface HostServicesDeps {
   /** A main-thread broker call (kv, queue, secrets, …) after the cadence (a promise when the brokers are forwarded: an os_process child's). */
   readonly broker: (caller: Caller, name: string, args: readonly Uint8Array[], cap: number) => BrokerAnswer | Promise<BrokerAnswer>;
   /** The cadence's first four steps for a call served here (`run_command_many`): null = go. */
-  readonly admit: (caller: Caller, cap: CapWord, op: string, bytes: number, max: number) => number | null;
+  readonly admit: (caller: Caller, cap: SpawnCap, op: string, bytes: number, max: number) => number | null | Promise<number | null>;
   /** An audit record for a refusal decided here (depth, concurrency, live processes). */
   readonly record: (caller: Caller, kind: string, detail: Record<string, unknown>) => void;
   /** Tasks `run_command_many` runs at once. */
@@ -102,11 +104,18 @@ export interface HostServicesDeps {
    * registered commands are not gated.
    */
   readonly signedOnly: boolean;
+  /**
+   * Where a tenant's exec and live-process slots are counted when not here: an os_process
+   * child's are its parent engine's, shared with every call of the tenant (broker-link.ts). A
+   * slot's release, or null at the limit.
+   */
+  readonly slots?: (kind: SlotKind) => Promise<(() => void) | null>;
 }
 
 interface Process {
   readonly promise: Promise<RunResult>;
   readonly abort: AbortController;
+  readonly release: () => void;
   response: Uint8Array | null;
 }
 
@@ -116,8 +125,7 @@ export type { JobHost, ServeSlot };
 export const MAX_SERVE_RESPONSE_BYTES = 1024 * 1024;
 
 export class HostServices {
-  private readonly execs = new Map<string, number>();
-  private readonly live = new Map<string, number>();
+  private readonly counters = new TenantSlots();
   /** Host calls (all but `log`) per watched instance id: a receipt's "did it call out?" (engine/receipts.ts). */
   private readonly watched = new Map<string, { calls: number }>();
 
@@ -125,7 +133,7 @@ export class HostServices {
 
   /** Concurrent execs and live processes of a tenant right now (for tests and metrics). */
   usage(tenant: string): { execs: number; processes: number } {
-    return { execs: this.execs.get(tenant) ?? 0, processes: this.live.get(tenant) ?? 0 };
+    return this.counters.usage(tenant);
   }
 
   /** A registered command (the operator's registry) for a snippet's commands: its module, full arguments, image mounts and toolkit declaration. */
@@ -139,14 +147,18 @@ export class HostServices {
    * One of `tenant`'s concurrent exec slots for a snippet's exec-cap call (src/lanes/host.ts):
    * its release (idempotent), or null when the tenant already has MAX_CONCURRENT_EXECS in flight.
    */
-  takeExec(tenant: string): (() => void) | null {
-    if ((this.execs.get(tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return null;
-    this.bump(this.execs, tenant, 1);
-    let held = true;
-    return () => {
-      if (held) this.bump(this.execs, tenant, -1);
-      held = false;
-    };
+  takeExec(tenant: string): Promise<(() => void) | null> {
+    return this.slot('exec', tenant);
+  }
+
+  /** One of `tenant`'s slots of `kind` counted here (idempotent release), or null at its limit. */
+  takeSlot(kind: SlotKind, tenant: string): (() => void) | null {
+    return this.counters.take(kind, tenant);
+  }
+
+  /** A slot of `tenant`: here, or where the slots are counted (an os_process child's parent). */
+  private async slot(kind: SlotKind, tenant: string): Promise<(() => void) | null> {
+    return this.deps.slots ? this.deps.slots(kind) : this.takeSlot(kind, tenant);
   }
 
   /** Count the host calls of jobs run as instance `id` until `unwatch()`. */
@@ -162,7 +174,7 @@ export class HostServices {
   }
 
   private fullJob(caller: Caller, serving: ServeSlot): JobHost {
-    const slots = new Set<number>();
+    const slots = new Map<number, () => void>();
     const processes = new Map<number, Process>();
     let nextSlot = 1;
     let nextPid = 1;
@@ -180,14 +192,16 @@ export class HostServices {
       return err(GUEST_ERR.QUOTA);
     };
     const releaseExec = (slot: number): void => {
-      if (slots.delete(slot)) this.bump(this.execs, caller.tenant, -1);
+      const release = slots.get(slot);
+      slots.delete(slot);
+      release?.();
     };
     const reap = (pid: number): void => {
       const p = processes.get(pid);
       if (!p) return;
       processes.delete(pid);
       p.abort.abort();
-      this.bump(this.live, caller.tenant, -1);
+      p.release();
     };
 
     const handle = async (req: HostRequest, blobs: readonly Uint8Array[], worker: WorkerHandle, call: HostCall): Promise<HostReply> => {
@@ -203,16 +217,17 @@ export class HostServices {
         case 'command': {
           const cap = req.mode === 'exec' ? 'exec' : 'commands';
           const op = req.mode === 'exec' ? 'exec' : 'run_command';
-          const refused = this.deps.admit(caller, cap, op, 0, 1);
+          const refused = await this.deps.admit(caller, cap, op, 0, 1);
           if (refused !== null) return err(refused);
           // Nested commands on the caller's worker call with their own depth: deeper, never past the cap.
           if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota(cap, op, `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
           let slot = 0;
           if (req.mode === 'exec') {
-            if ((this.execs.get(caller.tenant) ?? 0) >= MAX_CONCURRENT_EXECS) return quota(cap, op, `${MAX_CONCURRENT_EXECS} execs in flight`);
+            const release = await this.slot('exec', caller.tenant);
+            if (release === null) return quota(cap, op, `${MAX_CONCURRENT_EXECS} execs in flight`);
             slot = nextSlot++;
-            slots.add(slot);
-            this.bump(this.execs, caller.tenant, 1);
+            slots.set(slot, release);
+            if (ended) releaseExec(slot); // the job ended while the slot was asked for
           }
           try {
             const resolved = await this.resolve(caller, req.name, blobs[0]);
@@ -237,20 +252,22 @@ export class HostServices {
           releaseExec(req.slot);
           return ok(0);
         case 'process_spawn': {
-          const refused = this.deps.admit(caller, 'exec', 'process_spawn', blobs[0]?.length ?? 0, MAX_REQUEST_BYTES);
+          const refused = await this.deps.admit(caller, 'exec', 'process_spawn', blobs[0]?.length ?? 0, MAX_REQUEST_BYTES);
           if (refused !== null) return err(refused);
           if (req.depth <= caller.spec.depth || req.depth > MAX_EXEC_DEPTH) return quota('exec', 'process_spawn', `depth ${req.depth} > ${MAX_EXEC_DEPTH}`);
           const request = decodeRequest(blobs[0] ?? new Uint8Array(0));
           if (typeof request === 'number') return err(request);
-          if ((this.live.get(caller.tenant) ?? 0) >= MAX_LIVE_PROCESSES) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
+          const release = await this.slot('process', caller.tenant);
+          if (release === null) return quota('exec', 'process_spawn', `${MAX_LIVE_PROCESSES} live processes`);
           const bytes = this.commandBytes(caller, request.name, blobs[1]);
-          if (typeof bytes === 'number') return err(bytes);
-          if (ended) return err(GUEST_ERR.UNAVAILABLE);
+          if (typeof bytes === 'number' || ended) {
+            release();
+            return err(typeof bytes === 'number' ? bytes : GUEST_ERR.UNAVAILABLE);
+          }
           const abort = new AbortController();
           const pid = nextPid++;
-          this.bump(this.live, caller.tenant, 1);
           const promise = this.deps.runProcess(caller, { request, bytes, depth: req.depth, signal: abort.signal });
-          processes.set(pid, { promise, abort, response: null });
+          processes.set(pid, { promise, abort, release, response: null });
           return ok(pid);
         }
         case 'process_wait': {
@@ -336,13 +353,13 @@ export class HostServices {
         ended = true;
         stop?.abort(JOB_ENDED);
         stop = null;
-        for (const slot of [...slots]) releaseExec(slot);
+        for (const slot of [...slots.keys()]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
       interrupt: () => {
         stop?.abort(JOB_ENDED);
         stop = null;
-        for (const slot of [...slots]) releaseExec(slot);
+        for (const slot of [...slots.keys()]) releaseExec(slot);
         for (const pid of [...processes.keys()]) reap(pid);
       },
     };
@@ -350,7 +367,7 @@ export class HostServices {
 
   /** `run_command_many`: the cadence, then one task per input on the pool; the encoded responses. */
   private async runMany(caller: Caller, raw: Uint8Array, stop: AbortSignal, deadline: number): Promise<Uint8Array | number> {
-    const refused = this.deps.admit(caller, 'parallel', 'run_command_many', raw.byteLength, MAX_REQUEST_BYTES);
+    const refused = await this.deps.admit(caller, 'parallel', 'run_command_many', raw.byteLength, MAX_REQUEST_BYTES);
     if (refused !== null) return refused;
     const many = decodeManyRequest(raw);
     if (typeof many === 'number') return many;
@@ -427,11 +444,5 @@ export class HostServices {
     } catch {
       // an operator's logger failing is not the guest's problem
     }
-  }
-
-  private bump(map: Map<string, number>, key: string, by: number): void {
-    const n = (map.get(key) ?? 0) + by;
-    if (n <= 0) map.delete(key);
-    else map.set(key, n);
   }
 }

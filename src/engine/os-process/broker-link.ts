@@ -7,6 +7,10 @@
  * the call's request grants some (`grant`), then exactly those — names, function names and
  * argument caps, never a function.
  *
+ * Also asks the parent for the command lanes' accounting (`admit`: the cadence for a spawning
+ * cap; `slot`: the tenant's exec and live-process counters — the parent engine's, shared by all
+ * its calls, as on the instance tier).
+ *
  * Owns: request ids (increasing, never reused), a request too large to carry sent as its size
  * (`oversized`: the parent's cadence refuses it TOO_LARGE and records it, as in a worker), the
  * time left to the call (`leftMs`), withdrawing a request whose call stopped waiting (`cancel`;
@@ -70,6 +74,24 @@ export class ParentLink implements BrokerForward {
     // Withdrawn (the call stopped waiting) or the parent gone: as the host function's own broker answers a stopped call.
     if (a === null) return performance.now() >= deadline - 1 ? GUEST_ERR.TIMEOUT : GUEST_ERR.UNAVAILABLE;
     return a.ok ? fromB64(a.payload ?? '') : a.errno;
+  }
+
+  /** One of the tenant's exec or live-process slots, held in the parent (its release), or null at the limit (or the parent gone). */
+  async slot(kind: 'exec' | 'process'): Promise<(() => void) | null> {
+    let id = 0;
+    const a = await this.send(null, (n) => ((id = n), { kind: 'slot', id: n, slot: kind }), Infinity);
+    if (a === null || !a.ok) return null;
+    let held = true;
+    return () => {
+      if (held && !this.closed) this.write(`${BROKER_MARK}${JSON.stringify({ kind: 'release', id } satisfies BrokerRequestLine)}\n`);
+      held = false;
+    };
+  }
+
+  /** The cadence's steps 1-4 for a call of a spawning cap, run in the parent as the call: null = go, else the guest errno. */
+  async admit(cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number): Promise<number | null> {
+    const a = await this.send(null, (id) => ({ kind: 'admit', id, cap, op, bytes, max }), Infinity);
+    return a === null ? GUEST_ERR.UNAVAILABLE : a.ok ? null : a.errno;
   }
 
   /** One answer line from stdin (for a request still awaited; others are dropped). */

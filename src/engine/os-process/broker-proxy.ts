@@ -6,8 +6,13 @@
  * request line (protocol.ts); this module serves it through the parent engine's own brokers, as
  * the call the parent gave the child, and writes the answer on the child's stdin.
  *
+ * Also the command lanes' accounting (`admit`, `slot`, `release` lines): the cadence for a
+ * spawning cap (granted → revoked → rate → size, its denials recorded here) and the tenant's exec
+ * and live-process counters are this engine's, shared by all the tenant's calls on every tier; a
+ * slot the child did not release is released when the call ends.
+ *
  * Owns: reading a request line as hostile input (strict shape; a malformed line, a reused or
- * unknown id, a second cancel, more than MAX_BROKER_IN_FLIGHT requests in flight → the child is
+ * unknown id, a second cancel, a release of no slot held, more than MAX_BROKER_IN_FLIGHT requests in flight → the child is
  * killed and its call fails INTERNAL; spawn.ts bounds each line's size); routing by the import's
  * name alone (a network call to `net`, anything else to `call`, whose hub refuses what is not a
  * broker import: INVALID); the deadline of each request (what the child says is left, never past
@@ -29,6 +34,7 @@
  */
 
 import { SandboxError } from '../../errors.ts';
+import { GUEST_ERR } from '../../abi/command.ts';
 import { REMOTE_CALLS, type BrokerAnswer, type BrokerCaller } from '../../brokers/index.ts';
 import { fromB64, toB64, MAX_BROKER_IN_FLIGHT, MAX_BROKER_LINE_BYTES, type BrokerAnswerLine, type BrokerRequestLine } from './protocol.ts';
 import { parseHostRequest, serveHost, type HostDesk } from './host-proxy.ts';
@@ -51,6 +57,18 @@ export interface ProxyCaller extends BrokerCaller {
   readonly hostCaps?: readonly string[];
 }
 
+/**
+ * The parent's accounting of this call's command lanes: `slot` its tenant's spawn counters
+ * (HostServices.takeSlot: a slot's release, or null at the limit); `admit` the cadence's steps
+ * 1-4 as the call (null = go, else the guest errno).
+ */
+export interface SlotDesk {
+  slot(kind: 'exec' | 'process'): (() => void) | null;
+  admit(cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number): number | null;
+}
+
+const NO_SPAWNING: SlotDesk = { slot: () => null, admit: () => GUEST_ERR.DENIED };
+
 /** The longest import name a request may carry (the catalog's are far shorter). */
 const MAX_NAME_CHARS = 64;
 /** String arguments of one broker import at most (the catalog's take one or two). */
@@ -72,8 +90,15 @@ export function parseRequest(line: string): BrokerRequestLine | OutputLine | nul
   if (o['kind'] === 'out') return (o['fd'] === 1 || o['fd'] === 2 || o['fd'] === 3) && typeof o['text'] === 'string' ? { kind: 'out', fd: o['fd'], text: o['text'] } : null;
   if (!isCount(o['id'], Number.MAX_SAFE_INTEGER) || o['id'] === 0) return null;
   const id = o['id'];
-  if (o['kind'] === 'cancel') return { kind: 'cancel', id };
+  if (o['kind'] === 'cancel' || o['kind'] === 'release') return { kind: o['kind'], id };
+  if (o['kind'] === 'slot') return o['slot'] === 'exec' || o['slot'] === 'process' ? { kind: 'slot', id, slot: o['slot'] } : null;
   if (o['kind'] === 'host') return parseHostRequest(o, id);
+  if (o['kind'] === 'admit') {
+    const { cap, op, bytes, max } = o;
+    if (cap !== 'commands' && cap !== 'exec' && cap !== 'parallel') return null;
+    if (typeof op !== 'string' || op.length === 0 || op.length > MAX_NAME_CHARS || !isCount(bytes, Number.MAX_SAFE_INTEGER) || !isCount(max, Number.MAX_SAFE_INTEGER)) return null;
+    return { kind: 'admit', id, cap, op, bytes, max };
+  }
   if (o['kind'] !== 'broker') return null;
   const { name, args, oversized, cap, leftMs } = o;
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_CHARS) return null;
@@ -93,8 +118,19 @@ interface InFlight {
  * what is in flight is aborted, late answers are dropped). `deadline` (`performance.now()`) is
  * when the child is killed: no broker work of the call outlives it.
  */
-export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: ProxyCaller, deadline: number, stream: StreamDesk | null = null): { readonly side: SideLines; end(): void } {
+export interface ProxyExtras {
+  /** The call's spawn slots and spawning cadence, served here (lane.ts); default: none granted. */
+  readonly spawning?: SlotDesk;
+  /** The caller's streaming callbacks (stream.ts), or none. */
+  readonly stream?: StreamDesk | null;
+}
+
+export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDesk, caller: ProxyCaller, deadline: number, extras: ProxyExtras = {}): { readonly side: SideLines; end(): void } {
+  const spawning = extras.spawning ?? NO_SPAWNING;
+  const stream = extras.stream ?? null;
   const inFlight = new Map<number, InFlight>();
+  /** The call's spawn slots held here, by the id of the request that took each. */
+  const held = new Map<number, () => void>();
   // Answered lately, not cancelled: a child's cancel may cross its answer in the pipes (both at the deadline) — taken once each.
   const answered = new Set<number>();
   const settle = (id: number): void => {
@@ -116,7 +152,7 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
   };
 
   const hostCaller = { tenant: caller.tenant, instance: caller.instance, hostCaps: caller.hostCaps ?? [], ...(caller.marks ? { marks: caller.marks } : {}) };
-  const serve = async (req: Exclude<BrokerRequestLine, { kind: 'cancel' }>, signal: AbortSignal): Promise<BrokerAnswerLine> => {
+  const serve = async (req: Extract<BrokerRequestLine, { kind: 'broker' | 'host' }>, signal: AbortSignal): Promise<BrokerAnswerLine> => {
     if (req.kind === 'host') return serveHost((...a) => desk.hostCall(...a), hostCaller, req, signal, deadline);
     const { id, name } = req;
     if (req.oversized !== undefined) return { id, ok: false, errno: desk.refuseOversized(caller, name, req.oversized) };
@@ -149,11 +185,30 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
       r.abort.abort();
       return;
     }
+    if (req.kind === 'release') {
+      const release = held.get(req.id);
+      if (!release) return violation('a release of no slot held');
+      held.delete(req.id);
+      return release();
+    }
     if (req.id <= lastId) return violation('a request id used before');
     lastId = req.id;
     if (inFlight.size >= MAX_BROKER_IN_FLIGHT) return violation(`more than ${MAX_BROKER_IN_FLIGHT} requests in flight`);
     const entry: InFlight = { abort: new AbortController(), cancelled: false };
     inFlight.set(req.id, entry);
+    if (req.kind === 'slot' || req.kind === 'admit') {
+      // Decided here at once, as the call (its tenant's counters and cadence, shared with all its calls); a slot is held until released or the call ends.
+      let errno: number | null;
+      if (req.kind === 'admit') errno = spawning.admit(req.cap, req.op, req.bytes, req.max);
+      else {
+        const release = spawning.slot(req.slot);
+        if (release) held.set(req.id, release);
+        errno = release ? null : GUEST_ERR.QUOTA;
+      }
+      const answer: BrokerAnswerLine = errno === null ? { id: req.id, ok: true, value: 0 } : { id: req.id, ok: false, errno };
+      if (!child.send(JSON.stringify(answer), () => inFlight.delete(req.id))) inFlight.delete(req.id);
+      return;
+    }
     serve(req, AbortSignal.any([stop.signal, entry.abort.signal])).then(
       (answer) => {
         // Still in flight until the answer has left this process: a child that does not read cannot pile answers up here.
@@ -175,6 +230,8 @@ export function brokerProxy(child: Pick<Child, 'send' | 'fail'>, desk: BrokerDes
       ended = true;
       stop.abort();
       inFlight.clear();
+      for (const release of held.values()) release();
+      held.clear();
     },
   };
 }

@@ -11,11 +11,17 @@
  * its own (the warm-up is the engine's own constant work, its audit records dropped) and serves
  * none after.
  *
+ * A call granted a spawning cap runs its commands here too — registered commands, exec'd ones,
+ * spawned processes, `run_command_many` — on this engine's own worker threads, from the parent's
+ * registry sent with the request (commands.ts): nothing spawns a process, inside or outside.
+ *
  * Owns: the child's side of the protocol (protocol.ts) and its one-call engine.
  * Invariant: the child's engine is configured only from the boot line, whose limits are the
  * parent engine's (operator limits, fuel, output cap), and runs only the request, whose limits
  * the parent already resolved against them: a child never gets more than its call. Its brokers
- * are the parent's (forwarded): it holds no store, secret or socket. Audit records of its own
+ * are the parent's (forwarded): it holds no store, secret or socket. Its commands are the
+ * parent's registry or fewer; under the parent's `requireSigned` it has no trusted DID, so every
+ * module a guest names by VFS path is refused (the call's own module was checked by the parent). Audit records of its own
  * engine go to the reply (the parent merges them into its chain), never to a database here. End
  * of stdin before a request (the parent closed the pool, or died) → the child exits.
  * Does not protect against: anything the process boundary itself does not stop — see spawn.ts.
@@ -25,6 +31,7 @@ import { createEngine } from '../engine.ts';
 import type { ExecOptions } from '../../lanes/exec.ts';
 import { ParentLink } from './broker-link.ts';
 import { childCallbacks } from './stream.ts';
+import { ChildRegistry } from './commands.ts';
 import { decode, encode, fromB64, READY_LINE, toB64, type ChildBoot, type ChildReply, type ChildRequest } from './protocol.ts';
 
 /** stdin as lines (the last may end with the input instead of a newline): handed to `onLine` with their index. */
@@ -56,6 +63,7 @@ const NOOP_MODULE = new Uint8Array([
 
 async function main(): Promise<void> {
   const audit: { kind: string; detail?: unknown }[] = [];
+  const registry = new ChildRegistry();
   let engine: ReturnType<typeof createEngine> | null = null;
   const link = new ParentLink((line) => void process.stdout.write(line));
   let ready: Promise<void> = Promise.resolve();
@@ -65,6 +73,11 @@ async function main(): Promise<void> {
     const b = decode(line) as ChildBoot;
     const s = b.engine;
     const e = createEngine({
+      commands: registry, // empty until the request: the parent's registry comes with a call granted a spawning cap
+      // No trusted DIDs here: under the parent's requireSigned every module a guest names by VFS path is refused.
+      ...(s.requireSigned === true ? { requireSigned: [] } : {}),
+      workerHeapMb: s.workerHeapMb,
+      workerStackMb: s.workerStackMb,
       osProcessPool: 0,
       poolSize: b.warm === 'run' ? 1 : 0, // a pooled child for a run warms one guest worker while it waits
       maxWorkers: 2,
@@ -79,6 +92,7 @@ async function main(): Promise<void> {
     });
     engine = e;
     // Nothing of a call is here yet: what warms is the engine's own (a no-op module's run; the interpreters' boot).
+    if (b.warm === 'run') registry.admit(NOOP_MODULE); // the engine's own module: not a caller's, not gated
     const warmed = b.warm === 'run' ? e.run(NOOP_MODULE).then((r) => void r) : b.warm === 'js' ? e.warmExec() : Promise.resolve();
     // A failed warm-up is not the call's: the call then does the work itself (and reports its own errors).
     ready = warmed.catch(() => {}).then(() => void process.stdout.write(READY_LINE));
@@ -100,12 +114,15 @@ async function main(): Promise<void> {
   if (req.hostFunctions !== undefined) link.grant(req.hostFunctions);
   // The streams the call asked for: each chunk its callback gets goes to the parent as an `out` line.
   const streams = childCallbacks(req.stream, (line) => void process.stdout.write(line));
+  if (Array.isArray(req.commands)) registry.fill(req.commands);
   let result: Record<string, unknown>;
   if (req.kind === 'run') {
     const opts: Record<string, unknown> = { ...req.opts, ...streams };
     const stdin = opts['stdin'] as { b64?: unknown } | undefined;
     if (typeof stdin === 'object' && stdin !== null && typeof stdin.b64 === 'string') opts['stdin'] = fromB64(stdin.b64);
-    const r = await e.run(fromB64(req.module), opts);
+    const module = fromB64(req.module);
+    registry.admit(module); // the parent's requireSigned gate held for these bytes
+    const r = await e.run(module, opts);
     const { stdoutBytes, ...out } = r;
     result = { ...out, ...(stdoutBytes ? { stdoutBytes: toB64(stdoutBytes) } : {}) };
   } else {

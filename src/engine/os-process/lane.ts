@@ -6,17 +6,23 @@
  *
  * Owns: resolving the call's policy here, against this engine's operator limits, before anything
  * is sent (the child gets the resolved numbers and the same operator limits: never more than the
- * call); refusing what this tier cannot do yet (spawning: commands, exec, parallel;
- * mounts, persistent VFS, receipts) with NOT_CAPABLE saying why; the caller's streaming
- * callbacks served here from the child's `out` lines (stream.ts);
- * serving the call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) and its
- * granted host functions here, through this engine's brokers, as the call (broker-proxy.ts,
- * host-proxy.ts: the child is told the granted caps' names only); the tenant turn; the bwrap decision (strict →
+ * call); refusing what this tier cannot do yet (mounts, persistent VFS, receipts) with
+ * NOT_CAPABLE saying why; sending this engine's command registry with a call granted a spawning
+ * cap (`commands`, `exec`, `parallel`: they run inside the child, on its own worker threads —
+ * commands.ts), and running their cadence and holding the tenant's exec and live-process slots
+ * here for the child (shared with every call of the tenant, released when the call ends); the
+ * caller's streaming callbacks served here from the child's `out` lines (stream.ts); serving the
+ * call's brokered powers (kv, queue, secrets, net, browse, tcp/udp/tls, llm) and its granted host
+ * functions here, through this engine's brokers, as the call (broker-proxy.ts, host-proxy.ts: the
+ * child is told the granted caps' names only); the tenant turn; the bwrap decision (strict →
  * TIER_UNAVAILABLE without it; otherwise a warning on the result); merging the child's audit
  * records into this engine's log, each marked `tier: 'os_process'`; the engine's pool (made on its
  * first os_process call, closed with the engine).
- * Invariant: a call asked for `os_process` runs in a child or does not run — never in process;
- * the child it gets was started with exactly its call's flags (pool.ts keys).
+ * Invariant: a call asked for `os_process` runs in a child or does not run — never in process,
+ * and nothing it spawns runs anywhere else (the child cannot start a process); the child it gets
+ * was started with exactly its call's flags (pool.ts keys); its commands are this engine's or
+ * fewer, and `requireSigned` holds in it (the call's module is checked here; the child refuses
+ * every module a guest names by VFS path).
  * Does not protect against: see spawn.ts (the boundary) — and a child's reply is taken as its
  * call's result (its size is capped, its shape is not trusted beyond that). A pooled child that
  * dies in the instant after it was handed out is its call's INSTANCE_DEAD, as a fresh one would be.
@@ -40,6 +46,9 @@ import { hostFunctionTable } from './host-proxy.ts';
 import { bwrapStatus, startChild } from './spawn.ts';
 import { streamDesk } from './stream.ts';
 import { prlimitPath, rlimitsFor, type Rlimits } from './rlimits.ts';
+import { CommandShelf, commandManifest, SPAWNING_CAPS } from './commands.ts';
+import type { CommandRegistry } from '../registry.ts';
+import type { CallerOf } from '../../brokers/cadence.ts';
 
 export interface OsProcessDeps {
   readonly config: EngineConfig;
@@ -48,6 +57,12 @@ export interface OsProcessDeps {
   readonly closed: () => boolean;
   /** This engine's brokers: the child's brokered powers are served here. */
   readonly brokers: BrokerDesk;
+  /** This engine's command registry: a call granted a spawning cap gets it (commands.ts). */
+  readonly commands: CommandRegistry;
+  /** A tenant's exec or live-process slot (HostServices.takeSlot): a child's spawns count with all the tenant's calls. */
+  readonly slots: (tenant: string, kind: 'exec' | 'process') => (() => void) | null;
+  /** The cadence's steps 1-4 for a child's call of a spawning cap, as the call (this engine's `Cadence.admit`). */
+  readonly admit: (caller: CallerOf, cap: 'commands' | 'exec' | 'parallel', op: string, bytes: number, max: number) => number | null;
 }
 
 /** Per-call options of the tier (on RunOptions/ExecOptions as extra fields). */
@@ -62,13 +77,6 @@ export interface OsProcessCall {
   readonly bootMs?: number;
 }
 
-/**
- * Caps this tier does not serve: process spawning (commands, exec, parallel: untested across the
- * boundary). Named in a call's `caps`: NOT_CAPABLE. Granted only by the profile's defaults: the
- * child runs without them, with a warning. The guest VFS (`vfs`) is served in the child: private,
- * in its own storage dir; the brokered powers (kv, net, …) in this engine (broker-proxy.ts).
- */
-const REFUSED_CAPS = ['parallel', 'commands', 'exec'];
 const BOOT_MS = 5_000;
 /** CPython's boot in a fresh child (the interpreter, its standard library; no pre-booted pool). */
 const PYTHON_BOOT_MS = 30_000;
@@ -87,25 +95,41 @@ function refuse(what: string): never {
   throw new SandboxError('NOT_CAPABLE', `the os_process tier does not support ${what} yet (run it on the instance tier)`, { tier: 'os_process' });
 }
 
-/** The caps the child gets, and a warning for profile defaults it does not get; or NOT_CAPABLE. */
+/**
+ * The caps the child gets (all the call's: the spawning caps run inside it, commands.ts), and a
+ * warning for any it does not get (none today); or NOT_CAPABLE.
+ */
 function checkCall(policy: PolicyConfig, o: Record<string, unknown>): { caps: PolicyConfig['caps'][number][]; warning: string | null } {
-  const asked = Array.isArray(o['caps']) ? (o['caps'] as unknown[]) : [];
-  const named = asked.filter((c): c is string => typeof c === 'string' && REFUSED_CAPS.includes(c));
-  if (named.length > 0) refuse(`${named.join(', ')}: spawning is not served across the process boundary`);
   for (const k of ['mounts', 'vfs', 'vfsFile', 'receipt', 'artifact']) if (o[k] !== undefined && o[k] !== false) refuse(`"${k}"`);
-  const dropped = policy.caps.filter((c) => REFUSED_CAPS.includes(c));
-  const caps = policy.caps.filter((c) => !REFUSED_CAPS.includes(c));
-  return { caps, warning: dropped.length > 0 ? `os_process: ran without the profile's ${dropped.join(', ')} (not served in a child process)` : null };
+  return { caps: [...policy.caps], warning: null };
 }
 
 function settings(c: EngineConfig): ChildEngineSettings {
-  return { operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'], strictProfiles: c.strictProfiles, fuel: c.fuel, fuelChunk: c.fuelChunk, outputLimitBytes: c.outputLimitBytes, cacheDir: c.cacheDir };
+  return {
+    operatorLimits: c.operatorLimits as ChildEngineSettings['operatorLimits'],
+    strictProfiles: c.strictProfiles,
+    fuel: c.fuel,
+    fuelChunk: c.fuelChunk,
+    outputLimitBytes: c.outputLimitBytes,
+    cacheDir: c.cacheDir,
+    workerHeapMb: c.workerHeapMb,
+    workerStackMb: c.workerStackMb,
+    requireSigned: c.requireSigned !== null,
+  };
 }
 
 const bootLine = (c: EngineConfig, warm: WarmKind | null): string => `${encode({ kind: 'boot', engine: settings(c), warm } satisfies ChildBoot)}\n`;
 
 /** One pool of pre-started children per engine (its config), made on the first os_process call. */
 const pools = new WeakMap<EngineConfig, ChildPool>();
+/** One shelf of big registered modules per engine (commands.ts), made on the first os_process call. */
+const shelves = new WeakMap<EngineConfig, CommandShelf>();
+
+function shelfFor(c: EngineConfig): CommandShelf {
+  let shelf = shelves.get(c);
+  if (!shelf) shelves.set(c, (shelf = new CommandShelf()));
+  return shelf;
+}
 
 function poolFor(c: EngineConfig): ChildPool | null {
   if (c.osProcessPool <= 0) return null;
@@ -119,6 +143,13 @@ export async function closeOsProcess(c: EngineConfig): Promise<void> {
   const pool = pools.get(c);
   pools.delete(c);
   await pool?.close();
+  shelves.get(c)?.close();
+  shelves.delete(c);
+}
+
+/** An engine's shelf of big registered modules, if it has one (tests). */
+export function commandShelfDir(c: EngineConfig): string | null {
+  return shelves.get(c)?.dir ?? null;
 }
 
 /** An engine's waiting children (tests look for leftovers and kill one; the benchmark waits for a full pool). */
@@ -172,9 +203,12 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     const hostFunctions = hostFunctionTable(policy.hostCaps, deps.brokers);
     // The caller's callbacks stay here: the child is told which streams to send back (stream.ts).
     const stream = streamDesk(o as Parameters<typeof streamDesk>[0], deps.config.outputLimitBytes);
-    const request = encode({ kind, ...payload, opts: { ...dataOf(o), ...limits(policy, granted.caps) }, ...(hostFunctions ? { hostFunctions } : {}), ...(stream ? { stream: stream.fds } : {}) });
+    // A call that may run commands gets the parent's registry with it (a pooled child booted before the call has none).
+    const shelf = shelfFor(deps.config);
+    const commands = granted.caps.some((c) => SPAWNING_CAPS.includes(c)) ? { commands: commandManifest(deps.commands, shelf) } : {};
+    const request = encode({ kind, ...payload, ...commands, opts: { ...dataOf(o), ...limits(policy, granted.caps) }, ...(hostFunctions ? { hostFunctions } : {}), ...(stream ? { stream: stream.fds } : {}) });
     const plan = {
-      readDirs: deps.config.cacheDir ? [deps.config.cacheDir] : [],
+      readDirs: [...(deps.config.cacheDir ? [deps.config.cacheDir] : []), shelf.dir], // the shelf: the same for every call of this engine
       bwrap: status.bwrap,
       shareNet: false,
       // The guest VFS is SQLite through better-sqlite3, a native addon: only a call granted vfs may
@@ -199,7 +233,13 @@ async function call(deps: OsProcessDeps, kind: 'run' | 'exec', o: Record<string,
     // Counted from the request: a pooled child's boot is not the call's (a fresh one's is, inside the boot allowance).
     const killAfterMs = policy.timeoutMs + (o.bootMs ?? (o['language'] === 'python' ? PYTHON_BOOT_MS : BOOT_MS)) + GRACE_MS;
     // The child's broker requests are served here as this call: its tenant, instance and grant; its records marked.
-    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, hostCaps: policy.hostCaps, marks: { tier: 'os_process' } }, performance.now() + killAfterMs, stream);
+    const proxy = brokerProxy(child, deps.brokers, { tenant, instance, policy: { caps: granted.caps }, hostCaps: policy.hostCaps, marks: { tier: 'os_process' } }, performance.now() + killAfterMs, {
+      stream,
+      spawning: {
+        slot: (k) => deps.slots(tenant, k),
+        admit: (cap, op, bytes, max) => deps.admit({ tenant, instance, caps: granted.caps, marks: { tier: 'os_process' } }, cap, op, bytes, max),
+      },
+    });
     try {
       out = await child.call(request, {
         killAfterMs,

@@ -19,6 +19,8 @@
  * checks its shape, but a compromised child can report any result for its own call.
  */
 
+import type { CommandEntry } from './commands.ts';
+
 /** Engine settings passed down: the parent's, never anything higher. */
 export interface ChildEngineSettings {
   readonly operatorLimits: Record<string, { memoryBytes?: number; timeoutMs?: number; fuel?: number }>;
@@ -27,6 +29,15 @@ export interface ChildEngineSettings {
   readonly fuelChunk: number;
   readonly outputLimitBytes: number;
   readonly cacheDir: string | null;
+  /** The guest workers' heap and stack (the parent's: a spawned command's worker is bounded as in a worker run). */
+  readonly workerHeapMb: number;
+  readonly workerStackMb: number;
+  /**
+   * The parent runs only signed modules: the child, which has no trusted DIDs, refuses every
+   * module a guest names by VFS path (DENIED, `artifact.refused`); the call's own module was
+   * checked by the parent, and registered commands are the operator's.
+   */
+  readonly requireSigned: boolean;
 }
 
 /** The first line on a child's stdin: what its engine is built from (the same for every call of one parent engine). */
@@ -43,9 +54,10 @@ export interface ChildBoot {
 
 export type WarmKind = 'run' | 'js';
 
+/** `commands`: the parent's command registry, for a call granted a spawning cap (os-process/commands.ts). */
 export type ChildRequest =
-  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable; readonly stream?: readonly number[] }
-  | { readonly kind: 'exec'; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable; readonly stream?: readonly number[] };
+  | { readonly kind: 'run'; readonly module: string; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable; readonly stream?: readonly number[]; readonly commands?: readonly CommandEntry[] }
+  | { readonly kind: 'exec'; readonly opts: Record<string, unknown>; readonly hostFunctions?: HostFunctionTable; readonly stream?: readonly number[]; readonly commands?: readonly CommandEntry[] };
 
 /**
  * The host caps a call was granted, as its child links and offers them: each cap's function
@@ -105,12 +117,26 @@ export const MAX_BROKER_IN_FLIGHT = 8;
  * A broker request (after BROKER_MARK): `name` a `membrane` broker import with its string
  * arguments (base64) and the guest's `cap` (its out buffer); or only their total size
  * (`oversized`) when they are too large to carry; `leftMs` what is left of the child's call.
- * `cancel` withdraws request `id` (the child's call ended or timed out: its answer is not awaited).
+ * `cancel` withdraws request `id` (the child's call ended or timed out: its answer is not awaited);
+ * `slot` and `release` (SlotLine) hold the tenant's spawn slots.
  */
 export type BrokerRequestLine =
   | { readonly kind: 'broker'; readonly id: number; readonly name: string; readonly args?: readonly string[]; readonly oversized?: number; readonly cap: number; readonly leftMs: number }
   | HostRequestLine
-  | { readonly kind: 'cancel'; readonly id: number };
+  | { readonly kind: 'cancel'; readonly id: number }
+  | SlotLine;
+
+/**
+ * The command lanes' accounting is the parent's, across all the tenant's calls: `admit` runs the
+ * cadence's steps 1-4 (granted, revoked, rate, size) for a call of a spawning cap (answered like
+ * a broker request: ok, or the guest errno); `slot` asks for one of the tenant's exec or
+ * live-process slots (ok, or QUOTA at the limit); `release` gives back the slot request `id` got
+ * (no answer; the parent releases whatever the call still holds when it ends).
+ */
+export type SlotLine =
+  | { readonly kind: 'admit'; readonly id: number; readonly cap: 'commands' | 'exec' | 'parallel'; readonly op: string; readonly bytes: number; readonly max: number }
+  | { readonly kind: 'slot'; readonly id: number; readonly slot: 'exec' | 'process' }
+  | { readonly kind: 'release'; readonly id: number };
 
 /**
  * A host function call (after BROKER_MARK): `cap`.`fn` with its JSON argument (base64), or only
