@@ -167,8 +167,7 @@ export class Engine {
       const id = opts.id === undefined || opts.id === null ? `run-${++this.runs}` : checkName('id', opts.id);
       const tenant = opts.tenant === undefined || opts.tenant === null ? 'default' : checkName('tenant', opts.tenant);
       if (opts.signal?.aborted) return notRun(policy, t0);
-      // Only `instance` runs here (run() sent the others away): any other tier is TIER_UNAVAILABLE, never a silent downgrade.
-      if (checkTier(opts.tier) !== 'instance') throw new SandboxError('TIER_UNAVAILABLE', `the ${String(opts.tier)} tier is not available for this run`, { tier: String(opts.tier), reason: 'this path runs on the instance tier only' });
+      if (checkTier(opts.tier) !== 'instance') throw new SandboxError('TIER_UNAVAILABLE', `the ${String(opts.tier)} tier is not available for this run`, { tier: String(opts.tier), reason: 'this path runs on the instance tier only' }); // never a silent downgrade
       if (!inherited) this.auditFallback(policy, tenant, id);
       if (!inherited) bytes = await admitSigned(this.config, bytes, opts.artifact, (d) => this.brokers.record({ tenant, instance: id, kind: 'artifact.refused', detail: d }));
       const prepared = await unlessAborted(this.prepare(bytes, policy), opts.signal); // a first compile can take seconds: an abort answers at once (the compile goes on into the cache)
@@ -365,9 +364,7 @@ export class Engine {
       opts,
       this.config,
       async (language, onProgress) => {
-        // The lane first: its boot is the engine's, once (CPython's can take seconds on a fresh
-        // machine), and no tenant's turns are held while it runs; then a fair turn (a refusal is
-        // the outcome's error) for the snippet itself.
+        // The lane first (its boot is the engine's, once: no tenant's turn is held through it), then the snippet's fair turn.
         const lane = await this.lanes.get(language, onProgress);
         release = await this.fair.admit(opts.tenant ?? 'default', resolvePolicy(opts, this.config).timeoutMs, opts.signal);
         return lane;
