@@ -25,7 +25,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { ensurePrivateDirs } from '../storage/home-files.ts';
-import { O_CREAT, Vfs, membraneHome, openDatabase, type ImageMount } from '../storage/index.ts';
+import { O_CREAT, Vfs, membraneCacheDir, openDatabase, type ImageMount } from '../storage/index.ts';
 import { readTar } from './tar.ts';
 
 /** Where every toolchain command sees the sysroot (also clang's resource directory). */
@@ -73,7 +73,7 @@ const byCacheDir = new Map<string, Toolchain>();
 export function findToolchain(cacheDir: string | null): Toolchain | null {
   const where = locate();
   if (!where) return null;
-  const dir = cacheDir ?? join(membraneHome(), 'cache');
+  const dir = cacheDir ?? membraneCacheDir();
   let found = byCacheDir.get(dir);
   if (found) return found;
   let image: ImageMount | null = null;

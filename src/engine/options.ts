@@ -9,11 +9,10 @@
  */
 
 import { defaultPerTenant } from '../fabric/tenant-scheduler.ts';
-import { join } from 'node:path';
 import { publicKeyOfDidKey } from '../provenance/did.ts';
 import { DidResolver, didWebUrl } from '../provenance/did-resolve.ts';
 import { SandboxError } from '../errors.ts';
-import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneHome } from '../storage/index.ts';
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_INODES, membraneCacheDir } from '../storage/index.ts';
 import { MAX_MOUNT_FILES } from './mounts.ts';
 import { DEFAULT_CACHE_MAX_BYTES } from './module-cache.ts';
 import { resolveStoreQuotas } from '../storage/store-quotas.ts';
@@ -88,7 +87,7 @@ export interface EngineOptions {
   fuel?: boolean;
   /** Fuel granted per refill: bounds how long a runaway runs past its deadline. Default 1e6. */
   fuelChunk?: number;
-  /** Where instrumented modules are cached on disk; `false` disables it. Default `$MEMBRANE_HOME/cache`. */
+  /** Where instrumented modules are cached on disk; `false` disables it. Default `$MEMBRANE_CACHE_DIR`, else `$MEMBRANE_HOME/cache`. */
   cacheDir?: string | false;
   /**
    * Bytes the disk cache may hold; least recently used modules are evicted to stay under it, and
@@ -229,7 +228,7 @@ export function resolveEngine(o: EngineOptions = {}): EngineConfig {
     spinMs: count('spinMicros', o.spinMicros, 100, 0) / 1000,
     fuel: o.fuel !== false,
     fuelChunk: Math.floor(count('fuelChunk', o.fuelChunk, DEFAULT_FUEL_CHUNK)),
-    cacheDir: o.cacheDir === false ? null : (o.cacheDir ?? join(membraneHome(), 'cache')),
+    cacheDir: o.cacheDir === false ? null : (o.cacheDir ?? membraneCacheDir()),
     cacheMaxBytes: Math.floor(count('cacheMaxBytes', o.cacheMaxBytes, DEFAULT_CACHE_MAX_BYTES, 0)),
     vfsMaxBytes: Math.floor(count('vfsMaxBytes', o.vfsMaxBytes, DEFAULT_MAX_BYTES)),
     vfsMaxInodes: Math.floor(count('vfsMaxInodes', o.vfsMaxInodes, DEFAULT_MAX_INODES)),

@@ -32,6 +32,15 @@ export function membraneHome(): string {
   return process.env['MEMBRANE_HOME'] || join(homedir(), '.membrane');
 }
 
+/**
+ * The default module cache directory: `$MEMBRANE_CACHE_DIR`, else `$MEMBRANE_HOME/cache`. The
+ * variable lets processes with different homes share one cache (CI, a test run sharing its
+ * rewritten toolchain); the directory must be private to the user like the home itself.
+ */
+export function membraneCacheDir(): string {
+  return process.env['MEMBRANE_CACHE_DIR'] || join(membraneHome(), 'cache');
+}
+
 /** `path` as an operator may see it in a message: relative to the home when inside it, else its base name. */
 export function homeRelative(path: string): string {
   const rel = relative(resolve(membraneHome()), resolve(path));

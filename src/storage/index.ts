@@ -4,7 +4,7 @@
  * Owns nothing itself; see each module's header for its invariants.
  */
 
-export { membraneHome, openDatabase, removeDatabase, storageDir, BUSY_TIMEOUT_MS, type Database, type Statement, type Transaction } from './sqlite.ts';
+export { membraneCacheDir, membraneHome, openDatabase, removeDatabase, storageDir, BUSY_TIMEOUT_MS, type Database, type Statement, type Transaction } from './sqlite.ts';
 export { WASI_ERRNO, VfsError, type ErrnoName } from './errno.ts';
 export { MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_SYMLINK_HOPS } from './vfs-path.ts';
 export * from './vfs.ts';

@@ -27,7 +27,7 @@ import { dirname, join, resolve } from 'node:path';
 import { SandboxError } from '../errors.ts';
 import { checkDatabasePaths, ensurePrivateDir, ensurePrivateFile, membraneHome } from './home-files.ts';
 
-export { membraneHome } from './home-files.ts';
+export { membraneCacheDir, membraneHome } from './home-files.ts';
 
 /** A prepared statement: the part of better-sqlite3's `Statement` Membrane uses. */
 export interface Statement<Row = unknown> {

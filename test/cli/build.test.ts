@@ -1,13 +1,16 @@
 // `membrane build` and `membrane exec --lang c|cpp` from the command line (issue #16 must-shows
 // 1, 2 and 4): the sources compile and link inside the sandbox, the module runs with `membrane run`,
-// a compile error names hello.c:3:5 and exits BUILD_FAILED's code with no host path.
+// a compile error names hello.c:3:5 and exits BUILD_FAILED's code with no host path. The CLI's
+// engines keep their module cache in the run's toolchain cache (MEMBRANE_CACHE_DIR), where the
+// other build tests leave the rewritten LLVM: a fresh cache under HOME would rewrite it (~100 MB)
+// again on every run.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runNode, BIN } from '../helpers/cli.ts';
 import { ERROR_TABLE } from '../../src/errors.ts';
-import { BROKEN_C, HELLO_C, VECTOR_CPP } from '../helpers/toolchain.ts';
+import { BROKEN_C, HELLO_C, TOOLCHAIN_CACHE, VECTOR_CPP } from '../helpers/toolchain.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 const HOME = tempDir('membrane-build-cli-');
@@ -16,7 +19,7 @@ writeFileSync(join(DIR, 'hello.c'), HELLO_C);
 writeFileSync(join(DIR, 'main.cpp'), VECTOR_CPP);
 writeFileSync(join(DIR, 'broken.c'), BROKEN_C);
 
-const membrane = (args: string[]) => runNode([BIN, ...args], { env: { MEMBRANE_HOME: HOME }, cwd: DIR, limitMs: 240_000 });
+const membrane = (args: string[]) => runNode([BIN, ...args], { env: { MEMBRANE_HOME: HOME, MEMBRANE_CACHE_DIR: TOOLCHAIN_CACHE }, cwd: DIR, limitMs: 240_000 });
 
 test('membrane build hello.c -o hello.wasm && membrane run hello.wasm prints its line', async () => {
   const b = await membrane(['build', 'hello.c', '-o', 'hello.wasm']);
@@ -43,7 +46,7 @@ test('a compile error: diagnostics name broken.c:3:5, the exit code is BUILD_FAI
   assert.equal(b.code, ERROR_TABLE.BUILD_FAILED.exitCode);
   assert.match(b.stderr, /broken\.c:3:5: error: use of undeclared identifier 'undeclared_thing'/);
   assert.match(b.stderr, /BUILD_FAILED/);
-  for (const p of [DIR, HOME, 'node_modules']) assert.ok(!b.stderr.includes(p), `host path ${p}: ${b.stderr}`);
+  for (const p of [DIR, HOME, TOOLCHAIN_CACHE, 'node_modules']) assert.ok(!b.stderr.includes(p), `host path ${p}: ${b.stderr}`);
   const j = await membrane(['build', join(DIR, 'broken.c'), '-o', 'broken.wasm', '--json']);
   const out = JSON.parse(j.stdout) as { diagnostics: { file: string; line: number; column: number }[] };
   assert.deepEqual([out.diagnostics[0]!.file, out.diagnostics[0]!.line, out.diagnostics[0]!.column], ['broken.c', 3, 5], 'an absolute path is known by its base name');

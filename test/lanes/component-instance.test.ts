@@ -10,7 +10,11 @@ import { testEngine } from '../helpers/engine.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 process.env['MEMBRANE_HOME'] = tempDir('membrane-component-instance-');
-const engine = testEngine({ poolSize: 1 });
+// The spins below are to end at their 300 ms deadline: at compute's own 1e9 fuel an idle fast
+// machine can burn through it first (FUEL_EXHAUSTED), so the operator raises compute's fuel and
+// only the deadline can end them. The fuel wall is checked with a budget of its own.
+const SPIN_FUEL = { compute: { fuel: 1e13 } };
+const engine = testEngine({ poolSize: 1, operatorLimits: SPIN_FUEL });
 const T = 'membrane:fixtures/tally';
 
 test('start, call an export again and again with its state kept, read it through other exports, stop', async () => {
@@ -74,7 +78,7 @@ test('walls per call: a spin times out (the instance retires), fuel runs out, me
 });
 
 test("onTimeout 'restart': after a runaway the instance restarts with fresh state", async () => {
-  const restarting = testEngine({ poolSize: 1, onTimeout: 'restart' });
+  const restarting = testEngine({ poolSize: 1, onTimeout: 'restart', operatorLimits: SPIN_FUEL });
   const inst = await restarting.start('tally-r', component('counter'), { profile: 'compute' });
   try {
     await inst.call(`${T}#add`, [9]);

@@ -12,12 +12,14 @@ import { tempDir } from '../helpers/tmp.ts';
 
 const home = tempDir('membrane-sh-deadline-');
 process.env['MEMBRANE_HOME'] = home;
-const engine = testEngine({ poolSize: 2 });
+// The spinners burn ~3e9 fuel a second on an idle machine: network's own 1e10 ran out inside the
+// 3 s budget below (CI 20:41Z), so the operator raises it and only the deadline can stop them.
+const engine = testEngine({ poolSize: 2, operatorLimits: { network: { fuel: 1e13 } } });
 const registry = CommandRegistry.withBuiltins();
 registry.register('spin', await wat('spin-command'));
 registry.register('sleep', await wat('sleep-command'));
 const SPIN = `spin=${join(FIXTURES, 'wat', 'spin-command.wat')}`;
-// Spinners run under `network` (fuel 1e10) so that the deadline, not the fuel wall, stops them.
+// Spinners run under `network` (its fuel raised above) so that the deadline, not the fuel wall, stops them.
 const NETWORK = { profile: 'network' } as const;
 // The budget, plus the engine's grace to stop a runaway and a loaded shared machine's slack;
 // far below the 8 × 500 ms the per-command timeout allowed.

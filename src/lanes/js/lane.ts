@@ -30,10 +30,9 @@
  * (a call's deadline starts when it runs; its wait in the queue is bounded by the same timeout).
  */
 
-import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { builtFiles } from '../../storage/package-root.ts';
-import { membraneHome } from '../../storage/sqlite.ts';
+import { membraneCacheDir } from '../../storage/sqlite.ts';
 import type { ExecRequest, ExecResult } from '../types.ts';
 import { DEFAULT_OUTPUT_LIMIT_BYTES } from './output.ts';
 import type { ExecJob, JsWorkerData } from './protocol.ts';
@@ -108,7 +107,7 @@ export class JsLane {
 
   constructor(opts: JsLaneOptions = {}) {
     this.poolSize = Math.max(0, Math.min(MAX_POOL_SIZE, Math.floor(opts.poolSize ?? DEFAULT_POOL_SIZE)));
-    this.cacheDir = opts.cacheDir === false ? null : (opts.cacheDir ?? join(membraneHome(), 'cache'));
+    this.cacheDir = opts.cacheDir === false ? null : (opts.cacheDir ?? membraneCacheDir());
     this.outputLimitBytes = Math.max(0, Math.floor(opts.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES));
     this.failOnOutputLimit = opts.failOnOutputLimit ?? false;
     const workers = Math.max(1, Math.min(MAX_WORKERS, Math.floor(opts.workers ?? 1)));
