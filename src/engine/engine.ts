@@ -321,9 +321,7 @@ export class Engine {
   }
 
   /** Internal to the build lane: a fair turn for one build or C/C++ exec (its steps are not admitted again). */
-  turn(tenant: string, waitMs: number, signal?: AbortSignal): Promise<() => void> {
-    return this.fair.admit(checkName('tenant', tenant), waitMs, signal);
-  }
+  turn(tenant: string, waitMs: number, signal?: AbortSignal): Promise<() => void> { return this.fair.admit(checkName('tenant', tenant), waitMs, signal); }
 
   /** Compile and link C/C++ sources inside the sandbox (the build lane, src/build/build.ts). */
   build(opts: BuildOptions): Promise<BuildResult> {

@@ -29,21 +29,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommandRegistry } from '../registry.ts';
 import { packageRoot } from '../../storage/package-root.ts';
-import type { Declaration } from '../../policy/toolkit.ts';
-import { fromB64, toB64 } from './protocol.ts';
+import { fromB64, toB64, type CommandEntry } from './protocol.ts';
 
-/**
- * One command as the child gets it: a built-in by name and hash; a registered module by its bytes
- * too, or — from INLINE_MAX_BYTES on — by the path of its copy in the engine's shelf.
- */
-export interface CommandEntry {
-  readonly name: string;
-  readonly sha256: string;
-  readonly builtin?: true;
-  readonly b64?: string;
-  readonly path?: string;
-  readonly declared?: Declaration;
-}
+export type { CommandEntry };
 
 /** A registered module this big or bigger goes by content hash (a file of the shelf), not in every request. */
 export const INLINE_MAX_BYTES = 256 * 1024;

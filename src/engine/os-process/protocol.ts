@@ -19,7 +19,7 @@
  * checks its shape, but a compromised child can report any result for its own call.
  */
 
-import type { CommandEntry } from './commands.ts';
+import type { Declaration } from '../../policy/toolkit.ts';
 
 /** Engine settings passed down: the parent's, never anything higher. */
 export interface ChildEngineSettings {
@@ -157,3 +157,16 @@ export interface HostRequestLine {
 export type BrokerAnswerLine =
   | { readonly id: number; readonly ok: true; readonly value: number; readonly payload?: string }
   | { readonly id: number; readonly ok: false; readonly errno: number };
+
+/**
+ * One command as the child gets it: a built-in by name and hash; a registered module by its bytes
+ * too, or — from INLINE_MAX_BYTES on — by the path of its copy in the engine's shelf.
+ */
+export interface CommandEntry {
+  readonly name: string;
+  readonly sha256: string;
+  readonly builtin?: true;
+  readonly b64?: string;
+  readonly path?: string;
+  readonly declared?: Declaration;
+}
