@@ -23,14 +23,14 @@ before(async () => {
 after(() => engine.close());
 
 test('C execs beyond a tenant\'s cap wait for its turns (OVERLOADED past their budget); another tenant runs meanwhile', async () => {
-  const hostile = Array.from({ length: 6 }, () => engine.exec({ language: 'c', code: HELLO_C, tenant: 'hostile', timeoutMs: 1_000 }));
+  const hostile = Array.from({ length: 12 }, () => engine.exec({ language: 'c', code: HELLO_C, tenant: 'hostile', timeoutMs: 1_000 }));
   await new Promise((r) => setTimeout(r, 100));
   const honest = await Promise.all([engine.run(await wat('noop'), { tenant: 'honest', invoke: 'noop' }), engine.exec({ language: 'js', code: '6 * 7', tenant: 'honest' })]);
   assert.ok(honest[0].ok, JSON.stringify(honest[0].error));
   assert.equal(honest[1].ok, true, JSON.stringify(honest[1].error));
   const outs = await Promise.all(hostile);
   const codes = outs.map((o) => (o.ok ? 'ok' : o.error!.code));
-  // Serialized by the tenant's one turn: six builds of ≥ ~0.3 s each cannot all be admitted within
+  // Serialized by the tenant's one turn: twelve builds (≥ ~0.13 s each, even on an idle machine) cannot all be admitted within
   // 1 s. Before the fix every one ran at once and none was ever OVERLOADED.
   const overloaded = outs.filter((o) => !o.ok && o.error!.code === 'OVERLOADED');
   assert.ok(overloaded.length >= 1, `codes ${codes.join(',')}`);
@@ -39,7 +39,7 @@ test('C execs beyond a tenant\'s cap wait for its turns (OVERLOADED past their b
 });
 
 test('engine.build takes a turn too: builds beyond a tenant\'s cap wait for its turn (not for a worker), OVERLOADED past their budget', async () => {
-  const flood = Promise.all(Array.from({ length: 6 }, () => engine.build({ sources: { 'hello.c': HELLO_C }, tenant: 'builder', timeoutMs: 1_000 })));
+  const flood = Promise.all(Array.from({ length: 12 }, () => engine.build({ sources: { 'hello.c': HELLO_C }, tenant: 'builder', timeoutMs: 1_000 })));
   await new Promise((r) => setTimeout(r, 100));
   const honest = await engine.exec({ language: 'js', code: '6 * 7', tenant: 'honest' });
   assert.equal(honest.ok, true, JSON.stringify(honest.error));
