@@ -17,7 +17,8 @@ const registry = CommandRegistry.withBuiltins();
 registry.register('nest', new Uint8Array(readFileSync(new URL('../fixtures/c/nest.wasm', import.meta.url))));
 const nest = registry.get('nest')!;
 // No pool: every process this test file's parent has is one the test can name.
-const engine = testEngine({ commands: registry, poolSize: 1, osProcessPool: 0 });
+// Only the deadline ends the spinners: minimal's 1e9 fuel ran out first on an idle machine (CI 22:10Z, Node 24).
+const engine = testEngine({ commands: registry, poolSize: 1, osProcessPool: 0, operatorLimits: { minimal: { fuel: 1e13 } } });
 const TIMEOUT_MS = 1_500;
 /** The parent's deadline for a call: its budget + the child's boot allowance (5 s) + grace. */
 const BOUND_MS = TIMEOUT_MS + 5_000 + 500 + LOAD_SLACK_MS;
